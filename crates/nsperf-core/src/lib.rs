@@ -1,0 +1,23 @@
+//! The shared ground of nsperf: units with their parsers and printers, the clock, host facts
+//! and samplers (CPU per core, NIC counters), statistics, and the one result model that every
+//! engine (`net`, `io`, `lab`, `trace`) fills and every exporter reads.
+//!
+//! Nothing here touches the network or a disk under test; engines depend on this crate, never
+//! the other way round.
+#![deny(missing_docs)]
+
+pub mod clock;
+pub mod cpu;
+pub mod failure;
+pub mod host;
+pub mod nic;
+pub mod report;
+pub mod signal;
+pub mod stats;
+pub mod table;
+pub mod units;
+
+pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use failure::Failure;
+pub use report::{Finding, Report, SCHEMA_VERSION, Severity};
+pub use units::{BitRate, Bytes, ParseUnitError, parse_duration};

@@ -1,0 +1,5 @@
+//! One module per subcommand: each defines its clap arguments ("low" args that only validate
+//! what was typed), turns them into the engine's typed config ("high" args), runs the engine
+//! and prints. No measurement logic lives here.
+
+pub mod host;

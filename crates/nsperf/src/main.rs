@@ -1,0 +1,82 @@
+//! The `nsperf` command line: parses arguments, calls an engine, prints. Exit codes are
+//! listed in `exit.rs` and `docs/exit-codes.md`.
+
+mod cmd;
+#[allow(dead_code)] // the helpers are for the engine commands that land next
+mod exit;
+#[allow(dead_code)]
+mod output;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Network-storage performance: measure every layer of the path with one clock, and say
+/// where the throughput goes.
+#[derive(Debug, Parser)]
+#[command(
+    name = "nsperf",
+    version,
+    about,
+    propagate_version = true,
+    max_term_width = 100
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show the host facts recorded with every result, and CPU use per core.
+    Host(cmd::host::HostArgs),
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    nsperf_core::signal::install_interrupt_handler();
+    match cli.command {
+        Command::Host(a) => cmd::host::run(a),
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn main() -> ExitCode {
+    // Printing into a closed pipe (`nsperf ... | head`) must end quietly, not panic.
+    // SAFETY: setting SIGPIPE to its default action before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("nsperf: {}", one_line(&e));
+            ExitCode::from(exit::failure_of(&e).exit_code())
+        }
+    }
+}
+
+/// The error and its causes on one line: `outer: inner: root cause`.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for c in e.chain() {
+        let s = c.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ").replace('\n', " ")
+}

@@ -1,0 +1,153 @@
+//! A tiny harness for integration tests that run the real `nsperf` binary (the ripgrep way):
+//! build a command, run it with a time limit, and read its stdout, stderr and exit code.
+//! Tests that need root call [`require_root`] and skip with a printed reason otherwise.
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Path of the `nsperf` binary built for these tests.
+pub fn nsperf_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_nsperf")
+}
+
+/// A `Command` for `nsperf` with these arguments.
+pub fn nsperf<I, S>(args: I) -> Command
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let mut c = Command::new(nsperf_bin());
+    c.args(args);
+    c
+}
+
+/// What a finished command printed and returned.
+#[derive(Debug)]
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Panics with the full output unless the command exited 0.
+    pub fn ok(self) -> Self {
+        assert_eq!(
+            self.code,
+            Some(0),
+            "command failed\nstdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    /// The stdout parsed as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+impl From<Output> for Run {
+    fn from(o: Output) -> Self {
+        Run {
+            code: o.status.code(),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+/// Runs a command to completion, killing it after `limit` (then the test fails).
+pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Run {
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(Stdio::null());
+    let mut child = cmd.spawn().expect("spawn nsperf");
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let to = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = out.read_to_end(&mut s);
+        s
+    });
+    let te = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = err.read_to_end(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let o = String::from_utf8_lossy(&to.join().unwrap()).into_owned();
+            let e = String::from_utf8_lossy(&te.join().unwrap()).into_owned();
+            panic!("command ran past {limit:?} and was killed\nstdout:\n{o}\nstderr:\n{e}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Run {
+        code: status.code(),
+        stdout: String::from_utf8_lossy(&to.join().unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&te.join().unwrap()).into_owned(),
+    }
+}
+
+/// Runs `nsperf ARGS` with a 120 s limit.
+pub fn run(args: &[&str]) -> Run {
+    run_with_limit(nsperf(args), Duration::from_secs(120))
+}
+
+/// A child process that is killed when dropped (a server under test, say), so a failing
+/// test leaves nothing running.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// True when running as root. Tests that need root return early after printing why.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc_geteuid() == 0 }
+}
+
+unsafe extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
+
+/// Returns false (and prints why) when not root: `if !require_root("veth test") { return; }`.
+pub fn require_root(what: &str) -> bool {
+    if is_root() {
+        true
+    } else {
+        eprintln!("SKIPPED {what}: needs root (network namespaces / cache control)");
+        false
+    }
+}
+
+/// True when `prog` is on PATH; otherwise prints a skip line.
+pub fn require_program(prog: &str, what: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
+        .unwrap_or(false);
+    if !found {
+        eprintln!("SKIPPED {what}: `{prog}` is not installed");
+    }
+    found
+}
