@@ -185,7 +185,10 @@ pub fn process_times() -> Option<ProcessTimes> {
 impl CpuSampler {
     /// A sampler primed with a first reading.
     pub fn new() -> Self {
-        CpuSampler { prev: read_proc_stat(), proc_prev: process_times() }
+        CpuSampler {
+            prev: read_proc_stat(),
+            proc_prev: process_times(),
+        }
     }
 
     /// Use since the previous call (or since creation), over `elapsed_s` seconds of wall time
