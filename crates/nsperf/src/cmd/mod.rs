@@ -3,3 +3,5 @@
 //! and prints. No measurement logic lives here.
 
 pub mod host;
+pub mod net;
+pub mod server;
