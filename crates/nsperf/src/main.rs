@@ -30,12 +30,15 @@ struct Cli {
 enum Command {
     /// Show the host facts recorded with every result, and CPU use per core.
     Host(cmd::host::HostArgs),
+    /// File-system and block I/O: workloads (fio), matrix (iozone), suite (bonnie++).
+    Io(cmd::io::IoArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     nsperf_core::signal::install_interrupt_handler();
     match cli.command {
         Command::Host(a) => cmd::host::run(a),
+        Command::Io(a) => cmd::io::run(a),
     }
 }
 
