@@ -76,7 +76,12 @@ mod tests {
     #[test]
     fn evict_then_mincore() {
         let p = std::env::temp_dir().join(format!(".nsperf-cache-test-{}", std::process::id()));
-        let mut f = std::fs::File::create(&p).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&p)
+            .unwrap();
         f.write_all(&vec![7u8; 1 << 20]).unwrap();
         let (res, pages) = resident_pages(f.as_raw_fd(), 1 << 20).unwrap();
         assert!(pages >= 256 && res <= pages);

@@ -195,7 +195,10 @@ impl RunConfig {
         }
         if self.cache == CacheMode::Direct {
             if !self.engine.caps().direct {
-                return bad(format!("--cache direct is not possible with --engine {}", self.engine));
+                return bad(format!(
+                    "--cache direct is not possible with --engine {}",
+                    self.engine
+                ));
             }
             if self.bs_bytes % 512 != 0 {
                 return bad("--cache direct needs --bs a multiple of 512 bytes".into());
@@ -251,7 +254,12 @@ mod tests {
         assert!(cfg().validate().is_ok());
         let mut c = cfg();
         c.iodepth = 8;
-        assert!(c.validate().unwrap_err().to_string().contains("--engine uring"));
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("--engine uring")
+        );
         c.engine = EngineKind::Uring;
         assert!(c.validate().is_ok());
         let mut c = cfg();

@@ -55,7 +55,11 @@ impl IoError {
     }
 
     /// An [`IoError::Os`] from an error value.
-    pub(crate) fn os(what: &'static str, path: &std::path::Path, source: std::io::Error) -> IoError {
+    pub(crate) fn os(
+        what: &'static str,
+        path: &std::path::Path,
+        source: std::io::Error,
+    ) -> IoError {
         IoError::Os {
             what,
             path: path.to_path_buf(),

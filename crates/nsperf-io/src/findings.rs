@@ -28,7 +28,11 @@ pub fn findings(
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(why) = &facts.engine_fallback {
-        out.push(Finding::new("engine_fallback", Severity::Warning, why.clone()));
+        out.push(Finding::new(
+            "engine_fallback",
+            Severity::Warning,
+            why.clone(),
+        ));
     }
     if s.engine == "null" {
         out.push(Finding::new(

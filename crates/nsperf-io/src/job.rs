@@ -126,7 +126,10 @@ pub fn run_job<E: IoEngine>(
             source,
         })?;
     let expect = deadline
-        .map(|d| (d.saturating_duration_since(start).as_nanos() / interval.as_nanos().max(1)) as usize + 2)
+        .map(|d| {
+            (d.saturating_duration_since(start).as_nanos() / interval.as_nanos().max(1)) as usize
+                + 2
+        })
         .unwrap_or(64);
     let mut out = JobOutcome {
         hist: LatencyHistogram::new(),

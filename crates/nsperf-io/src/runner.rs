@@ -75,7 +75,11 @@ fn run_block(cfg: &RunConfig) -> Result<IoReport, IoError> {
     } else {
         cfg.jobs as usize
     };
-    let per_file = if nfiles == 1 { region * cfg.jobs as u64 } else { region };
+    let per_file = if nfiles == 1 {
+        region * cfg.jobs as u64
+    } else {
+        region
+    };
 
     // Files: created in the directory (removed by `_guard` on every exit path) or the device.
     let mut _guard: Option<CreatedFiles> = None;
@@ -296,7 +300,11 @@ pub(crate) fn aggregate(
     let n = outs.iter().map(|o| o.buckets.len()).max().unwrap_or(0);
     let length = |i: usize| {
         let st = i as f64 * iv;
-        if i + 1 == n { (run_s - st).max(1e-9) } else { iv }
+        if i + 1 == n {
+            (run_s - st).max(1e-9)
+        } else {
+            iv
+        }
     };
     let mk = |job: Option<u32>, i: usize, bytes: u64, ops: u64| {
         let len = length(i);
@@ -463,7 +471,13 @@ mod tests {
         });
         assert_eq!(k, EngineKind::Psync);
         assert!(why.unwrap().contains("fell back to psync"));
-        assert_eq!(resolve_engine(EngineKind::Uring, || Ok(())).0, EngineKind::Uring);
-        assert_eq!(resolve_engine(EngineKind::Mmap, || unreachable!()).0, EngineKind::Mmap);
+        assert_eq!(
+            resolve_engine(EngineKind::Uring, || Ok(())).0,
+            EngineKind::Uring
+        );
+        assert_eq!(
+            resolve_engine(EngineKind::Mmap, || unreachable!()).0,
+            EngineKind::Mmap
+        );
     }
 }

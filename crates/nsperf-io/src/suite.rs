@@ -134,7 +134,9 @@ fn char_write(cfg: &RunConfig, guard: &mut CreatedFiles) -> Result<JobOutcome, I
         if r != buf.len() as isize {
             return Err(IoError::last_os("write", &path));
         }
-        c.out.hist.record_ns(t1.duration_since(t0).as_nanos() as u64);
+        c.out
+            .hist
+            .record_ns(t1.duration_since(t0).as_nanos() as u64);
         c.out.write_bytes += buf.len() as u64;
         c.add(t1, buf.len() as u64, buf.len() as u64);
         Ok(())
@@ -195,7 +197,9 @@ fn char_read(cfg: &RunConfig, guard: &mut CreatedFiles) -> Result<JobOutcome, Io
             break;
         }
         let n = r as usize;
-        c.out.hist.record_ns(t1.duration_since(t0).as_nanos() as u64);
+        c.out
+            .hist
+            .record_ns(t1.duration_since(t0).as_nanos() as u64);
         for &b in &buf[..n] {
             // One call per byte, as getc.
             sum = sum.wrapping_add(std::hint::black_box(b) as u64);
@@ -255,8 +259,14 @@ fn meta(
                 };
                 let t1 = Instant::now();
                 r.map_err(|e| IoError::os(op_verb(op), p, e))?;
-                c.out.hist.record_ns(t1.duration_since(t0).as_nanos() as u64);
-                let bytes = if matches!(op, "create") { payload.len() as u64 } else { 0 };
+                c.out
+                    .hist
+                    .record_ns(t1.duration_since(t0).as_nanos() as u64);
+                let bytes = if matches!(op, "create") {
+                    payload.len() as u64
+                } else {
+                    0
+                };
                 c.out.write_bytes += bytes;
                 c.add(t1, bytes, 1);
                 done += 1;

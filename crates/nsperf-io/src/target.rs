@@ -218,7 +218,10 @@ fn is_mounted(rdev: u64) -> bool {
     let (maj, min) = (libc::major(rdev), libc::minor(rdev));
     let want = format!("{maj}:{min}");
     std::fs::read_to_string("/proc/self/mountinfo")
-        .map(|t| t.lines().any(|l| l.split(' ').nth(2) == Some(want.as_str())))
+        .map(|t| {
+            t.lines()
+                .any(|l| l.split(' ').nth(2) == Some(want.as_str()))
+        })
         .unwrap_or(false)
 }
 
@@ -235,7 +238,13 @@ mod tests {
         {
             let mut c = CreatedFiles::new(&dir).unwrap();
             let (_f, p) = c.create("data").unwrap();
-            assert!(p.file_name().unwrap().to_str().unwrap().starts_with(FILE_PREFIX));
+            assert!(
+                p.file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .starts_with(FILE_PREFIX)
+            );
             let d = c.mkdir("meta").unwrap();
             std::fs::write(d.join("x"), b"1").unwrap();
             assert_eq!(c.len(), 2);

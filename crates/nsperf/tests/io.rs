@@ -80,7 +80,17 @@ fn workloads_on_tmpfs_and_disk() {
             assert_eq!(j["spec"]["bs_bytes"], 65536);
             assert!(d.leftovers().is_empty(), "{w}: {:?}", d.leftovers());
         }
-        let j = io_json(&[d.path(), "-w", "randrw", "-s", "4m", "-b", "4k", "--rwmix", "70"]);
+        let j = io_json(&[
+            d.path(),
+            "-w",
+            "randrw",
+            "-s",
+            "4m",
+            "-b",
+            "4k",
+            "--rwmix",
+            "70",
+        ]);
         let (r, w) = (
             j["summary"]["read_bytes"].as_f64().unwrap(),
             j["summary"]["write_bytes"].as_f64().unwrap(),
@@ -92,16 +102,42 @@ fn workloads_on_tmpfs_and_disk() {
 #[test]
 fn null_engine_counts_exactly() {
     let d = Scratch::new(TMPFS, "null");
-    let j = io_json(&[d.path(), "-w", "randread", "-s", "1m", "-b", "4k", "-e", "null"]);
+    let j = io_json(&[
+        d.path(),
+        "-w",
+        "randread",
+        "-s",
+        "1m",
+        "-b",
+        "4k",
+        "-e",
+        "null",
+    ]);
     assert_eq!(j["summary"]["ops"], 256);
     assert_eq!(j["summary"]["engine"], "null");
     assert!(j["findings"].to_string().contains("null_engine"));
     let j = io_json(&[
-        d.path(), "-w", "seqwrite", "-s", "1m", "-b", "4k", "-e", "null", "-j", "3",
+        d.path(),
+        "-w",
+        "seqwrite",
+        "-s",
+        "1m",
+        "-b",
+        "4k",
+        "-e",
+        "null",
+        "-j",
+        "3",
     ]);
     assert_eq!(j["summary"]["ops"], 768);
     // Per-job intervals exist beside the aggregate.
-    assert!(j["intervals"].as_array().unwrap().iter().any(|i| i["job"] == 2));
+    assert!(
+        j["intervals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["job"] == 2)
+    );
 }
 
 #[test]
@@ -115,7 +151,10 @@ fn pre_existing_file_is_untouched() {
         io_json(&[d.path(), "-w", w, "-s", "2m", "-b", "4k", "--files", "50"]);
     }
     assert_eq!(std::fs::read(&keep).unwrap(), data, "user file changed");
-    assert_eq!(std::fs::metadata(&keep).unwrap().modified().unwrap(), before);
+    assert_eq!(
+        std::fs::metadata(&keep).unwrap().modified().unwrap(),
+        before
+    );
     assert!(d.leftovers().is_empty());
 }
 
@@ -124,18 +163,45 @@ fn device_needs_destructive() {
     let d = Scratch::new(TMPFS, "dev");
     let f = d.0.join("disk.img");
     std::fs::write(&f, vec![1u8; 1 << 20]).unwrap();
-    let r = run(&["io", "run", "--device", f.to_str().unwrap(), "-w", "seqwrite", "-s", "64k", "-b", "4k"]);
+    let r = run(&[
+        "io",
+        "run",
+        "--device",
+        f.to_str().unwrap(),
+        "-w",
+        "seqwrite",
+        "-s",
+        "64k",
+        "-b",
+        "4k",
+    ]);
     assert_eq!(r.code, Some(10), "{}", r.stderr);
     assert!(r.stderr.contains("--destructive"), "{}", r.stderr);
     assert_eq!(std::fs::read(&f).unwrap(), vec![1u8; 1 << 20]);
     // With consent, a regular file is overwritten in place, never extended or removed.
     let j = io_json(&[
-        "--device", f.to_str().unwrap(), "--destructive", "-w", "randwrite", "-s", "1m", "-b", "4k",
+        "--device",
+        f.to_str().unwrap(),
+        "--destructive",
+        "-w",
+        "randwrite",
+        "-s",
+        "1m",
+        "-b",
+        "4k",
     ]);
     assert_eq!(j["summary"]["ops"], 256);
     assert_eq!(std::fs::metadata(&f).unwrap().len(), 1 << 20);
     let r = run(&[
-        "io", "run", "--device", f.to_str().unwrap(), "--destructive", "-s", "2m", "-b", "4k",
+        "io",
+        "run",
+        "--device",
+        f.to_str().unwrap(),
+        "--destructive",
+        "-s",
+        "2m",
+        "-b",
+        "4k",
     ]);
     assert_eq!(r.code, Some(2), "{}", r.stderr);
 }
@@ -156,10 +222,29 @@ fn usage_errors() {
 #[test]
 fn human_and_csv_output() {
     let d = Scratch::new(TMPFS, "out");
-    let r = run(&["io", "run", d.path(), "-w", "seqread", "-s", "2m", "-b", "64k"]).ok();
+    let r = run(&[
+        "io",
+        "run",
+        d.path(),
+        "-w",
+        "seqread",
+        "-s",
+        "2m",
+        "-b",
+        "64k",
+    ])
+    .ok();
     assert!(r.stdout.contains("nsperf io run: seqread"), "{}", r.stdout);
     assert!(r.stdout.contains("latency"));
     let r = run(&["io", "run", d.path(), "-s", "2m", "-b", "64k", "--csv"]).ok();
     assert!(r.stdout.starts_with("start_s,length_s,job,bytes,ops,"));
-    assert!(r.stdout.lines().nth(1).unwrap().contains(",all,2097152,32,"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .lines()
+            .nth(1)
+            .unwrap()
+            .contains(",all,2097152,32,"),
+        "{}",
+        r.stdout
+    );
 }

@@ -261,7 +261,11 @@ pub fn human(r: &IoReport) -> String {
         s.cpu_busiest_core_pct, s.cpu_process_pct
     );
     for f in &r.findings {
-        o += &format!("{:<9} {}\n", format!("{:?}", f.severity).to_lowercase(), f.message);
+        o += &format!(
+            "{:<9} {}\n",
+            format!("{:?}", f.severity).to_lowercase(),
+            f.message
+        );
     }
     o
 }
