@@ -33,6 +33,8 @@ enum Command {
     /// Measure TCP/UDP throughput, request/response latency or a message-size sweep against
     /// an `nsperf server` (or `--loopback`), with TCP_INFO and CPU of both ends.
     Net(Box<cmd::net::NetArgs>),
+    /// File-system and block I/O: workloads (fio), matrix (iozone), suite (bonnie++).
+    Io(cmd::io::IoArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -41,6 +43,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Host(a) => cmd::host::run(a),
         Command::Server(a) => cmd::server::run(a),
         Command::Net(a) => cmd::net::run(*a),
+        Command::Io(a) => cmd::io::run(a),
     }
 }
 

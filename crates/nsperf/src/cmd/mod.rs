@@ -3,5 +3,6 @@
 //! and prints. No measurement logic lives here.
 
 pub mod host;
+pub mod io;
 pub mod net;
 pub mod server;
