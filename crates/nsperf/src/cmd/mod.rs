@@ -4,3 +4,5 @@
 
 pub mod host;
 pub mod io;
+pub mod net;
+pub mod server;
