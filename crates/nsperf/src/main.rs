@@ -30,12 +30,16 @@ struct Cli {
 enum Command {
     /// Show the host facts recorded with every result, and CPU use per core.
     Host(cmd::host::HostArgs),
+    /// Analyse a pcap/pcapng capture: TCP conversations, retransmissions, windows, RTT, and
+    /// what limited each connection.
+    Trace(cmd::trace::TraceArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     nsperf_core::signal::install_interrupt_handler();
     match cli.command {
         Command::Host(a) => cmd::host::run(a),
+        Command::Trace(a) => cmd::trace::run(a),
     }
 }
 
