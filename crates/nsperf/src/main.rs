@@ -33,6 +33,8 @@ enum Command {
     /// Analyse a pcap/pcapng capture: TCP conversations, retransmissions, windows, RTT, and
     /// what limited each connection.
     Trace(cmd::trace::TraceArgs),
+    /// File-system and block I/O: workloads (fio), matrix (iozone), suite (bonnie++).
+    Io(cmd::io::IoArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -40,6 +42,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Host(a) => cmd::host::run(a),
         Command::Trace(a) => cmd::trace::run(a),
+        Command::Io(a) => cmd::io::run(a),
     }
 }
 
