@@ -55,17 +55,66 @@ pub fn wrap<R: Read + Send + 'static>(
                 .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?,
         ),
         Compression::Xz => {
-            // lzma-rs decodes into a writer: run it on a thread feeding a pipe, so memory
-            // stays bounded by the pipe, not the file.
-            let (rx, mut tx) = std::io::pipe()?;
+            // lzma-rs decodes into a writer: run it on a thread feeding a bounded channel of
+            // 64 KiB chunks, so memory stays bounded, not proportional to the file.
+            let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(4);
             std::thread::spawn(move || {
                 let mut br = br;
-                let _ = lzma_rs::xz_decompress(&mut br, &mut tx);
+                let mut w = std::io::BufWriter::with_capacity(64 * 1024, ChunkWriter(tx.clone()));
+                let r = lzma_rs::xz_decompress(&mut br, &mut w)
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+                    .and_then(|()| std::io::Write::flush(&mut w));
+                if let Err(e) = r {
+                    let _ = tx.send(Err(e));
+                }
             });
-            Box::new(rx)
+            Box::new(ChunkReader {
+                rx,
+                chunk: Vec::new(),
+                pos: 0,
+            })
         }
     };
     Ok((c, stream))
+}
+
+struct ChunkWriter(std::sync::mpsc::SyncSender<std::io::Result<Vec<u8>>>);
+
+impl std::io::Write for ChunkWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .send(Ok(buf.to_vec()))
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+struct ChunkReader {
+    rx: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    chunk: Vec<u8>,
+    pos: usize,
+}
+
+impl Read for ChunkReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos >= self.chunk.len() {
+            match self.rx.recv() {
+                Ok(Ok(c)) => {
+                    self.chunk = c;
+                    self.pos = 0;
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Ok(0), // the decoder finished
+            }
+        }
+        let n = buf.len().min(self.chunk.len() - self.pos);
+        buf[..n].copy_from_slice(&self.chunk[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
 }
 
 #[cfg(test)]

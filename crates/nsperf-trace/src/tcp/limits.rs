@@ -189,6 +189,6 @@ mod tests {
         let d = diagnose("a_to_b", &a, &s, &DirectionStats::default(), true);
         assert_eq!(d.limit, "receiver_window");
         assert!((d.receiver_window_pct - 75.0).abs() < 1e-9);
-        assert!((d.congestion_pct - 25.0).abs() < 1e-9);
+        assert!((d.application_pct - 25.0).abs() < 1e-9);
     }
 }

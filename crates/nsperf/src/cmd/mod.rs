@@ -3,5 +3,5 @@
 //! and prints. No measurement logic lives here.
 
 pub mod host;
-pub mod trace;
 pub mod io;
+pub mod trace;

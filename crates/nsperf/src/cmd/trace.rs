@@ -241,6 +241,9 @@ fn ms(ns: u64) -> String {
     format!("{:.3} ms", ns as f64 / 1e6)
 }
 
+/// How one row of the detail table is computed from a direction's figures.
+type RowFn = Box<dyn Fn(&DirectionStats) -> String>;
+
 fn detail(c: &TcpConnection) -> String {
     let mut t = Table::new(["", "a>b", "b>a"]);
     let scale_note = if c.window_scale_known {
@@ -248,7 +251,7 @@ fn detail(c: &TcpConnection) -> String {
     } else {
         " (raw, scale unknown)"
     };
-    let rows: Vec<(String, Box<dyn Fn(&DirectionStats) -> String>)> = vec![
+    let rows: Vec<(String, RowFn)> = vec![
         ("packets".into(), Box::new(|d| d.packets.to_string())),
         ("wire bytes".into(), Box::new(|d| d.wire_bytes.to_string())),
         (
