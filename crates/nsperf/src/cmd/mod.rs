@@ -4,6 +4,6 @@
 
 pub mod host;
 pub mod io;
-pub mod trace;
 pub mod net;
 pub mod server;
+pub mod trace;
