@@ -28,6 +28,9 @@ struct Cli {
 enum Command {
     /// Show the host facts recorded with every result, and CPU use per core.
     Host(cmd::host::HostArgs),
+    /// Analyse a pcap/pcapng capture: TCP conversations, retransmissions, windows, RTT, and
+    /// what limited each connection.
+    Trace(cmd::trace::TraceArgs),
     /// Serve `nsperf net` clients (many at once), with caps and optional key authentication.
     Server(cmd::server::ServerArgs),
     /// Measure TCP/UDP throughput, request/response latency or a message-size sweep against
@@ -41,6 +44,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     nsperf_core::signal::install_interrupt_handler();
     match cli.command {
         Command::Host(a) => cmd::host::run(a),
+        Command::Trace(a) => cmd::trace::run(a),
         Command::Server(a) => cmd::server::run(a),
         Command::Net(a) => cmd::net::run(*a),
         Command::Io(a) => cmd::io::run(a),

@@ -6,3 +6,4 @@ pub mod host;
 pub mod io;
 pub mod net;
 pub mod server;
+pub mod trace;
