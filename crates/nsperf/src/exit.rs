@@ -56,6 +56,7 @@ fn probe<E: Classify + std::error::Error + 'static>(
 const PROBES: &[Probe] = &[
     |e| e.downcast_ref::<Classified>().map(|c| c.failure),
     probe::<nsperf_core::ParseUnitError>,
+    probe::<nsperf_lab::LabError>,
 ];
 
 /// The failure class of an error chain: the first cause that knows its class, else `Runtime`.

@@ -30,12 +30,15 @@ struct Cli {
 enum Command {
     /// Show the host facts recorded with every result, and CPU use per core.
     Host(cmd::host::HostArgs),
+    /// WAN labs: network namespaces joined by an emulated link (rate, delay, loss, partitions).
+    Lab(cmd::lab::LabArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     nsperf_core::signal::install_interrupt_handler();
     match cli.command {
         Command::Host(a) => cmd::host::run(a),
+        Command::Lab(a) => cmd::lab::run(a),
     }
 }
 

@@ -3,3 +3,4 @@
 //! and prints. No measurement logic lives here.
 
 pub mod host;
+pub mod lab;
