@@ -32,6 +32,8 @@ enum Command {
     Host(cmd::host::HostArgs),
     /// WAN labs: network namespaces joined by an emulated link (rate, delay, loss, partitions).
     Lab(cmd::lab::LabArgs),
+    /// File-system and block I/O: workloads (fio), matrix (iozone), suite (bonnie++).
+    Io(cmd::io::IoArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -39,6 +41,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Host(a) => cmd::host::run(a),
         Command::Lab(a) => cmd::lab::run(a),
+        Command::Io(a) => cmd::io::run(a),
     }
 }
 

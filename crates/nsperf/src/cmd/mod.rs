@@ -3,4 +3,5 @@
 //! and prints. No measurement logic lives here.
 
 pub mod host;
+pub mod io;
 pub mod lab;
