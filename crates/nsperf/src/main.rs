@@ -2,9 +2,7 @@
 //! listed in `exit.rs` and `docs/exit-codes.md`.
 
 mod cmd;
-#[allow(dead_code)] // the helpers are for the engine commands that land next
 mod exit;
-#[allow(dead_code)]
 mod output;
 
 use std::process::ExitCode;
@@ -32,6 +30,11 @@ enum Command {
     Host(cmd::host::HostArgs),
     /// WAN labs: network namespaces joined by an emulated link (rate, delay, loss, partitions).
     Lab(cmd::lab::LabArgs),
+    /// Serve `nsperf net` clients (many at once), with caps and optional key authentication.
+    Server(cmd::server::ServerArgs),
+    /// Measure TCP/UDP throughput, request/response latency or a message-size sweep against
+    /// an `nsperf server` (or `--loopback`), with TCP_INFO and CPU of both ends.
+    Net(Box<cmd::net::NetArgs>),
     /// File-system and block I/O: workloads (fio), matrix (iozone), suite (bonnie++).
     Io(cmd::io::IoArgs),
 }
@@ -41,6 +44,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Host(a) => cmd::host::run(a),
         Command::Lab(a) => cmd::lab::run(a),
+        Command::Server(a) => cmd::server::run(a),
+        Command::Net(a) => cmd::net::run(*a),
         Command::Io(a) => cmd::io::run(a),
     }
 }

@@ -5,3 +5,5 @@
 pub mod host;
 pub mod io;
 pub mod lab;
+pub mod net;
+pub mod server;
