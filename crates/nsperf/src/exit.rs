@@ -57,6 +57,7 @@ const PROBES: &[Probe] = &[
     |e| e.downcast_ref::<Classified>().map(|c| c.failure),
     probe::<nsperf_core::ParseUnitError>,
     probe::<nsperf_lab::LabError>,
+    probe::<nsperf_trace::TraceError>,
     probe::<nsperf_net::NetError>,
     probe::<nsperf_io::IoError>,
 ];

@@ -30,6 +30,9 @@ enum Command {
     Host(cmd::host::HostArgs),
     /// WAN labs: network namespaces joined by an emulated link (rate, delay, loss, partitions).
     Lab(cmd::lab::LabArgs),
+    /// Analyse a pcap/pcapng capture: TCP conversations, retransmissions, windows, RTT, and
+    /// what limited each connection.
+    Trace(cmd::trace::TraceArgs),
     /// Serve `nsperf net` clients (many at once), with caps and optional key authentication.
     Server(cmd::server::ServerArgs),
     /// Measure TCP/UDP throughput, request/response latency or a message-size sweep against
@@ -44,6 +47,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Host(a) => cmd::host::run(a),
         Command::Lab(a) => cmd::lab::run(a),
+        Command::Trace(a) => cmd::trace::run(a),
         Command::Server(a) => cmd::server::run(a),
         Command::Net(a) => cmd::net::run(*a),
         Command::Io(a) => cmd::io::run(a),

@@ -7,3 +7,4 @@ pub mod io;
 pub mod lab;
 pub mod net;
 pub mod server;
+pub mod trace;
