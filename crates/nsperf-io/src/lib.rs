@@ -8,6 +8,7 @@
 //! with explicit consent (see [`target`]).
 #![deny(missing_docs)]
 
+pub mod bonnie;
 pub mod buffer;
 pub mod cache;
 pub mod config;
@@ -15,6 +16,7 @@ pub mod engine;
 pub mod error;
 pub mod findings;
 pub mod job;
+pub mod matrix;
 pub mod monitor;
 pub mod result;
 pub mod rng;

@@ -2,6 +2,8 @@
 //! iozone-style matrix, `bonnie` the bonnie++-style suite. The engine is `nsperf-io`; this
 //! module only parses, builds the typed config and prints.
 
+pub mod auto;
+pub mod bonnie;
 pub mod run;
 
 use clap::{Args, Subcommand};
@@ -19,12 +21,18 @@ pub struct IoArgs {
 pub enum IoCommand {
     /// One workload (seqread, randwrite, …) with a chosen engine and cache state, like fio.
     Run(run::RunArgs),
+    /// The iozone-style matrix: file size × record size for each test.
+    Auto(auto::AutoArgs),
+    /// The bonnie++-style suite: per-char and block I/O, rewrite, seeks, metadata.
+    Bonnie(bonnie::BonnieArgs),
 }
 
 /// Runs `nsperf io …`.
 pub fn run(args: IoArgs) -> anyhow::Result<()> {
     match args.command {
         IoCommand::Run(a) => run::run(a),
+        IoCommand::Auto(a) => auto::run(a),
+        IoCommand::Bonnie(a) => bonnie::run(a),
     }
 }
 

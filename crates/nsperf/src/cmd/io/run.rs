@@ -92,15 +92,15 @@ fn parse_workload(s: &str) -> Result<Workload, String> {
     })
 }
 
-fn parse_cache(s: &str) -> Result<CacheMode, String> {
+pub(super) fn parse_cache(s: &str) -> Result<CacheMode, String> {
     CacheMode::parse(s).ok_or_else(|| format!("unknown cache mode '{s}' (warm, cold, direct)"))
 }
 
-fn parse_fsync(s: &str) -> Result<FsyncMode, String> {
+pub(super) fn parse_fsync(s: &str) -> Result<FsyncMode, String> {
     FsyncMode::parse(s).ok_or_else(|| format!("unknown fsync mode '{s}' (none, end, each)"))
 }
 
-fn parse_engine(s: &str) -> Result<EngineKind, String> {
+pub(super) fn parse_engine(s: &str) -> Result<EngineKind, String> {
     EngineKind::parse(s).ok_or_else(|| format!("unknown engine '{s}' (psync, uring, mmap, null)"))
 }
 
