@@ -28,6 +28,8 @@ struct Cli {
 enum Command {
     /// Show the host facts recorded with every result, and CPU use per core.
     Host(cmd::host::HostArgs),
+    /// WAN labs: network namespaces joined by an emulated link (rate, delay, loss, partitions).
+    Lab(cmd::lab::LabArgs),
     /// Analyse a pcap/pcapng capture: TCP conversations, retransmissions, windows, RTT, and
     /// what limited each connection.
     Trace(cmd::trace::TraceArgs),
@@ -44,6 +46,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     nsperf_core::signal::install_interrupt_handler();
     match cli.command {
         Command::Host(a) => cmd::host::run(a),
+        Command::Lab(a) => cmd::lab::run(a),
         Command::Trace(a) => cmd::trace::run(a),
         Command::Server(a) => cmd::server::run(a),
         Command::Net(a) => cmd::net::run(*a),
