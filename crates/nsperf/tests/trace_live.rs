@@ -51,14 +51,34 @@ impl LiveLab {
     /// Captures in site a while an iperf3 client there sends to a server in site b.
     fn capture_transfer(&mut self, iperf_args: &[&str]) -> PathBuf {
         let server = Command::new("ip")
-            .args(["netns", "exec", &self.ns("b"), "iperf3", "-s", "-1", "-B", "10.77.0.2"])
+            .args([
+                "netns",
+                "exec",
+                &self.ns("b"),
+                "iperf3",
+                "-s",
+                "-1",
+                "-B",
+                "10.77.0.2",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("iperf3 server");
         let _server = KillOnDrop(server);
         let td = Command::new("ip")
-            .args(["netns", "exec", &self.ns("a"), "tcpdump", "-i", "wan0", "-s", "128", "-U", "-n"])
+            .args([
+                "netns",
+                "exec",
+                &self.ns("a"),
+                "tcpdump",
+                "-i",
+                "wan0",
+                "-s",
+                "128",
+                "-U",
+                "-n",
+            ])
             .arg("-w")
             .arg(self.pcap())
             .arg("tcp")
@@ -106,13 +126,18 @@ fn requirements(what: &str) -> bool {
 
 /// The diagnosis of the connection that carried most bytes.
 fn bulk_diagnosis(pcap: &std::path::Path) -> serde_json::Value {
-    let j = run(&["trace", pcap.to_str().unwrap(), "--json"]).ok().json();
+    let j = run(&["trace", pcap.to_str().unwrap(), "--json"])
+        .ok()
+        .json();
     let conns = j["summary"]["connections"].as_array().unwrap().clone();
     let bulk = conns
         .into_iter()
         .max_by_key(|c| c["a_to_b"]["unique_bytes"].as_u64().unwrap())
         .expect("a connection");
-    assert!(bulk["a_to_b"]["unique_bytes"].as_u64().unwrap() > 100_000, "{bulk}");
+    assert!(
+        bulk["a_to_b"]["unique_bytes"].as_u64().unwrap() > 100_000,
+        "{bulk}"
+    );
     bulk
 }
 
@@ -131,7 +156,10 @@ fn small_receive_window_is_called_receiver_window_limited() {
     assert!(d["receiver_window_pct"].as_f64().unwrap() > 50.0, "{d:#}");
     assert!(c["window_scale_known"].as_bool().unwrap());
     let rtt = c["a_to_b"]["rtt"]["median_ns"].as_u64().unwrap();
-    assert!((35_000_000..80_000_000).contains(&rtt), "RTT {rtt} ns for a 40 ms link");
+    assert!(
+        (35_000_000..80_000_000).contains(&rtt),
+        "RTT {rtt} ns for a 40 ms link"
+    );
 }
 
 #[test]
@@ -146,7 +174,10 @@ fn lossy_link_is_called_congestion_or_loss_limited() {
     eprintln!("diagnosis: {}", d["message"]);
     let limit = d["limit"].as_str().unwrap();
     assert!(limit == "loss" || limit == "congestion", "{c:#}");
-    assert!(c["a_to_b"]["retransmitted_packets"].as_u64().unwrap() > 0, "{c:#}");
+    assert!(
+        c["a_to_b"]["retransmitted_packets"].as_u64().unwrap() > 0,
+        "{c:#}"
+    );
     assert!(d["mathis_ceiling_bps"].as_f64().is_some(), "{d:#}");
     assert!(d["receiver_window_pct"].as_f64().unwrap() < 20.0, "{d:#}");
 }

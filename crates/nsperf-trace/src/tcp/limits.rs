@@ -164,10 +164,11 @@ pub fn diagnose(
                 .unwrap_or_else(|| "n/a".into())
         ),
         "loss" => format!(
-            "loss-limited {share:.0} % of the time: {} retransmitted of {} data segments ({:.2} %); Mathis ceiling {}",
+            "loss-limited {share:.0} % of the time: {} retransmitted of {} data segments ({:.2} %), goodput {}; Mathis ceiling {} (Reno model: CUBIC and BBR can exceed it)",
             sender.retransmitted_packets,
             sender.data_packets,
             d.loss_rate * 100.0,
+            fmt_rate(sender.goodput_bps),
             d.mathis_ceiling_bps
                 .map(fmt_rate)
                 .unwrap_or_else(|| "n/a".into())
