@@ -430,6 +430,13 @@ impl TcpConn {
         if self.half[0].s.fin > 0 && self.half[1].s.fin > 0 {
             self.finished = true;
         }
+        if self.finished {
+            // Memory follows the live connections: a closed one keeps only its figures.
+            for h in &mut self.half {
+                h.outstanding = VecDeque::new();
+                h.tsvals = VecDeque::new();
+            }
+        }
     }
 
     /// The connection's figures.
