@@ -56,6 +56,9 @@ fn probe<E: Classify + std::error::Error + 'static>(
 const PROBES: &[Probe] = &[
     |e| e.downcast_ref::<Classified>().map(|c| c.failure),
     probe::<nsperf_core::ParseUnitError>,
+    probe::<nsperf_plan::PlanError>,
+    probe::<nsperf_plan::ExecError>,
+    probe::<nsperf_plan::StoreError>,
 ];
 
 /// The failure class of an error chain: the first cause that knows its class, else `Runtime`.

@@ -30,12 +30,18 @@ struct Cli {
 enum Command {
     /// Show the host facts recorded with every result, and CPU use per core.
     Host(cmd::host::HostArgs),
+    /// Run an experiment plan (the embedded default plan without one) into the result store.
+    Run(cmd::run::RunArgs),
+    /// List, show and export the experiments in the result store.
+    Results(cmd::results::ResultsArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     nsperf_core::signal::install_interrupt_handler();
     match cli.command {
         Command::Host(a) => cmd::host::run(a),
+        Command::Run(a) => cmd::run::run(a),
+        Command::Results(a) => cmd::results::run(a),
     }
 }
 

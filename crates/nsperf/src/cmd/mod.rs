@@ -3,3 +3,5 @@
 //! and prints. No measurement logic lives here.
 
 pub mod host;
+pub mod results;
+pub mod run;
