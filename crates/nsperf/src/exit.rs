@@ -59,6 +59,9 @@ const PROBES: &[Probe] = &[
     probe::<nsperf_plan::PlanError>,
     probe::<nsperf_plan::ExecError>,
     probe::<nsperf_plan::StoreError>,
+    probe::<nsperf_trace::TraceError>,
+    probe::<nsperf_net::NetError>,
+    probe::<nsperf_io::IoError>,
 ];
 
 /// The failure class of an error chain: the first cause that knows its class, else `Runtime`.

@@ -2,9 +2,7 @@
 //! listed in `exit.rs` and `docs/exit-codes.md`.
 
 mod cmd;
-#[allow(dead_code)] // the helpers are for the engine commands that land next
 mod exit;
-#[allow(dead_code)]
 mod output;
 
 use std::process::ExitCode;
@@ -34,6 +32,16 @@ enum Command {
     Run(cmd::run::RunArgs),
     /// List, show and export the experiments in the result store.
     Results(cmd::results::ResultsArgs),
+    /// Analyse a pcap/pcapng capture: TCP conversations, retransmissions, windows, RTT, and
+    /// what limited each connection.
+    Trace(cmd::trace::TraceArgs),
+    /// Serve `nsperf net` clients (many at once), with caps and optional key authentication.
+    Server(cmd::server::ServerArgs),
+    /// Measure TCP/UDP throughput, request/response latency or a message-size sweep against
+    /// an `nsperf server` (or `--loopback`), with TCP_INFO and CPU of both ends.
+    Net(Box<cmd::net::NetArgs>),
+    /// File-system and block I/O: workloads (fio), matrix (iozone), suite (bonnie++).
+    Io(cmd::io::IoArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -42,6 +50,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Host(a) => cmd::host::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Results(a) => cmd::results::run(a),
+        Command::Trace(a) => cmd::trace::run(a),
+        Command::Server(a) => cmd::server::run(a),
+        Command::Net(a) => cmd::net::run(*a),
+        Command::Io(a) => cmd::io::run(a),
     }
 }
 

@@ -5,3 +5,7 @@
 pub mod host;
 pub mod results;
 pub mod run;
+pub mod io;
+pub mod net;
+pub mod server;
+pub mod trace;

@@ -1,0 +1,164 @@
+//! I/O engines the fio way: one file per engine, each implementing [`IoEngine`] and declaring
+//! its [`Caps`]. The runner is generic over the engine, so the per-I/O path has no dynamic
+//! dispatch; [`EngineKind`] names them on the command line and in results.
+//!
+//! Synchronous engines (`psync`, `mmap`, `null`) perform one op per call of
+//! [`IoEngine::submit_sync`]; queued engines (`uring`) take up to `iodepth` ops with
+//! [`IoEngine::queue`] and return them through [`IoEngine::reap`].
+
+pub mod mmap;
+pub mod null;
+pub mod psync;
+pub mod uring;
+
+use std::io;
+use std::os::fd::RawFd;
+
+use serde::{Deserialize, Serialize};
+
+use crate::buffer::BufferPool;
+use crate::workload::OpKind;
+
+pub use mmap::Mmap;
+pub use null::Null;
+pub use psync::Psync;
+pub use uring::Uring;
+
+/// What an engine can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Caps {
+    /// Takes several ops in flight (`--iodepth` > 1 is meaningful).
+    pub queued: bool,
+    /// Works with O_DIRECT files.
+    pub direct: bool,
+    /// Needs the file at its full size before writing (mapped files cannot grow).
+    pub needs_full_size: bool,
+    /// Really moves data to or from the file (false for `null`).
+    pub does_io: bool,
+}
+
+/// One finished queued op.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Completion {
+    /// The buffer slot given to [`IoEngine::queue`].
+    pub slot: u32,
+    /// Bytes moved, or a negative errno.
+    pub result: i32,
+}
+
+/// An I/O engine.
+pub trait IoEngine: Send {
+    /// The engine's name.
+    fn name(&self) -> &'static str;
+    /// Its capabilities.
+    fn caps(&self) -> Caps;
+    /// Prepares for I/O on `fd`, a file of `len` bytes, with buffers from `pool`.
+    fn attach(&mut self, fd: RawFd, len: u64, pool: &mut BufferPool) -> io::Result<()>;
+    /// Releases what [`IoEngine::attach`] set up.
+    fn detach(&mut self);
+    /// Synchronous engines: performs one op on `buf` at `offset`, returns bytes moved.
+    fn submit_sync(&mut self, kind: OpKind, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
+    /// Queued engines: starts one op of `len` bytes on buffer `slot` of the attached pool.
+    fn queue(&mut self, _kind: OpKind, _offset: u64, _len: usize, _slot: u32) -> io::Result<()> {
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+    /// Queued engines: submits what was queued and waits for at least `min` completions,
+    /// appending every available completion to `out`.
+    fn reap(&mut self, _min: usize, _out: &mut Vec<Completion>) -> io::Result<()> {
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+    /// Makes written data durable (fsync, msync).
+    fn sync_file(&mut self) -> io::Result<()>;
+}
+
+/// The engines by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// Blocking pread/pwrite (the default).
+    Psync,
+    /// io_uring with `--iodepth` ops in flight.
+    Uring,
+    /// Memory-mapped file, copies to and from the mapping.
+    Mmap,
+    /// Does nothing: completes every op at once (tests the harness itself).
+    Null,
+}
+
+impl EngineKind {
+    /// Every engine.
+    pub const ALL: [EngineKind; 4] = [
+        EngineKind::Psync,
+        EngineKind::Uring,
+        EngineKind::Mmap,
+        EngineKind::Null,
+    ];
+
+    /// The name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Psync => "psync",
+            EngineKind::Uring => "uring",
+            EngineKind::Mmap => "mmap",
+            EngineKind::Null => "null",
+        }
+    }
+
+    /// Parses a name (`io_uring` is accepted for `uring`).
+    pub fn parse(s: &str) -> Option<EngineKind> {
+        Some(match s.to_ascii_lowercase().as_str() {
+            "psync" | "sync" | "pread" => EngineKind::Psync,
+            "uring" | "io_uring" | "io-uring" => EngineKind::Uring,
+            "mmap" => EngineKind::Mmap,
+            "null" => EngineKind::Null,
+            _ => return None,
+        })
+    }
+
+    /// The capabilities of this engine.
+    pub fn caps(self) -> Caps {
+        match self {
+            EngineKind::Psync => Psync::CAPS,
+            EngineKind::Uring => Uring::CAPS,
+            EngineKind::Mmap => Mmap::CAPS,
+            EngineKind::Null => Null::CAPS,
+        }
+    }
+}
+
+impl std::fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Turns a negative-errno or short-result convention into `io::Result`.
+pub(crate) fn check(r: isize) -> io::Result<usize> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// fsync on a raw descriptor.
+pub(crate) fn fsync_fd(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fsync on a descriptor owned by the caller.
+    check(unsafe { libc::fsync(fd) } as isize).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_caps() {
+        for k in EngineKind::ALL {
+            assert_eq!(EngineKind::parse(k.name()), Some(k));
+        }
+        assert!(EngineKind::Uring.caps().queued);
+        assert!(!EngineKind::Mmap.caps().direct);
+        assert!(!EngineKind::Null.caps().does_io);
+        assert_eq!(EngineKind::parse("io_uring"), Some(EngineKind::Uring));
+    }
+}

@@ -1,0 +1,105 @@
+//! The errors of the I/O engine, each with its failure class (hence exit code).
+
+use std::path::PathBuf;
+
+use nsperf_core::Failure;
+use nsperf_core::failure::Classify;
+
+/// What went wrong in an I/O run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IoError {
+    /// A parameter combination the engine cannot run (found before any I/O).
+    #[error("{0}")]
+    Config(String),
+    /// The target directory is missing or not a directory.
+    #[error("target directory {path}: {source}")]
+    TargetDir {
+        /// The directory given.
+        path: PathBuf,
+        /// Why it cannot be used.
+        source: std::io::Error,
+    },
+    /// A device or file given with `--device` without `--destructive`, or one that is mounted.
+    #[error("{0}")]
+    Unsafe(String),
+    /// The file system or kernel refuses what was asked (O_DIRECT on tmpfs, io_uring off).
+    #[error("{0}")]
+    Unsupported(String),
+    /// Dropping the page cache needs root.
+    #[error("--drop-caches needs root (writing /proc/sys/vm/drop_caches): {0}")]
+    DropCaches(std::io::Error),
+    /// Ctrl-C arrived before the measured pass started (while laying out files).
+    #[error("interrupted before the measurement started")]
+    Interrupted,
+    /// A system call failed during the run.
+    #[error("{what} {path}: {source}")]
+    Os {
+        /// The operation (`open`, `pread`, `fsync`, …).
+        what: &'static str,
+        /// The file it was done on.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+impl IoError {
+    /// An [`IoError::Os`] from the current `errno`.
+    pub(crate) fn last_os(what: &'static str, path: &std::path::Path) -> IoError {
+        IoError::Os {
+            what,
+            path: path.to_path_buf(),
+            source: std::io::Error::last_os_error(),
+        }
+    }
+
+    /// An [`IoError::Os`] from an error value.
+    pub(crate) fn os(
+        what: &'static str,
+        path: &std::path::Path,
+        source: std::io::Error,
+    ) -> IoError {
+        IoError::Os {
+            what,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+impl Classify for IoError {
+    fn failure(&self) -> Failure {
+        match self {
+            IoError::Config(_) => Failure::Usage,
+            IoError::TargetDir { .. } => Failure::Input,
+            IoError::Unsafe(_) => Failure::Unsafe,
+            IoError::Unsupported(_) => Failure::Unsupported,
+            IoError::DropCaches(_) => Failure::Permission,
+            IoError::Interrupted => Failure::Interrupted,
+            IoError::Os { source, .. } => match source.raw_os_error() {
+                Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => Failure::Permission,
+                Some(libc::EINTR) => Failure::Interrupted,
+                _ => Failure::Runtime,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes() {
+        assert_eq!(IoError::Unsafe("x".into()).failure(), Failure::Unsafe);
+        assert_eq!(IoError::Config("x".into()).failure(), Failure::Usage);
+        let e = IoError::os(
+            "open",
+            std::path::Path::new("/x"),
+            std::io::Error::from_raw_os_error(libc::EACCES),
+        );
+        assert_eq!(e.failure(), Failure::Permission);
+        assert!(e.to_string().starts_with("open /x: "));
+    }
+}

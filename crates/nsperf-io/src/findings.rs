@@ -1,0 +1,119 @@
+//! What the figures of an I/O run mean, in plain sentences with their evidence.
+
+use nsperf_core::report::{CpuInterval, Finding, Severity, cpu_bound_finding};
+use nsperf_core::units::Bytes;
+
+use crate::config::{CacheMode, FsyncMode, RunConfig};
+use crate::result::IoSummary;
+
+/// Facts about the run that are not in the config or summary.
+#[derive(Debug, Clone, Default)]
+pub struct RunFacts {
+    /// Total bytes of the files worked on.
+    pub file_bytes: u64,
+    /// Free memory (MemAvailable) at the start.
+    pub mem_available_bytes: Option<u64>,
+    /// Why the asked engine was replaced, if it was.
+    pub engine_fallback: Option<String>,
+    /// True when the target is a device (no page-cache advice about files).
+    pub device: bool,
+}
+
+/// The findings of one run.
+pub fn findings(
+    cfg: &RunConfig,
+    s: &IoSummary,
+    cpu: &[CpuInterval],
+    facts: &RunFacts,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Some(why) = &facts.engine_fallback {
+        out.push(Finding::new(
+            "engine_fallback",
+            Severity::Warning,
+            why.clone(),
+        ));
+    }
+    if s.engine == "null" {
+        out.push(Finding::new(
+            "null_engine",
+            Severity::Info,
+            "null engine: no I/O was done; the figures are nsperf's own per-op overhead",
+        ));
+    }
+    let reads = s.read_bytes > 0;
+    let warm_avail = facts
+        .mem_available_bytes
+        .filter(|_| cfg.cache == CacheMode::Warm && reads && !facts.device);
+    if let Some(avail) = warm_avail.filter(|&a| facts.file_bytes <= a) {
+        out.push(
+            Finding::new(
+                "page_cache_read",
+                Severity::Info,
+                format!(
+                    "the {} of data fit in free RAM ({}): warm reads measure the page cache, not the device; use --cache cold or --cache direct for the device",
+                    Bytes(facts.file_bytes),
+                    Bytes(avail)
+                ),
+            )
+            .with("file_bytes", facts.file_bytes as f64)
+            .with("mem_available_bytes", avail as f64),
+        );
+    }
+    if let Some(avail) = warm_avail.filter(|&a| facts.file_bytes > a) {
+        out.push(
+            Finding::new(
+                "page_cache_cliff",
+                Severity::Warning,
+                format!(
+                    "the {} of data exceed free RAM ({}): reads past the page cache go to the device, expect a throughput cliff",
+                    Bytes(facts.file_bytes),
+                    Bytes(avail)
+                ),
+            )
+            .with("file_bytes", facts.file_bytes as f64)
+            .with("mem_available_bytes", avail as f64),
+        );
+    }
+    if s.write_bytes > 0 && cfg.fsync == FsyncMode::None && cfg.cache != CacheMode::Direct {
+        out.push(Finding::new(
+            "writes_not_durable",
+            Severity::Info,
+            "writes ended in the page cache (--fsync none): add --fsync end to include writing the data back to the device",
+        ));
+    }
+    if s.fsync_ns > 0 && s.elapsed_s > 0.0 {
+        let share = s.fsync_ns as f64 / 1e9 / s.elapsed_s * 100.0;
+        if share >= 50.0 {
+            out.push(
+                Finding::new(
+                    "fsync_dominates",
+                    Severity::Info,
+                    format!("the final fsync took {share:.0} % of the measured time: the device, not the page cache, set the write speed"),
+                )
+                .with("fsync_share_pct", share),
+            );
+        }
+    }
+    if s.lat_count >= 1000 && s.lat_p50_ns > 0 && s.lat_p999_ns > 50 * s.lat_p50_ns {
+        out.push(
+            Finding::new(
+                "latency_tail",
+                Severity::Warning,
+                format!(
+                    "p99.9 latency {} µs is {:.0}× the median ({} µs): a few ops stall (writeback, reclaim, device queue)",
+                    s.lat_p999_ns / 1000,
+                    s.lat_p999_ns as f64 / s.lat_p50_ns as f64,
+                    s.lat_p50_ns / 1000
+                ),
+            )
+            .with("lat_p50_ns", s.lat_p50_ns as f64)
+            .with("lat_p999_ns", s.lat_p999_ns as f64),
+        );
+    }
+    let samples: Vec<_> = cpu.iter().map(|c| c.cpu.clone()).collect();
+    if let Some(f) = cpu_bound_finding("local", &samples, 95.0, 0.8) {
+        out.push(f);
+    }
+    out
+}

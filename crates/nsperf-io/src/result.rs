@@ -1,0 +1,103 @@
+//! The result of an I/O run: the `intervals` and `summary` parts of the shared
+//! [`nsperf_core::Report`] envelope (the `spec` is the [`crate::RunConfig`]).
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::RunConfig;
+
+/// The report of `nsperf io run`.
+pub type IoReport = nsperf_core::Report<RunConfig, IoInterval, IoSummary>;
+
+/// Throughput over one interval, for all jobs together (`job` absent) or one job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IoInterval {
+    /// The job, when the entry is per job; absent for the aggregate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<u32>,
+    /// Interval start, seconds since the measured pass started.
+    pub start_s: f64,
+    /// Interval length in seconds.
+    pub length_s: f64,
+    /// Bytes moved in the interval.
+    pub bytes: u64,
+    /// Ops completed in the interval.
+    pub ops: u64,
+    /// Bytes per second over the interval.
+    pub throughput_bytes_per_s: f64,
+    /// Ops per second over the interval.
+    pub iops: f64,
+}
+
+/// One phase of a multi-phase workload (the metadata test: create, stat, read, delete).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    /// `create_seq`, `stat_random`, …
+    pub name: String,
+    /// Operations done.
+    pub ops: u64,
+    /// Seconds taken.
+    pub elapsed_s: f64,
+    /// Operations per second.
+    pub ops_per_s: f64,
+}
+
+/// Totals and statistics of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IoSummary {
+    /// The workload run.
+    pub workload: String,
+    /// The engine that did the I/O (differs from `spec.engine` after a fallback).
+    pub engine: String,
+    /// Page-cache state of the measured pass.
+    pub cache: String,
+    /// Fraction of the files' pages in the page cache just before the measured pass, in %
+    /// (absent when it cannot be told, e.g. for a device).
+    pub cache_resident_pct: Option<f64>,
+    /// Bytes moved in the measured pass (reads + writes).
+    pub bytes: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+    /// Operations completed (records, characters, seeks or file operations).
+    pub ops: u64,
+    /// Measured time in seconds, fsync and close included when asked for.
+    pub elapsed_s: f64,
+    /// Bytes per second over the measured time: the headline.
+    pub throughput_bytes_per_s: f64,
+    /// Operations per second over the measured time.
+    pub iops: f64,
+    /// Highest interval throughput.
+    pub peak_interval_bytes_per_s: f64,
+    /// Number of latency samples.
+    pub lat_count: u64,
+    /// Smallest op latency.
+    pub lat_min_ns: u64,
+    /// Mean op latency.
+    pub lat_mean_ns: f64,
+    /// Median op latency.
+    pub lat_p50_ns: u64,
+    /// 90th percentile op latency.
+    pub lat_p90_ns: u64,
+    /// 99th percentile op latency.
+    pub lat_p99_ns: u64,
+    /// 99.9th percentile op latency.
+    pub lat_p999_ns: u64,
+    /// Largest op latency.
+    pub lat_max_ns: u64,
+    /// Time spent in the final fsync (`--fsync end`), inside `elapsed_s`.
+    pub fsync_ns: u64,
+    /// Time spent closing the files (`--include-close`), inside `elapsed_s`.
+    pub close_ns: u64,
+    /// Full passes over the file(s) (more than one with `--time`).
+    pub passes: f64,
+    /// Busiest core's mean busy share over the run, %.
+    pub cpu_busiest_core_pct: f64,
+    /// This process's CPU over the run, % of one core.
+    pub cpu_process_pct: f64,
+    /// True when the run was cut short by Ctrl-C (the figures cover what was done).
+    pub interrupted: bool,
+    /// Phases of multi-phase workloads (the metadata test), else empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<Phase>,
+}

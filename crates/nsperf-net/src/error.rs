@@ -1,0 +1,149 @@
+//! Errors of the network engine and their exit-code classes.
+
+use nsperf_core::Failure;
+use nsperf_core::failure::Classify;
+
+use crate::proto::session::ClientSessionError;
+use crate::proto::{ProtoError, RefuseReason};
+
+/// Everything that can end a `net` or `server` run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NetError {
+    /// Host name did not resolve.
+    #[error("cannot resolve {host}: {reason}")]
+    Resolve {
+        /// The name.
+        host: String,
+        /// Why.
+        reason: String,
+    },
+    /// Connecting failed (refused, unreachable, timed out).
+    #[error("cannot connect to {addr}: {reason}")]
+    Connect {
+        /// Where.
+        addr: String,
+        /// Why.
+        reason: String,
+    },
+    /// The server could not listen.
+    #[error("cannot listen on {addr}: {reason}")]
+    Listen {
+        /// Where.
+        addr: String,
+        /// Why.
+        reason: String,
+    },
+    /// The server wants a key and none was given.
+    #[error("server requires a pre-shared key: pass --psk-file")]
+    KeyRequired,
+    /// The server refused the key.
+    #[error("authentication failed: {0}")]
+    Auth(String),
+    /// Protocol violation or version mismatch.
+    #[error("{0}")]
+    Proto(#[from] ProtoError),
+    /// The server refused the test (capacity, caps).
+    #[error("server refused the test: {0}")]
+    Refused(String),
+    /// The server refused the parameters.
+    #[error("server rejected the parameters: {0}")]
+    BadRequest(String),
+    /// Invalid parameters found locally.
+    #[error("{0}")]
+    Usage(String),
+    /// The kernel lacks a feature.
+    #[error("{0}")]
+    Unsupported(String),
+    /// Unknown congestion control.
+    #[error("congestion control '{name}' is not available ({reason}); available: {available}")]
+    UnknownCongestion {
+        /// Asked for.
+        name: String,
+        /// What the kernel has.
+        available: String,
+        /// The kernel's error.
+        reason: String,
+    },
+    /// A socket call failed.
+    #[error("socket error: {0}")]
+    Socket(String),
+    /// The control connection failed mid-test.
+    #[error("control connection: {0}")]
+    Control(String),
+    /// The server reported an error.
+    #[error("server error: {0}")]
+    Server(String),
+    /// The key file is unusable.
+    #[error("key file {path}: {reason}")]
+    KeyFile {
+        /// Path.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// Ctrl-C.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl NetError {
+    /// A connect error from an I/O error.
+    pub fn connect(addr: &std::net::SocketAddr, e: std::io::Error) -> Self {
+        NetError::Connect {
+            addr: addr.to_string(),
+            reason: e.to_string(),
+        }
+    }
+}
+
+impl From<ClientSessionError> for NetError {
+    fn from(e: ClientSessionError) -> Self {
+        match e {
+            ClientSessionError::KeyRequired => NetError::KeyRequired,
+            ClientSessionError::Refused { reason, message } => match reason {
+                RefuseReason::Auth => NetError::Auth(message),
+                RefuseReason::Capacity | RefuseReason::Limits => NetError::Refused(message),
+                RefuseReason::BadRequest => NetError::BadRequest(message),
+                RefuseReason::Unsupported => NetError::Unsupported(message),
+            },
+            ClientSessionError::Server(m) => NetError::Server(m),
+            ClientSessionError::Proto(p) => NetError::Proto(p),
+        }
+    }
+}
+
+impl Classify for NetError {
+    fn failure(&self) -> Failure {
+        match self {
+            NetError::Resolve { .. } | NetError::Connect { .. } => Failure::Connect,
+            NetError::KeyRequired | NetError::Auth(_) => Failure::Auth,
+            NetError::Proto(_) => Failure::Protocol,
+            NetError::Refused(_) => Failure::Refused,
+            NetError::BadRequest(_) | NetError::Usage(_) => Failure::Usage,
+            NetError::Unsupported(_) | NetError::UnknownCongestion { .. } => Failure::Unsupported,
+            NetError::KeyFile { .. } => Failure::Input,
+            NetError::Interrupted => Failure::Interrupted,
+            NetError::Listen { reason, .. } if reason.contains("ermission") => Failure::Permission,
+            NetError::Listen { .. }
+            | NetError::Socket(_)
+            | NetError::Control(_)
+            | NetError::Server(_) => Failure::Runtime,
+        }
+    }
+}
+
+/// Reads a pre-shared key file: its bytes with surrounding white space trimmed; empty is an
+/// error.
+pub fn read_key_file(path: &std::path::Path) -> Result<Vec<u8>, NetError> {
+    let err = |reason: String| NetError::KeyFile {
+        path: path.display().to_string(),
+        reason,
+    };
+    let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
+    let trimmed = bytes.trim_ascii();
+    if trimmed.is_empty() {
+        return Err(err("empty key".into()));
+    }
+    Ok(trimmed.to_vec())
+}

@@ -1,0 +1,231 @@
+//! Counters shared between data threads and the interval sampler of one end.
+//!
+//! A data thread only stores its running totals into atomics (a plain store, no locked
+//! instruction per write); the sampler reads them once per interval together with `TCP_INFO`
+//! and the CPU counters, and [`Recorder::finish`] turns the samples into [`SideResults`].
+
+use std::net::{TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use nsperf_core::cpu::CpuSampler;
+
+use crate::results::{IntervalMark, SideResults, StreamRecord, StreamSample, UdpCounters};
+
+/// The socket of a stream (kept alive by the meter so the sampler may query it).
+#[derive(Debug, Clone)]
+pub enum StreamSocket {
+    /// A TCP connection.
+    Tcp(Arc<TcpStream>),
+    /// A connected UDP socket.
+    Udp(Arc<UdpSocket>),
+}
+
+/// UDP receive counters, updated by the receiving thread once per batch.
+#[derive(Debug, Default)]
+pub struct UdpAtomics {
+    /// Distinct datagrams.
+    pub datagrams: AtomicU64,
+    /// Highest sequence + 1.
+    pub expected: AtomicU64,
+    /// Late arrivals.
+    pub out_of_order: AtomicU64,
+    /// Duplicates.
+    pub duplicates: AtomicU64,
+    /// Jitter in ns, as f64 bits.
+    pub jitter_bits: AtomicU64,
+    /// Kernel drop counter.
+    pub kernel_drops: AtomicU64,
+}
+
+/// One stream's shared counters.
+#[derive(Debug)]
+pub struct StreamMeter {
+    /// Stream index.
+    pub id: u32,
+    /// This end sends on it.
+    pub sending: bool,
+    /// Payload bytes moved so far.
+    pub bytes: AtomicU64,
+    /// Datagrams sent (UDP sender) or transactions done (request/response client).
+    pub messages: AtomicU64,
+    /// UDP receive counters.
+    pub udp: UdpAtomics,
+    /// Set when the data thread ended.
+    pub done: AtomicBool,
+    /// The error that ended it, if any.
+    pub error: Mutex<Option<String>>,
+    /// The socket.
+    pub socket: StreamSocket,
+}
+
+impl StreamMeter {
+    /// A meter for one stream.
+    pub fn new(id: u32, sending: bool, socket: StreamSocket) -> Arc<Self> {
+        Arc::new(StreamMeter {
+            id,
+            sending,
+            bytes: AtomicU64::new(0),
+            messages: AtomicU64::new(0),
+            udp: UdpAtomics::default(),
+            done: AtomicBool::new(false),
+            error: Mutex::new(None),
+            socket,
+        })
+    }
+
+    /// Marks the stream finished, with an error if it failed.
+    pub fn finish(&self, error: Option<String>) {
+        if let Some(e) = error
+            && let Ok(mut g) = self.error.lock()
+        {
+            *g = Some(e);
+        }
+        self.done.store(true, Ordering::Release);
+    }
+
+    fn sample(&self, with_tcp_info: bool) -> StreamSample {
+        let tcp = match &self.socket {
+            StreamSocket::Tcp(s) if with_tcp_info => crate::tcpinfo::sample(&**s),
+            _ => None,
+        };
+        let udp = match &self.socket {
+            StreamSocket::Udp(_) if !self.sending => Some(UdpCounters {
+                datagrams: self.udp.datagrams.load(Ordering::Relaxed),
+                expected: self.udp.expected.load(Ordering::Relaxed),
+                out_of_order: self.udp.out_of_order.load(Ordering::Relaxed),
+                duplicates: self.udp.duplicates.load(Ordering::Relaxed),
+                jitter_ns: f64::from_bits(self.udp.jitter_bits.load(Ordering::Relaxed)),
+                kernel_drops: self.udp.kernel_drops.load(Ordering::Relaxed),
+            }),
+            _ => None,
+        };
+        StreamSample {
+            bytes: self.bytes.load(Ordering::Relaxed),
+            messages: self.messages.load(Ordering::Relaxed),
+            tcp,
+            udp,
+        }
+    }
+
+    fn record(&self) -> StreamRecord {
+        let fd = match &self.socket {
+            StreamSocket::Tcp(s) => s.as_raw_fd(),
+            StreamSocket::Udp(s) => s.as_raw_fd(),
+        };
+        let (snd, rcv) = crate::sock::buffers(fd);
+        let is_tcp = matches!(self.socket, StreamSocket::Tcp(_));
+        StreamRecord {
+            id: self.id,
+            sending: self.sending,
+            sndbuf_bytes: snd,
+            rcvbuf_bytes: rcv,
+            congestion: if is_tcp {
+                crate::sock::congestion(fd)
+            } else {
+                None
+            },
+            mss: if is_tcp {
+                crate::sock::get_int(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG)
+                    .ok()
+                    .map(|m| m as u32)
+            } else {
+                None
+            },
+            samples: Vec::new(),
+            error: self.error.lock().ok().and_then(|g| g.clone()),
+        }
+    }
+}
+
+/// Samples the streams and the CPU of one end at each interval.
+#[derive(Debug)]
+pub struct Recorder {
+    role: String,
+    start: Instant,
+    last: Instant,
+    cpu: CpuSampler,
+    meters: Vec<Arc<StreamMeter>>,
+    records: Vec<StreamRecord>,
+    results: SideResults,
+    tcp_info: bool,
+}
+
+impl Recorder {
+    /// Starts the clock of this end now.
+    pub fn new(role: &str, meters: Vec<Arc<StreamMeter>>) -> Self {
+        let now = Instant::now();
+        let records = meters.iter().map(|m| m.record()).collect();
+        Recorder {
+            role: role.to_string(),
+            start: now,
+            last: now,
+            cpu: CpuSampler::new(),
+            meters,
+            records,
+            results: SideResults {
+                role: role.to_string(),
+                ..Default::default()
+            },
+            tcp_info: true,
+        }
+    }
+
+    /// Seconds since the start.
+    pub fn elapsed_s(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    /// The start instant.
+    pub fn start(&self) -> Instant {
+        self.start
+    }
+
+    /// The meters.
+    pub fn meters(&self) -> &[Arc<StreamMeter>] {
+        &self.meters
+    }
+
+    /// True when every data thread has ended.
+    pub fn all_done(&self) -> bool {
+        self.meters.iter().all(|m| m.done.load(Ordering::Acquire))
+    }
+
+    /// Closes the current interval now; returns its mark and the bytes per stream in it.
+    pub fn tick(&mut self) -> (IntervalMark, Vec<u64>) {
+        let now = Instant::now();
+        let length_s = (now - self.last).as_secs_f64();
+        let mark = IntervalMark {
+            start_s: (self.last - self.start).as_secs_f64(),
+            length_s,
+        };
+        self.last = now;
+        let cpu = self.cpu.sample(length_s);
+        let mut deltas = Vec::with_capacity(self.meters.len());
+        for (m, rec) in self.meters.iter().zip(self.records.iter_mut()) {
+            let s = m.sample(self.tcp_info);
+            let prev = rec.samples.last().map(|p| p.bytes).unwrap_or(0);
+            deltas.push(s.bytes.saturating_sub(prev));
+            rec.samples.push(s);
+        }
+        self.results.intervals.push(mark);
+        self.results.cpu.push(cpu);
+        (mark, deltas)
+    }
+
+    /// The results of this end (call after the last tick).
+    pub fn finish(mut self) -> SideResults {
+        for (m, rec) in self.meters.iter().zip(self.records.iter_mut()) {
+            let fresh = m.record();
+            rec.error = fresh.error;
+            rec.sndbuf_bytes = fresh.sndbuf_bytes;
+            rec.rcvbuf_bytes = fresh.rcvbuf_bytes;
+        }
+        self.results.streams = std::mem::take(&mut self.records);
+        self.results.role = self.role;
+        self.results
+    }
+}

@@ -1,0 +1,291 @@
+//! Streaming capture readers: pcap (micro- and nanosecond, both byte orders) and pcapng
+//! (several sections and interfaces), plain or gzip/zstd/xz compressed, from a file or stdin.
+//!
+//! Records are parsed by the `pcap-parser` crate over a bounded circular buffer, so memory
+//! does not grow with the file. A file that is not a capture at all is an error with the byte
+//! offset; damage later in the file (a truncated last record, a record with an absurd length,
+//! garbage) ends the reading early and is reported in [`ReadStats`], keeping the packets read
+//! before it.
+
+mod decompress;
+
+use std::io::Read;
+use std::path::Path;
+
+use pcap_parser::pcapng::Block;
+use pcap_parser::traits::PcapReaderIterator;
+use pcap_parser::{PcapBlockOwned, PcapError};
+use serde::Serialize;
+
+pub use decompress::Compression;
+
+use crate::error::TraceError;
+use crate::wire::link::LinkType;
+
+/// Initial size of the read buffer.
+const BUFFER_BYTES: usize = 256 * 1024;
+/// Largest record the buffer grows to hold; a record claiming more ends the reading.
+const MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
+
+/// One captured packet, borrowed from the reader's buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct RawPacket<'a> {
+    /// Capture time, nanoseconds since the Unix epoch.
+    pub ts_ns: i64,
+    /// Link-layer type of the interface it was captured on.
+    pub link: LinkType,
+    /// The captured bytes (at most the snapshot length).
+    pub data: &'a [u8],
+    /// Length of the packet on the wire.
+    pub orig_len: u32,
+}
+
+/// What the reader saw, damage included.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ReadStats {
+    /// `pcap` or `pcapng`.
+    pub format: &'static str,
+    /// `none`, `gzip`, `zstd` or `xz`.
+    pub compression: &'static str,
+    /// Packet records read.
+    pub records: u64,
+    /// Bytes of the (decompressed) capture consumed.
+    pub bytes_read: u64,
+    /// Packet records skipped: on an unknown interface, or with an unusable timestamp.
+    pub skipped_records: u64,
+    /// True when the file ended inside a record (a cut capture).
+    pub truncated: bool,
+    /// Why reading stopped early, with the byte offset; `None` when the file was read to its end.
+    pub stopped_early: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Interface {
+    link: LinkType,
+    /// Timestamp units per second.
+    units_per_s: u64,
+    /// Seconds added to every timestamp.
+    offset_s: i64,
+}
+
+/// A streaming reader of one capture.
+pub struct CaptureReader {
+    inner: Box<dyn PcapReaderIterator + Send>,
+    /// pcap: the one link type; pcapng: the interfaces of the current section.
+    interfaces: Vec<Interface>,
+    legacy: bool,
+    buffer_bytes: usize,
+    stats: ReadStats,
+}
+
+impl std::fmt::Debug for CaptureReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaptureReader")
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl CaptureReader {
+    /// Opens a capture file; `-` reads standard input.
+    pub fn open(path: &Path) -> Result<CaptureReader, TraceError> {
+        let display = path.display().to_string();
+        if display == "-" {
+            return Self::from_reader(std::io::stdin());
+        }
+        let f = std::fs::File::open(path).map_err(|source| TraceError::Open {
+            path: display,
+            source,
+        })?;
+        Self::from_reader(f)
+    }
+
+    /// Reads a capture from any byte stream, detecting compression and format.
+    pub fn from_reader<R: Read + Send + 'static>(r: R) -> Result<CaptureReader, TraceError> {
+        let (compression, stream) = decompress::wrap(r).map_err(|e| TraceError::NotACapture {
+            offset: 0,
+            reason: e.to_string(),
+        })?;
+        let inner = pcap_parser::create_reader(BUFFER_BYTES, stream).map_err(|e| {
+            TraceError::NotACapture {
+                offset: 0,
+                reason: match e {
+                    PcapError::Eof | PcapError::Incomplete(_) => "file too short".to_string(),
+                    PcapError::HeaderNotRecognized => {
+                        "unknown magic number (neither pcap nor pcapng)".to_string()
+                    }
+                    PcapError::ReadError => format!("read error ({} stream)", compression.name()),
+                    other => format!("{other:?}"),
+                },
+            }
+        })?;
+        Ok(CaptureReader {
+            inner,
+            interfaces: Vec::new(),
+            legacy: false,
+            buffer_bytes: BUFFER_BYTES,
+            stats: ReadStats {
+                compression: compression.name(),
+                ..ReadStats::default()
+            },
+        })
+    }
+
+    /// What was read so far.
+    pub fn stats(&self) -> &ReadStats {
+        &self.stats
+    }
+
+    /// Calls `f` for every packet until the end of the capture or the first damage. Damage
+    /// is recorded in [`CaptureReader::stats`]; an error is returned only when not even the
+    /// capture's header could be read.
+    pub fn for_each_packet(&mut self, mut f: impl FnMut(&RawPacket<'_>)) -> Result<(), TraceError> {
+        loop {
+            let offset = self.inner.consumed() as u64;
+            match self.inner.next() {
+                Ok((len, block)) => {
+                    match block {
+                        PcapBlockOwned::LegacyHeader(h) => {
+                            self.legacy = true;
+                            self.stats.format = "pcap";
+                            let units = if h.is_nanosecond_precision() {
+                                1_000_000_000
+                            } else {
+                                1_000_000
+                            };
+                            self.interfaces = vec![Interface {
+                                link: LinkType::from_number(h.network.0 as u32),
+                                units_per_s: units,
+                                offset_s: 0,
+                            }];
+                        }
+                        PcapBlockOwned::Legacy(b) => {
+                            self.stats.records += 1;
+                            let i = self.interfaces[0];
+                            // The fraction must be below one second.
+                            if u64::from(b.ts_usec) >= i.units_per_s {
+                                self.stats.skipped_records += 1;
+                            } else {
+                                let frac = u64::from(b.ts_usec) * (1_000_000_000 / i.units_per_s);
+                                let data = &b.data[..(b.caplen as usize).min(b.data.len())];
+                                f(&RawPacket {
+                                    ts_ns: i64::from(b.ts_sec) * 1_000_000_000 + frac as i64,
+                                    link: i.link,
+                                    data,
+                                    orig_len: b.origlen,
+                                });
+                            }
+                        }
+                        PcapBlockOwned::NG(Block::SectionHeader(_)) => {
+                            self.stats.format = "pcapng";
+                            self.interfaces.clear();
+                        }
+                        PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
+                            self.interfaces.push(Interface {
+                                link: LinkType::from_number(idb.linktype.0 as u32),
+                                units_per_s: idb.ts_resolution().unwrap_or(0),
+                                offset_s: idb.ts_offset(),
+                            });
+                        }
+                        PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
+                            self.stats.records += 1;
+                            match self.interfaces.get(epb.if_id as usize) {
+                                Some(i) if i.units_per_s > 0 => {
+                                    let raw =
+                                        (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
+                                    let ns =
+                                        u128::from(raw) * 1_000_000_000 / u128::from(i.units_per_s);
+                                    let ts_ns = i64::try_from(ns)
+                                        .unwrap_or(i64::MAX)
+                                        .saturating_add(i.offset_s.saturating_mul(1_000_000_000));
+                                    let data =
+                                        &epb.data[..(epb.caplen as usize).min(epb.data.len())];
+                                    f(&RawPacket {
+                                        ts_ns,
+                                        link: i.link,
+                                        data,
+                                        orig_len: epb.origlen,
+                                    });
+                                }
+                                _ => self.stats.skipped_records += 1,
+                            }
+                        }
+                        PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
+                            self.stats.records += 1;
+                            // No timestamp: usable only for counting; skipped.
+                            let _ = spb;
+                            self.stats.skipped_records += 1;
+                        }
+                        PcapBlockOwned::NG(_) => {}
+                    }
+                    self.inner.consume(len);
+                    self.stats.bytes_read = self.inner.consumed() as u64;
+                }
+                Err(PcapError::Eof) => return Ok(()),
+                Err(PcapError::Incomplete(_)) => {
+                    if let Err(e) = self.inner.refill() {
+                        let msg = format!("read error: {e:?}");
+                        self.stop(offset, &msg);
+                        return Ok(());
+                    }
+                }
+                Err(PcapError::UnexpectedEof) => {
+                    self.stats.truncated = true;
+                    self.stop(offset, "the file ends inside a record (cut capture)");
+                    return Ok(());
+                }
+                Err(PcapError::BufferTooSmall) => {
+                    if self.buffer_bytes >= MAX_RECORD_BYTES || !self.grow() {
+                        self.stop(
+                            offset,
+                            &format!("a record claims more than {} MiB", MAX_RECORD_BYTES >> 20),
+                        );
+                        return Ok(());
+                    }
+                }
+                Err(PcapError::ReadError) => {
+                    self.stop(offset, "read error (damaged compressed stream?)");
+                    return Ok(());
+                }
+                Err(e) => {
+                    let msg = format!("unparsable record ({})", short_error(&e));
+                    self.stop(offset, &msg);
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn grow(&mut self) -> bool {
+        let new = (self.buffer_bytes * 4).min(MAX_RECORD_BYTES);
+        if self.inner.grow(new) {
+            self.buffer_bytes = new;
+            // Read what the larger buffer can now hold.
+            self.inner.refill().is_ok()
+        } else {
+            false
+        }
+    }
+
+    fn stop(&mut self, offset: u64, why: &str) {
+        self.stats.bytes_read = offset;
+        self.stats.stopped_early = Some(format!("stopped at byte offset {offset}: {why}"));
+    }
+}
+
+fn short_error(e: &PcapError<&[u8]>) -> String {
+    match e {
+        PcapError::NomError(_, k) => format!("{k:?}"),
+        PcapError::OwnedNomError(_, k) => format!("{k:?}"),
+        other => format!("{other:?}").chars().take(60).collect(),
+    }
+}
+
+/// Reads a whole capture from bytes, for tests and fuzzing: every packet's length and the
+/// final statistics. Never panics.
+pub fn read_all_bytes(bytes: &[u8]) -> Result<(Vec<usize>, ReadStats), TraceError> {
+    let mut r = CaptureReader::from_reader(std::io::Cursor::new(bytes.to_vec()))?;
+    let mut lens = Vec::new();
+    r.for_each_packet(|p| lens.push(p.data.len()))?;
+    Ok((lens, r.stats().clone()))
+}

@@ -1,0 +1,103 @@
+//! `nsperf io`: file-system and block I/O. `run` does one workload (fio-style), `auto` the
+//! iozone-style matrix, `bonnie` the bonnie++-style suite. The engine is `nsperf-io`; this
+//! module only parses, builds the typed config and prints.
+
+pub mod auto;
+pub mod bonnie;
+pub mod run;
+
+use clap::{Args, Subcommand};
+use nsperf_core::units::Bytes;
+
+/// Arguments of `nsperf io`.
+#[derive(Debug, Args)]
+pub struct IoArgs {
+    #[command(subcommand)]
+    pub command: IoCommand,
+}
+
+/// The `io` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum IoCommand {
+    /// One workload (seqread, randwrite, …) with a chosen engine and cache state, like fio.
+    Run(run::RunArgs),
+    /// The iozone-style matrix: file size × record size for each test.
+    Auto(auto::AutoArgs),
+    /// The bonnie++-style suite: per-char and block I/O, rewrite, seeks, metadata.
+    Bonnie(bonnie::BonnieArgs),
+}
+
+/// Runs `nsperf io …`.
+pub fn run(args: IoArgs) -> anyhow::Result<()> {
+    match args.command {
+        IoCommand::Run(a) => run::run(a),
+        IoCommand::Auto(a) => auto::run(a),
+        IoCommand::Bonnie(a) => bonnie::run(a),
+    }
+}
+
+/// `12.3 GiB/s` (binary units, as the sizes).
+pub fn rate(bytes_per_s: f64) -> String {
+    if !bytes_per_s.is_finite() || bytes_per_s <= 0.0 {
+        return "0 B/s".into();
+    }
+    let b = Bytes(bytes_per_s.round() as u64);
+    // Three significant digits read better than exact multiples for rates.
+    let units = [
+        (Bytes::GIB as f64 * 1024.0, "TiB"),
+        (Bytes::GIB as f64, "GiB"),
+        (Bytes::MIB as f64, "MiB"),
+        (Bytes::KIB as f64, "KiB"),
+    ];
+    for (size, name) in units {
+        if bytes_per_s >= size {
+            let x = bytes_per_s / size;
+            return if x < 10.0 {
+                format!("{x:.2} {name}/s")
+            } else if x < 100.0 {
+                format!("{x:.1} {name}/s")
+            } else {
+                format!("{x:.0} {name}/s")
+            };
+        }
+    }
+    format!("{b}/s")
+}
+
+/// `850 ns`, `12.3 µs`, `4.56 ms`, `1.20 s`.
+pub fn dur_ns(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else if ns < 1e6 {
+        format!("{:.1} µs", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.2} s", ns / 1e9)
+    }
+}
+
+/// `1.23 M`, `45.6 k`, `789` ops per second.
+pub fn ops(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.2} M", x / 1e6)
+    } else if x >= 1e4 {
+        format!("{:.1} k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(rate(1.5 * 1024.0 * 1024.0 * 1024.0), "1.50 GiB/s");
+        assert_eq!(rate(0.0), "0 B/s");
+        assert_eq!(rate(500.0), "500 B/s");
+        assert_eq!(dur_ns(1500.0), "1.5 µs");
+        assert_eq!(ops(783_000.0), "783.0 k");
+    }
+}

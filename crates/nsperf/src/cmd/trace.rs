@@ -1,0 +1,423 @@
+//! `nsperf trace FILE`: per-connection TCP analysis of a pcap/pcapng capture.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use nsperf_core::report::{Finding, Report, Severity};
+use nsperf_core::table::Table;
+use nsperf_core::units::{BitRate, Bytes};
+use nsperf_trace::model::{DirectionStats, TcpConnection};
+use nsperf_trace::{Filter, TraceConfig, TraceInterval, TraceSpec, TraceSummary};
+
+use crate::output::{Format, OutputArgs, print_json};
+
+/// Arguments of `nsperf trace`.
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// Capture file (pcap or pcapng, plain or gzip/zstd/xz); `-` reads standard input.
+    pub file: PathBuf,
+    /// Keep only packets of `host ADDR`, `port N`, or `host ADDR and port N`.
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Throughput series bin width (e.g. 100ms, 1s): fills `intervals` and `--csv`.
+    #[arg(long, value_parser = nsperf_core::parse_duration)]
+    pub bin: Option<Duration>,
+    /// Connections shown in detail (largest first).
+    #[arg(long, default_value_t = 3)]
+    pub top: usize,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// The `--json` document of `nsperf trace`.
+pub type TraceReport = Report<TraceSpec, TraceInterval, TraceSummary>;
+
+/// Runs `nsperf trace`.
+pub fn run(args: TraceArgs) -> anyhow::Result<()> {
+    let filter = match &args.filter {
+        Some(f) => Filter::parse(f)?,
+        None => Filter::default(),
+    };
+    let mut bin = args.bin.unwrap_or_default();
+    if args.output.format() == Format::Csv && bin.is_zero() {
+        bin = Duration::from_secs(1);
+    }
+    let cfg = TraceConfig {
+        filter,
+        bin_ns: bin.as_nanos().min(i64::MAX as u128) as i64,
+    };
+    let spec = TraceSpec {
+        file: args.file.display().to_string(),
+        filter: args.filter.clone(),
+        bin_s: bin.as_secs_f64(),
+        top: args.top,
+    };
+    let t0 = Instant::now();
+    let (summary, intervals) = nsperf_trace::analyze_file(&args.file, cfg)
+        .with_context(|| format!("trace {}", args.file.display()))?;
+    let mut report = TraceReport::new("trace", spec, summary);
+    report.duration_ns = t0.elapsed().as_nanos() as u64;
+    report.intervals = intervals;
+    report.findings = findings(&report.summary);
+    match args.output.format() {
+        Format::Json | Format::JsonStream => print_json(&report),
+        Format::Csv => print_csv(&report),
+        Format::Human => print_human(&report),
+    }
+}
+
+fn findings(s: &TraceSummary) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Some(why) = &s.capture.stopped_early {
+        out.push(
+            Finding::new(
+                "capture_damaged",
+                Severity::Warning,
+                format!("capture read only in part: {why}"),
+            )
+            .with("records_read", s.capture.records as f64),
+        );
+    }
+    if s.unusable_packets > 0 {
+        out.push(
+            Finding::new(
+                "unusable_packets",
+                Severity::Info,
+                format!(
+                    "{} packets had headers cut by the snapshot length or malformed and were skipped",
+                    s.unusable_packets
+                ),
+            )
+            .with("packets", s.unusable_packets as f64),
+        );
+    }
+    for c in &s.connections {
+        let d = &c.diagnosis;
+        if d.limit == "none" {
+            continue;
+        }
+        let id = match d.limit.as_str() {
+            "receiver_window" => "window_limited",
+            "loss" => "loss_limited",
+            "congestion" => "congestion_limited",
+            "application" => "application_limited",
+            _ => "window_scale_unknown",
+        };
+        let mut f = Finding::new(
+            id,
+            if d.limit == "application" {
+                Severity::Info
+            } else {
+                Severity::Limit
+            },
+            format!("connection {} ({} -> {}): {}", c.id, c.a, c.b, d.message),
+        )
+        .with("connection", f64::from(c.id))
+        .with("goodput_bps", d.goodput_bps)
+        .with("receiver_window_pct", d.receiver_window_pct)
+        .with("loss_pct", d.loss_pct)
+        .with("congestion_pct", d.congestion_pct)
+        .with("application_pct", d.application_pct)
+        .with("window_unknown_pct", d.window_unknown_pct)
+        .with("loss_rate", d.loss_rate);
+        if let Some(w) = d.window_ceiling_bps {
+            f = f.with("window_ceiling_bps", w);
+        }
+        if let Some(m) = d.mathis_ceiling_bps {
+            f = f.with("mathis_ceiling_bps", m);
+        }
+        out.push(f);
+    }
+    out
+}
+
+fn secs(ns: i64) -> f64 {
+    ns as f64 / 1e9
+}
+
+fn print_human(r: &TraceReport) -> anyhow::Result<()> {
+    let s = &r.summary;
+    let mut o = String::new();
+    use std::fmt::Write as _;
+    let c = &s.capture;
+    let _ = writeln!(
+        o,
+        "{}: {}{} ({} compression), {} packets over {:.3} s: {} TCP, {} UDP, {} other IP, {} not IP, {} unusable",
+        r.spec.file,
+        c.format,
+        if c.truncated { " cut short" } else { "" },
+        c.compression,
+        s.packets,
+        secs(s.capture_duration_ns),
+        s.tcp_packets,
+        s.udp_packets,
+        s.other_ip_packets,
+        s.non_ip_packets,
+        s.unusable_packets
+    );
+    if let Some(w) = &c.stopped_early {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "TCP conversations ({}):", s.connections.len());
+    let mut t = Table::new([
+        "id",
+        "a",
+        "b",
+        "pkts a>b",
+        "bytes a>b",
+        "pkts b>a",
+        "bytes b>a",
+        "rel start s",
+        "duration s",
+        "goodput",
+        "rexmit",
+        "limit",
+    ]);
+    for cn in &s.connections {
+        let (fwd, rev) = (&cn.a_to_b, &cn.b_to_a);
+        t.row([
+            cn.id.to_string(),
+            cn.a.clone(),
+            cn.b.clone(),
+            fwd.packets.to_string(),
+            fwd.wire_bytes.to_string(),
+            rev.packets.to_string(),
+            rev.wire_bytes.to_string(),
+            format!("{:.6}", secs(cn.first_unix_ns - s.first_packet_unix_ns)),
+            format!("{:.6}", cn.duration_s),
+            BitRate(fwd.goodput_bps.max(rev.goodput_bps)).to_string(),
+            (fwd.retransmitted_packets + rev.retransmitted_packets).to_string(),
+            cn.diagnosis.limit.clone(),
+        ]);
+    }
+    o.push_str(&t.render());
+    if !s.udp_flows.is_empty() {
+        let _ = writeln!(o, "\nUDP flows ({}):", s.udp_flows.len());
+        let mut t = Table::new([
+            "id",
+            "a",
+            "b",
+            "pkts a>b",
+            "bytes a>b",
+            "pkts b>a",
+            "bytes b>a",
+            "duration s",
+            "rate",
+        ]);
+        for u in &s.udp_flows {
+            t.row([
+                u.id.to_string(),
+                u.a.clone(),
+                u.b.clone(),
+                u.a_to_b_packets.to_string(),
+                u.a_to_b_bytes.to_string(),
+                u.b_to_a_packets.to_string(),
+                u.b_to_a_bytes.to_string(),
+                format!("{:.6}", u.duration_s),
+                BitRate(u.rate_bps).to_string(),
+            ]);
+        }
+        o.push_str(&t.render());
+    }
+    let mut top: Vec<&TcpConnection> = s.connections.iter().collect();
+    top.sort_by_key(|c| std::cmp::Reverse(c.a_to_b.wire_bytes + c.b_to_a.wire_bytes));
+    for cn in top.into_iter().take(r.spec.top) {
+        o.push_str(&detail(cn));
+    }
+    let mut out = std::io::stdout().lock();
+    out.write_all(o.as_bytes())?;
+    Ok(())
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_else(|| "-".into())
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.3} ms", ns as f64 / 1e6)
+}
+
+/// How one row of the detail table is computed from a direction's figures.
+type RowFn = Box<dyn Fn(&DirectionStats) -> String>;
+
+fn detail(c: &TcpConnection) -> String {
+    let mut t = Table::new(["", "a>b", "b>a"]);
+    let scale_note = if c.window_scale_known {
+        ""
+    } else {
+        " (raw, scale unknown)"
+    };
+    let rows: Vec<(String, RowFn)> = vec![
+        ("packets".into(), Box::new(|d| d.packets.to_string())),
+        ("wire bytes".into(), Box::new(|d| d.wire_bytes.to_string())),
+        (
+            "data packets".into(),
+            Box::new(|d| d.data_packets.to_string()),
+        ),
+        ("data bytes".into(), Box::new(|d| d.data_bytes.to_string())),
+        (
+            "unique bytes".into(),
+            Box::new(|d| d.unique_bytes.to_string()),
+        ),
+        (
+            "retransmitted packets".into(),
+            Box::new(|d| d.retransmitted_packets.to_string()),
+        ),
+        (
+            "retransmitted bytes".into(),
+            Box::new(|d| d.retransmitted_bytes.to_string()),
+        ),
+        (
+            "  fast / timeout / spurious".into(),
+            Box::new(|d| {
+                format!(
+                    "{} / {} / {}",
+                    d.fast_retransmissions, d.timeout_retransmissions, d.spurious_retransmissions
+                )
+            }),
+        ),
+        (
+            "out-of-order packets".into(),
+            Box::new(|d| d.out_of_order_packets.to_string()),
+        ),
+        (
+            "duplicate ACKs".into(),
+            Box::new(|d| d.duplicate_acks.to_string()),
+        ),
+        (
+            "SACK / D-SACK packets".into(),
+            Box::new(|d| format!("{} / {}", d.sack_packets, d.dsack_packets)),
+        ),
+        (
+            "zero windows / probes".into(),
+            Box::new(|d| format!("{} / {}", d.zero_window_adverts, d.zero_window_probes)),
+        ),
+        (
+            "window-full events".into(),
+            Box::new(|d| d.window_full_events.to_string()),
+        ),
+        (
+            "SYN / FIN / RST".into(),
+            Box::new(|d| format!("{} / {} / {}", d.syn, d.fin, d.rst)),
+        ),
+        ("MSS".into(), Box::new(|d| opt(d.mss))),
+        (
+            "window scale".into(),
+            Box::new(|d| match d.window_scale {
+                Some(s) => s.to_string(),
+                None => "unknown".into(),
+            }),
+        ),
+        (
+            "SACK permitted / timestamps".into(),
+            Box::new(|d| format!("{} / {}", yn(d.sack_permitted), yn(d.timestamps))),
+        ),
+        (
+            format!("window min{scale_note}"),
+            Box::new(|d| Bytes(d.window_min_bytes).to_string()),
+        ),
+        (
+            format!("window max{scale_note}"),
+            Box::new(|d| Bytes(d.window_max_bytes).to_string()),
+        ),
+        (
+            "in flight max".into(),
+            Box::new(|d| Bytes(d.in_flight_max_bytes).to_string()),
+        ),
+        (
+            "RTT samples".into(),
+            Box::new(|d| d.rtt.samples.to_string()),
+        ),
+        (
+            "RTT min / median / p95 / max".into(),
+            Box::new(|d| {
+                if d.rtt.samples == 0 {
+                    "-".into()
+                } else {
+                    format!(
+                        "{} / {} / {} / {}",
+                        ms(d.rtt.min_ns),
+                        ms(d.rtt.median_ns),
+                        ms(d.rtt.p95_ns),
+                        ms(d.rtt.max_ns)
+                    )
+                }
+            }),
+        ),
+        (
+            "goodput".into(),
+            Box::new(|d| BitRate(d.goodput_bps).to_string()),
+        ),
+        (
+            "wire rate".into(),
+            Box::new(|d| BitRate(d.wire_bps).to_string()),
+        ),
+    ];
+    for (name, f) in &rows {
+        t.row([name.clone(), f(&c.a_to_b), f(&c.b_to_a)]);
+    }
+    let d = &c.diagnosis;
+    let mut s = format!(
+        "\nConnection {}: {} <-> {}, {:.3} s, handshake {}, {}\n",
+        c.id,
+        c.a,
+        c.b,
+        c.duration_s,
+        if c.handshake_seen {
+            "seen"
+        } else {
+            "not captured"
+        },
+        if c.reset {
+            "reset"
+        } else if c.closed {
+            "closed"
+        } else {
+            "open at end of capture"
+        }
+    );
+    s.push_str(&t.render());
+    s.push_str(&format!(
+        "limited by ({}): receiver window {:.0} %, loss {:.0} %, congestion window {:.0} %, application {:.0} %, window unknown {:.0} %\n",
+        d.direction, d.receiver_window_pct, d.loss_pct, d.congestion_pct, d.application_pct, d.window_unknown_pct
+    ));
+    s.push_str(&format!(
+        "ceilings (bounds, not measurements): window/RTT {}, Mathis {}; measured goodput {}\n",
+        opt(d.window_ceiling_bps.map(BitRate)),
+        opt(d.mathis_ceiling_bps.map(BitRate)),
+        BitRate(d.goodput_bps)
+    ));
+    s.push_str(&format!("diagnosis: {}\n", d.message));
+    s
+}
+
+fn yn(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
+}
+
+fn print_csv(r: &TraceReport) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "start_s,length_s,stream,throughput_bps,goodput_bps,retransmissions"
+    )?;
+    for i in &r.intervals {
+        writeln!(
+            out,
+            "{:.6},{:.6},{},{:.0},{:.0},{}",
+            i.start_s,
+            i.length_s,
+            i.stream
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "all".into()),
+            i.throughput_bps,
+            i.goodput_bps,
+            i.retransmissions
+        )?;
+    }
+    Ok(())
+}
