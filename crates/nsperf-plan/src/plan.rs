@@ -530,10 +530,14 @@ fn build(raw: RawPlan, text: &str) -> Result<Plan, PlanError> {
     for (k, v) in &raw.matrix {
         check_name("matrix parameter", k)?;
         if k == "bdp" {
-            return Err(invalid("matrix parameter \"bdp\" is reserved (it is derived from the lab's rate and rtt)"));
+            return Err(invalid(
+                "matrix parameter \"bdp\" is reserved (it is derived from the lab's rate and rtt)",
+            ));
         }
         let arr = v.as_array().ok_or_else(|| {
-            invalid(format!("matrix.{k}: expected a list of values, e.g. {k} = [1, 2]"))
+            invalid(format!(
+                "matrix.{k}: expected a list of values, e.g. {k} = [1, 2]"
+            ))
         })?;
         if arr.is_empty() {
             return Err(invalid(format!("matrix.{k}: the list is empty")));
@@ -626,7 +630,8 @@ impl Ctx<'_> {
 
     fn sub(&self, where_: &str, p: &Param) -> Result<String, PlanError> {
         let s = p.to_string();
-        let once = substitute(&s, &|n| self.lookup(n)).map_err(|e| invalid(format!("{where_}: {e}")))?;
+        let once =
+            substitute(&s, &|n| self.lookup(n)).map_err(|e| invalid(format!("{where_}: {e}")))?;
         // A matrix value may itself hold a derived variable ({bdp}).
         if once.contains('{') && once != s {
             return substitute(&once, &|n| self.lookup(n))
@@ -665,14 +670,20 @@ fn resolve_cell(
                 None => None,
                 Some(p) => {
                     let s = base.sub(&format!("[lab] rate{cell_desc}"), p)?;
-                    Some(BitRate::parse(&s).map_err(|e| invalid(format!("[lab] rate{cell_desc}: {e}")))?)
+                    Some(
+                        BitRate::parse(&s)
+                            .map_err(|e| invalid(format!("[lab] rate{cell_desc}: {e}")))?,
+                    )
                 }
             };
             let rtt = match &l.rtt {
                 None => None,
                 Some(p) => {
                     let s = base.sub(&format!("[lab] rtt{cell_desc}"), p)?;
-                    Some(parse_duration(&s).map_err(|e| invalid(format!("[lab] rtt{cell_desc}: {e}")))?)
+                    Some(
+                        parse_duration(&s)
+                            .map_err(|e| invalid(format!("[lab] rtt{cell_desc}: {e}")))?,
+                    )
                 }
             };
             let mut extra = Vec::new();
@@ -733,15 +744,39 @@ fn value_text(v: &toml::Value) -> String {
 fn used_variables(s: &RawStep, raw: &RawPlan) -> Vec<String> {
     let mut texts: Vec<String> = Vec::new();
     let params = [
-        &s.timeout, &s.host, &s.port, &s.time, &s.omit, &s.window, &s.streams, &s.cc, &s.length,
-        &s.reverse, &s.range, &s.dir, &s.workload, &s.size, &s.bs, &s.cache, &s.fsync,
-        &s.engine, &s.iodepth, &s.payload,
+        &s.timeout,
+        &s.host,
+        &s.port,
+        &s.time,
+        &s.omit,
+        &s.window,
+        &s.streams,
+        &s.cc,
+        &s.length,
+        &s.reverse,
+        &s.range,
+        &s.dir,
+        &s.workload,
+        &s.size,
+        &s.bs,
+        &s.cache,
+        &s.fsync,
+        &s.engine,
+        &s.iodepth,
+        &s.payload,
     ];
-    texts.extend(params.iter().filter_map(|p| p.as_ref().map(Param::to_string)));
+    texts.extend(
+        params
+            .iter()
+            .filter_map(|p| p.as_ref().map(Param::to_string)),
+    );
     for c in [&s.command, &s.prime].into_iter().flatten() {
         texts.extend(c.iter().map(Param::to_string));
     }
-    let mut used: Vec<String> = texts.iter().flat_map(|t| crate::template::variables(t)).collect();
+    let mut used: Vec<String> = texts
+        .iter()
+        .flat_map(|t| crate::template::variables(t))
+        .collect();
     // Matrix values may name derived variables.
     for (k, v) in &raw.matrix {
         if used.contains(k)
@@ -752,7 +787,8 @@ fn used_variables(s: &RawStep, raw: &RawPlan) -> Vec<String> {
             }
         }
     }
-    let in_lab = s.client.is_some() || s.server.is_some() || s.site.is_some() || s.capture.is_some();
+    let in_lab =
+        s.client.is_some() || s.server.is_some() || s.site.is_some() || s.capture.is_some();
     if (in_lab || used.iter().any(|u| u == "bdp"))
         && let Some(l) = &raw.lab
     {
@@ -774,7 +810,9 @@ fn allowed(kind: &str) -> Option<&'static [&'static str]> {
         "rr" => &[
             "client", "server", "host", "port", "time", "size", "capture", "window",
         ],
-        "sweep" => &["client", "server", "host", "port", "time", "range", "capture", "window"],
+        "sweep" => &[
+            "client", "server", "host", "port", "time", "range", "capture", "window",
+        ],
         "io" => &[
             "dir", "workload", "size", "bs", "cache", "fsync", "engine", "iodepth", "site",
         ],
@@ -789,9 +827,32 @@ fn present_fields(s: &RawStep) -> Vec<&'static str> {
         ($($f:ident),*) => { $( if s.$f.is_some() { v.push(stringify!($f)); } )* };
     }
     chk!(
-        client, server, host, port, time, omit, window, streams, cc, length, reverse, range,
-        capture, dir, workload, size, bs, cache, fsync, engine, iodepth, site, command, payload,
-        payload_regex, prime
+        client,
+        server,
+        host,
+        port,
+        time,
+        omit,
+        window,
+        streams,
+        cc,
+        length,
+        reverse,
+        range,
+        capture,
+        dir,
+        workload,
+        size,
+        bs,
+        cache,
+        fsync,
+        engine,
+        iodepth,
+        site,
+        command,
+        payload,
+        payload_regex,
+        prime
     );
     v
 }
@@ -840,7 +901,11 @@ fn resolve_step(
                     .parse::<u64>()
                     .ok()
                     .filter(|n| (1..=max).contains(n))
-                    .ok_or_else(|| invalid(format!("{at} {field}: \"{v}\" is not a whole number from 1 to {max}")))
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "{at} {field}: \"{v}\" is not a whole number from 1 to {max}"
+                        ))
+                    })
             })
             .transpose()
     };
@@ -848,7 +913,9 @@ fn resolve_step(
         match str_of(field, p)?.as_deref() {
             None | Some("false") => Ok(false),
             Some("true") => Ok(true),
-            Some(v) => Err(invalid(format!("{at} {field}: \"{v}\" is not true or false"))),
+            Some(v) => Err(invalid(format!(
+                "{at} {field}: \"{v}\" is not true or false"
+            ))),
         }
     };
     let site_of = |field: &str, v: &Option<String>| -> Result<Option<String>, PlanError> {
@@ -867,7 +934,9 @@ fn resolve_step(
             }
         }
     };
-    let command_of = |field: &str, v: &Option<Vec<Param>>| -> Result<Option<Vec<String>>, PlanError> {
+    let command_of = |field: &str,
+                      v: &Option<Vec<Param>>|
+     -> Result<Option<Vec<String>>, PlanError> {
         match v {
             None => Ok(None),
             Some(v) if v.is_empty() => Err(invalid(format!("{at} {field}: the command is empty"))),
@@ -886,7 +955,11 @@ fn resolve_step(
     for p in &s.phases {
         let ph = Phase::parse(p)
             .filter(|p| *p != Phase::None)
-            .ok_or_else(|| invalid(format!("{at} phases: \"{p}\" is not cold, warm or remote-warm")))?;
+            .ok_or_else(|| {
+                invalid(format!(
+                    "{at} phases: \"{p}\" is not cold, warm or remote-warm"
+                ))
+            })?;
         if phases.contains(&ph) {
             return Err(invalid(format!("{at} phases: \"{p}\" appears twice")));
         }
@@ -905,7 +978,9 @@ fn resolve_step(
             let target = match (client, server, host) {
                 (Some(c), Some(sv), None) => {
                     if c == sv {
-                        return Err(invalid(format!("{at}: client and server are the same site")));
+                        return Err(invalid(format!(
+                            "{at}: client and server are the same site"
+                        )));
                     }
                     let server_index = lab
                         .and_then(|l| l.sites.iter().position(|x| *x == sv))
@@ -949,13 +1024,16 @@ fn resolve_step(
             };
             let window = match str_of("window", &s.window)?.as_deref() {
                 None | Some("default") => None,
-                Some(w) => Some(Bytes::parse(w).map_err(|e| {
-                    invalid(format!("{at} window: {e} (or \"default\")"))
-                })?),
+                Some(w) => Some(
+                    Bytes::parse(w)
+                        .map_err(|e| invalid(format!("{at} window: {e} (or \"default\")")))?,
+                ),
             };
             let capture = site_of("capture", &s.capture)?;
             if capture.is_some() && !matches!(target, Target::Lab { .. }) {
-                return Err(invalid(format!("{at} capture: captures are taken in a lab site")));
+                return Err(invalid(format!(
+                    "{at} capture: captures are taken in a lab site"
+                )));
             }
             let time = dur_of("time", &s.time)?.unwrap_or(Duration::from_secs(5));
             if time.is_zero() || time > Duration::from_secs(86_400) {
@@ -987,13 +1065,17 @@ fn resolve_step(
             if let Some(c) = &cache
                 && !["warm", "cold", "direct"].contains(&c.as_str())
             {
-                return Err(invalid(format!("{at} cache: \"{c}\" is not warm, cold or direct")));
+                return Err(invalid(format!(
+                    "{at} cache: \"{c}\" is not warm, cold or direct"
+                )));
             }
             let fsync = str_of("fsync", &s.fsync)?;
             if let Some(f) = &fsync
                 && !["none", "end", "each"].contains(&f.as_str())
             {
-                return Err(invalid(format!("{at} fsync: \"{f}\" is not none, end or each")));
+                return Err(invalid(format!(
+                    "{at} fsync: \"{f}\" is not none, end or each"
+                )));
             }
             Action::Io(IoStep {
                 dir: str_of("dir", &s.dir)?.unwrap_or_else(|| ".".into()),
@@ -1008,18 +1090,27 @@ fn resolve_step(
             })
         }
         _ => {
-            let command = command_of("command", &s.command)?
-                .ok_or_else(|| invalid(format!("{at}: an exec step needs command = [\"prog\", \"arg\", ...]")))?;
+            let command = command_of("command", &s.command)?.ok_or_else(|| {
+                invalid(format!(
+                    "{at}: an exec step needs command = [\"prog\", \"arg\", ...]"
+                ))
+            })?;
             let payload = match (str_of("payload", &s.payload)?, &s.payload_regex) {
                 (Some(_), Some(_)) => {
-                    return Err(invalid(format!("{at}: give payload or payload_regex, not both")));
+                    return Err(invalid(format!(
+                        "{at}: give payload or payload_regex, not both"
+                    )));
                 }
                 (Some(p), None) => Payload::Declared(
                     Bytes::parse(&p).map_err(|e| invalid(format!("{at} payload: {e}")))?,
                 ),
                 (None, Some(r)) => {
-                    let re = regex::Regex::new(r)
-                        .map_err(|e| invalid(format!("{at} payload_regex: {}", e.to_string().lines().last().unwrap_or(""))))?;
+                    let re = regex::Regex::new(r).map_err(|e| {
+                        invalid(format!(
+                            "{at} payload_regex: {}",
+                            e.to_string().lines().last().unwrap_or("")
+                        ))
+                    })?;
                     if re.captures_len() < 2 {
                         return Err(invalid(format!(
                             "{at} payload_regex: needs a capture group around the byte count, e.g. \"(\\\\d+) bytes\""

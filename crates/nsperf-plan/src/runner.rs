@@ -89,8 +89,8 @@ pub fn run_plan(
         store.reopen(id)?;
         (id, store.done_keys(id)?)
     } else {
-        let host = serde_json::to_string(&nsperf_core::host::HostFacts::collect())
-            .unwrap_or_default();
+        let host =
+            serde_json::to_string(&nsperf_core::host::HostFacts::collect()).unwrap_or_default();
         (store.create_experiment(plan, &host)?, Vec::new())
     };
     let done: std::collections::HashSet<RunKey> = done.into_iter().collect();
@@ -178,7 +178,9 @@ pub fn run_plan(
                         {
                             // The prime runs on the other site when there is a lab.
                             let remote = lab.and_then(|l| {
-                                l.sites.iter().find(|s| Some(s.as_str()) != e.site.as_deref())
+                                l.sites
+                                    .iter()
+                                    .find(|s| Some(s.as_str()) != e.site.as_deref())
                             });
                             exec.prime(&ctx, remote.map(String::as_str), p)?;
                         }
@@ -191,7 +193,11 @@ pub fn run_plan(
                     last_measured = Some((*ci, *si));
                     store.write_run(experiment, key, &step.kind, &step.params, started, Ok(&m))?;
                     summary.measured += 1;
-                    progress.run_end(key, RunStatus::Ok, &crate::stats::format_metric(&m.metric, m.value));
+                    progress.run_end(
+                        key,
+                        RunStatus::Ok,
+                        &crate::stats::format_metric(&m.metric, m.value),
+                    );
                 }
                 Err(ExecError::Interrupted) => {
                     summary.interrupted = true;

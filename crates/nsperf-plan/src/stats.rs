@@ -23,9 +23,9 @@ use crate::store::{RunRecord, RunStatus};
 /// interpolated in 1/df beyond, 1.96 at infinity).
 pub fn t975(df: f64) -> f64 {
     const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-        2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
     ];
     if !df.is_finite() || df <= 0.0 {
         return f64::NAN;
@@ -183,8 +183,12 @@ pub fn compare(a: &[f64], b: &[f64]) -> Option<Ratio> {
         return None;
     }
     let ratio = mb / ma;
-    let va = stddev(a).map(|s| s * s / (a.len() as f64 * ma * ma)).unwrap_or(0.0);
-    let vb = stddev(b).map(|s| s * s / (b.len() as f64 * mb * mb)).unwrap_or(0.0);
+    let va = stddev(a)
+        .map(|s| s * s / (a.len() as f64 * ma * ma))
+        .unwrap_or(0.0);
+    let vb = stddev(b)
+        .map(|s| s * s / (b.len() as f64 * mb * mb))
+        .unwrap_or(0.0);
     let var = va + vb;
     if var <= 0.0 {
         return Some(Ratio {
@@ -283,11 +287,7 @@ pub fn group_stats(
             params: first.params.clone(),
             phase: k.2,
             metric: first.metric.clone().unwrap_or_default(),
-            outlier_repetitions: summary
-                .outliers
-                .iter()
-                .map(|&i| ok[i].repetition)
-                .collect(),
+            outlier_repetitions: summary.outliers.iter().map(|&i| ok[i].repetition).collect(),
             summary,
             peak_interval: sers
                 .iter()
@@ -318,7 +318,9 @@ pub fn format_metric(metric: &str, v: f64) -> String {
         nsperf_core::BitRate(v).to_string()
     } else if metric.ends_with("_bytes_per_s") {
         let mib = v / (1024.0 * 1024.0);
-        if mib >= 100.0 {
+        if v < 0.0 {
+            format!("-{}", format_metric(metric, -v))
+        } else if mib >= 100.0 {
             format!("{mib:.0} MiB/s")
         } else if mib >= 1.0 {
             format!("{mib:.1} MiB/s")

@@ -307,7 +307,12 @@ impl Store {
     }
 
     /// Sets an experiment's status (and its end time, and notes when given).
-    pub fn set_status(&mut self, id: i64, status: &str, notes: Option<&str>) -> Result<(), StoreError> {
+    pub fn set_status(
+        &mut self,
+        id: i64,
+        status: &str,
+        notes: Option<&str>,
+    ) -> Result<(), StoreError> {
         self.conn
             .execute(
                 "UPDATE experiments SET status = ?2, finished_unix_ns = ?3,
@@ -392,8 +397,9 @@ impl Store {
             ],
         )
         .map_err(&e)?;
-        let params_json = serde_json::to_string(&params.iter().cloned().collect::<BTreeMap<_, _>>())
-            .unwrap_or_default();
+        let params_json =
+            serde_json::to_string(&params.iter().cloned().collect::<BTreeMap<_, _>>())
+                .unwrap_or_default();
         let (status, error, m) = match outcome {
             Ok(m) => (RunStatus::Ok, None, Some(m)),
             Err((s, why)) => (s, Some(why.to_string()), None),
@@ -510,7 +516,10 @@ impl Store {
     pub fn experiments(&self) -> Result<Vec<ExperimentRecord>, StoreError> {
         let mut st = self
             .conn
-            .prepare(&format!("SELECT {} FROM experiments ORDER BY id", Self::EXP_COLS))
+            .prepare(&format!(
+                "SELECT {} FROM experiments ORDER BY id",
+                Self::EXP_COLS
+            ))
             .map_err(self.err())?;
         let rows = st
             .query_map([], Self::experiment_from_row)
@@ -532,9 +541,9 @@ impl Store {
                 )
                 .optional()
         } else {
-            let id: i64 = which
-                .parse()
-                .map_err(|_| StoreError::NoExperiment(format!("\"{which}\" (give a number or latest)")))?;
+            let id: i64 = which.parse().map_err(|_| {
+                StoreError::NoExperiment(format!("\"{which}\" (give a number or latest)"))
+            })?;
             self.conn
                 .query_row(
                     &format!("SELECT {} FROM experiments WHERE id = ?1", Self::EXP_COLS),
@@ -597,10 +606,27 @@ impl Store {
             .map_err(self.err())?;
         let mut v = Vec::new();
         for row in rows {
-            let (id, exp, cell, pj, step, kind, phase, rep, status, error, st, dur, metric, value, rest) =
-                row.map_err(self.err())?;
+            let (
+                id,
+                exp,
+                cell,
+                pj,
+                step,
+                kind,
+                phase,
+                rep,
+                status,
+                error,
+                st,
+                dur,
+                metric,
+                value,
+                rest,
+            ) = row.map_err(self.err())?;
             let (payload, wire, mj, sj) = rest;
-            let bad = |what: &str, e: serde_json::Error| StoreError::Corrupt(format!("{what} of run {id}: {e}"));
+            let bad = |what: &str, e: serde_json::Error| {
+                StoreError::Corrupt(format!("{what} of run {id}: {e}"))
+            };
             v.push(RunRecord {
                 id,
                 experiment_id: exp,

@@ -19,7 +19,9 @@ pub fn substitute(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result
             out.push('}');
             rest = t;
         } else if tail.starts_with('}') {
-            return Err(format!("stray '}}' in \"{text}\" (write '}}}}' for a brace)"));
+            return Err(format!(
+                "stray '}}' in \"{text}\" (write '}}}}' for a brace)"
+            ));
         } else {
             let Some(end) = tail.find('}') else {
                 return Err(format!("unclosed '{{' in \"{text}\""));

@@ -37,7 +37,11 @@ prime = ["cat", "/x"]
 "#;
 
 fn value(ctx: &nsperf_plan::exec::RunContext<'_>, step: &nsperf_plan::plan::ResolvedStep) -> f64 {
-    let base = if ctx.cell.contains("10ms") { 40e6 } else { 20e6 };
+    let base = if ctx.cell.contains("10ms") {
+        40e6
+    } else {
+        20e6
+    };
     let step_f = if step.name == "tcp" { 1.0 } else { 2.0 };
     base * step_f + ctx.repetition as f64 * 1e6
 }
@@ -52,7 +56,14 @@ fn runs_in_order_with_phases_and_exact_stats() {
     let mut store = Store::open(&dir.path().join("r.db")).unwrap();
     let plan = Plan::parse(PLAN.as_bytes()).unwrap();
     let mut ex = mock();
-    let s = run_plan(&plan, &mut store, &mut ex, &RunOptions::default(), &mut NoProgress).unwrap();
+    let s = run_plan(
+        &plan,
+        &mut store,
+        &mut ex,
+        &RunOptions::default(),
+        &mut NoProgress,
+    )
+    .unwrap();
     assert_eq!(s.measured, 2 * 3 * (1 + 3));
     assert_eq!((s.skipped, s.failed), (0, 0));
     // The lab goes up once, is changed once (10ms -> 50ms), and comes down.
@@ -64,7 +75,11 @@ fn runs_in_order_with_phases_and_exact_stats() {
     assert_eq!(ex.log.last().unwrap(), "lab_down mocklab");
     // cold: drop then measure; warm directly after cold: no extra run; remote-warm: drop,
     // prime on the other site, measure.
-    let first_read = ex.log.iter().position(|l| l.contains(" read cold 1")).unwrap();
+    let first_read = ex
+        .log
+        .iter()
+        .position(|l| l.contains(" read cold 1"))
+        .unwrap();
     assert_eq!(ex.log[first_read - 1], "drop_caches");
     assert!(ex.log[first_read + 1].contains(" read warm 1"));
     assert_eq!(ex.log[first_read + 2], "drop_caches");
@@ -104,7 +119,14 @@ fn no_root_skips_the_lab_and_resume_completes_only_missing_runs() {
     let mut ex = mock();
     ex.drop_skip = Some("a cold cache needs root".into());
     ex.failing_steps = vec!["tcp".into()];
-    let s = run_plan(&plan, &mut store, &mut ex, &RunOptions::default(), &mut NoProgress).unwrap();
+    let s = run_plan(
+        &plan,
+        &mut store,
+        &mut ex,
+        &RunOptions::default(),
+        &mut NoProgress,
+    )
+    .unwrap();
     // tcp fails 6 times; read: cold and remote-warm skipped (12), warm measured (6).
     assert_eq!((s.measured, s.skipped, s.failed), (6, 12, 6));
     assert_eq!(s.skip_reasons, ["read: a cold cache needs root"]);
@@ -112,15 +134,28 @@ fn no_root_skips_the_lab_and_resume_completes_only_missing_runs() {
 
     // Resume with a working executor: only the 18 missing runs, none twice.
     let mut ex2 = mock();
-    let s2 = run_plan(&plan, &mut store, &mut ex2, &RunOptions { resume: true }, &mut NoProgress)
-        .unwrap();
+    let s2 = run_plan(
+        &plan,
+        &mut store,
+        &mut ex2,
+        &RunOptions { resume: true },
+        &mut NoProgress,
+    )
+    .unwrap();
     assert_eq!(s2.experiment, s.experiment);
     assert_eq!((s2.measured, s2.already_done), (18, 6));
     let runs = store.runs(s.experiment).unwrap();
     assert_eq!(runs.len(), 24);
     let mut keys: Vec<_> = runs
         .iter()
-        .map(|r| (r.cell.clone(), r.step.clone(), r.phase.clone(), r.repetition))
+        .map(|r| {
+            (
+                r.cell.clone(),
+                r.step.clone(),
+                r.phase.clone(),
+                r.repetition,
+            )
+        })
         .collect();
     keys.sort();
     keys.dedup();
@@ -128,8 +163,24 @@ fn no_root_skips_the_lab_and_resume_completes_only_missing_runs() {
     assert!(runs.iter().all(|r| r.status == RunStatus::Ok));
     assert_eq!(store.experiment("latest").unwrap().status, "complete");
     // Nothing left to resume; a new run makes a new experiment.
-    assert!(run_plan(&plan, &mut store, &mut mock(), &RunOptions { resume: true }, &mut NoProgress).is_err());
-    let s3 = run_plan(&plan, &mut store, &mut mock(), &RunOptions::default(), &mut NoProgress).unwrap();
+    assert!(
+        run_plan(
+            &plan,
+            &mut store,
+            &mut mock(),
+            &RunOptions { resume: true },
+            &mut NoProgress
+        )
+        .is_err()
+    );
+    let s3 = run_plan(
+        &plan,
+        &mut store,
+        &mut mock(),
+        &RunOptions::default(),
+        &mut NoProgress,
+    )
+    .unwrap();
     assert_eq!(s3.experiment, s.experiment + 1);
     assert_eq!(store.experiments().unwrap().len(), 2);
 }
@@ -141,8 +192,19 @@ fn lab_without_root_is_skipped_with_reason() {
     let mut store = Store::open(&dir.path().join("r.db")).unwrap();
     let mut ex = mock();
     ex.lab_skip = Some("the lab needs root".into());
-    let s = run_plan(&plan, &mut store, &mut ex, &RunOptions::default(), &mut NoProgress).unwrap();
+    let s = run_plan(
+        &plan,
+        &mut store,
+        &mut ex,
+        &RunOptions::default(),
+        &mut NoProgress,
+    )
+    .unwrap();
     assert_eq!((s.measured, s.skipped), (0, 24));
-    assert!(s.skip_reasons.iter().all(|r| r.contains("the lab needs root")));
+    assert!(
+        s.skip_reasons
+            .iter()
+            .all(|r| r.contains("the lab needs root"))
+    );
     assert!(!ex.log.iter().any(|l| l.starts_with("lab_down")));
 }

@@ -65,9 +65,17 @@ fn small_plan_end_to_end_into_a_temporary_store() {
     assert!(nap["summary"]["ci95_lo"].as_f64().unwrap() <= mean);
 
     let r = run(&["results", "list", "--db", db]).ok();
-    assert!(r.stdout.contains("e2e") && r.stdout.contains("complete"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("e2e") && r.stdout.contains("complete"),
+        "{}",
+        r.stdout
+    );
     let r = run(&["results", "show", "latest", "--db", db]).ok();
-    assert!(r.stdout.contains("95% CI") && r.stdout.contains("kib=1024"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("95% CI") && r.stdout.contains("kib=1024"),
+        "{}",
+        r.stdout
+    );
 }
 
 #[test]
@@ -78,13 +86,24 @@ fn bad_plan_is_an_input_error_naming_the_place() {
         "bad.toml",
         "name = \"x\"\n[[step]]\nname = \"a\"\ntype = \"exec\"\ncommand = [\"echo\", \"{nope}\"]\n",
     );
-    let r = run(&["run", &plan, "--db", dir.path().join("r.db").to_str().unwrap()]);
+    let r = run(&[
+        "run",
+        &plan,
+        "--db",
+        dir.path().join("r.db").to_str().unwrap(),
+    ]);
     assert_eq!(r.code, Some(3), "{}", r.stderr);
     assert!(r.stderr.contains("unknown variable {nope}"), "{}", r.stderr);
     assert_eq!(r.stderr.trim().lines().count(), 1);
     let r = run(&["run", "/no/such/plan.toml"]);
     assert_eq!(r.code, Some(3), "{}", r.stderr);
-    let r = run(&["results", "show", "7", "--db", dir.path().join("none.db").to_str().unwrap()]);
+    let r = run(&[
+        "results",
+        "show",
+        "7",
+        "--db",
+        dir.path().join("none.db").to_str().unwrap(),
+    ]);
     assert_eq!(r.code, Some(3), "{}", r.stderr);
 }
 
@@ -128,27 +147,42 @@ command = ["sh", "-c", "echo {{n}} >> {}; sleep 0.25"]
     // Kill it once a few runs are stored.
     let t0 = Instant::now();
     loop {
-        let lines = std::fs::read_to_string(&log).unwrap_or_default().lines().count();
+        let lines = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .count();
         if lines >= 4 {
             break;
         }
-        assert!(t0.elapsed() < Duration::from_secs(30), "plan did not progress");
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "plan did not progress"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // SAFETY: kill has no memory-safety preconditions.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();
-    let before = run(&["results", "show", "1", "--db", db, "--json", "--runs"]).ok().json();
+    let before = run(&["results", "show", "1", "--db", db, "--json", "--runs"])
+        .ok()
+        .json();
     let stored = before["runs"].as_array().unwrap().len();
-    assert!((3..10).contains(&stored), "{stored} runs stored before the kill");
+    assert!(
+        (3..10).contains(&stored),
+        "{stored} runs stored before the kill"
+    );
     assert_eq!(before["experiment"]["status"], "running");
     let executed_before = std::fs::read_to_string(&log).unwrap().lines().count();
 
-    let r = run(&["run", &plan, "--db", db, "--resume", "--json"]).ok().json();
+    let r = run(&["run", &plan, "--db", db, "--resume", "--json"])
+        .ok()
+        .json();
     assert_eq!(r["experiment"], 1, "resume continues the same experiment");
     assert_eq!(r["already_done"].as_u64().unwrap() as usize, stored);
     assert_eq!(r["measured"].as_u64().unwrap() as usize, 10 - stored);
-    let after = run(&["results", "show", "1", "--db", db, "--json", "--runs"]).ok().json();
+    let after = run(&["results", "show", "1", "--db", db, "--json", "--runs"])
+        .ok()
+        .json();
     let runs = after["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 10);
     let mut keys: Vec<String> = runs
@@ -164,5 +198,10 @@ command = ["sh", "-c", "echo {{n}} >> {}; sleep 0.25"]
     assert_eq!(executed - executed_before, 10 - stored);
     assert!(executed <= 11);
     let list = run(&["results", "list", "--db", db]).ok();
-    assert_eq!(list.stdout.lines().count(), 2, "one experiment: {}", list.stdout);
+    assert_eq!(
+        list.stdout.lines().count(),
+        2,
+        "one experiment: {}",
+        list.stdout
+    );
 }

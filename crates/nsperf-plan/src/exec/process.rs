@@ -86,11 +86,8 @@ impl ProcessExecutor {
                 .sites
                 .iter()
                 .map(|s| {
-                    let argv = self.in_site(
-                        Some(l),
-                        Some(s),
-                        vec!["cat".into(), "/proc/net/dev".into()],
-                    );
+                    let argv =
+                        self.in_site(Some(l), Some(s), vec!["cat".into(), "/proc/net/dev".into()]);
                     let text = run_child(&argv, Duration::from_secs(10), false)
                         .ok()
                         .filter(|r| r.status.success())
@@ -761,9 +758,7 @@ fn measurement_from_json(
     };
     let text = String::from_utf8_lossy(&r.stdout);
     let doc: Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-    let summary = doc
-        .get("summary")
-        .ok_or_else(|| bad("no summary".into()))?;
+    let summary = doc.get("summary").ok_or_else(|| bad("no summary".into()))?;
     let mut metrics = BTreeMap::new();
     flatten("", summary, &mut metrics);
     let (metric, value) = headline
@@ -839,8 +834,8 @@ mod tests {
               {"start_s": 0, "length_s": 1, "throughput_bps": 4e7},
               {"start_s": 1, "length_s": 1, "throughput_bps": 4.5e7}
             ]}"#;
-        let m = measurement_from_json(&fake(j), &[], &["throughput_bps"], &["throughput_bps"])
-            .unwrap();
+        let m =
+            measurement_from_json(&fake(j), &[], &["throughput_bps"], &["throughput_bps"]).unwrap();
         assert_eq!(m.metric, "throughput_bps");
         assert_eq!(m.value, 4.2e7);
         assert_eq!(m.metrics["lat.p99_ns"], 7.0);
@@ -855,8 +850,8 @@ mod tests {
               {"start_s": 0, "length_s": 1, "throughput_bps": 1, "stream": 1},
               {"start_s": 0, "length_s": 1, "throughput_bps": 1, "stream": 2}
             ]}"#;
-        let m = measurement_from_json(&fake(j), &[], &["throughput_bps"], &["throughput_bps"])
-            .unwrap();
+        let m =
+            measurement_from_json(&fake(j), &[], &["throughput_bps"], &["throughput_bps"]).unwrap();
         assert_eq!(m.series.len(), 1);
         assert_eq!(m.series[0].value, 2.0);
     }
@@ -865,8 +860,8 @@ mod tests {
     fn bad_json_is_an_output_error() {
         let e = measurement_from_json(&fake("nope"), &[], &["x"], &["x"]).unwrap_err();
         assert!(matches!(e, ExecError::Output { .. }));
-        let e = measurement_from_json(&fake(r#"{"summary": {}}"#), &[], &["x"], &["x"])
-            .unwrap_err();
+        let e =
+            measurement_from_json(&fake(r#"{"summary": {}}"#), &[], &["x"], &["x"]).unwrap_err();
         assert!(e.to_string().contains("none of x"));
     }
 

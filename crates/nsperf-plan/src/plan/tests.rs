@@ -37,7 +37,9 @@ fn matrix_expands_per_step_parameters() {
     assert_eq!(p.total_runs(), 8);
     let c = &p.cells[0];
     assert_eq!(c.key(), "n=1,mode=a");
-    let Action::Exec(e) = &c.steps[0].action else { panic!() };
+    let Action::Exec(e) = &c.steps[0].action else {
+        panic!()
+    };
     assert_eq!(e.command, ["sleep", "0.1"]);
     assert_eq!(e.payload, Payload::Declared(Bytes(1 << 20)));
     assert_eq!(c.steps[0].params, [("n".to_string(), "1".to_string())]);
@@ -64,35 +66,69 @@ fn default_plan_parses() {
     // The BDP window at 45 Mbit/s and 100 ms: 562500 bytes, rounded up to a KiB.
     let (c, s) = tcp
         .iter()
-        .find(|(c, s)| c.key().contains("rtt=100ms") && s.params.iter().any(|(k, v)| k == "window" && v != "default"))
+        .find(|(c, s)| {
+            c.key().contains("rtt=100ms")
+                && s.params
+                    .iter()
+                    .any(|(k, v)| k == "window" && v != "default")
+        })
         .unwrap();
     let Action::Net(n) = &s.action else { panic!() };
     assert_eq!(n.window, Some(Bytes(562_500u64.div_ceil(1024) * 1024)));
-    assert_eq!(c.link.as_ref().unwrap().rtt, Some(Duration::from_millis(100)));
+    assert_eq!(
+        c.link.as_ref().unwrap().rtt,
+        Some(Duration::from_millis(100))
+    );
     let io = p.runs().iter().filter(|r| r.2.step == "io").count();
     assert_eq!(io, 8 * 3);
 }
 
 #[test]
 fn strict_errors_name_the_place() {
-    assert!(err_of("name = \"x\"\nbogus = 1\n[[step]]\nname=\"a\"\ntype=\"exec\"\ncommand=[\"true\"]").contains("bogus"));
+    assert!(
+        err_of("name = \"x\"\nbogus = 1\n[[step]]\nname=\"a\"\ntype=\"exec\"\ncommand=[\"true\"]")
+            .contains("bogus")
+    );
     assert!(err_of("name = \"x\"").contains("no [[step]]"));
-    assert!(err_of("name = \"x\"\n[[step]]\nname=\"a\"\ntype=\"fly\"").contains("unknown type \"fly\""));
-    let e = err_of("name = \"x\"\n[[step]]\nname=\"a\"\ntype=\"exec\"\ncommand=[\"true\"]\ndir=\".\"");
-    assert!(e.contains("field \"dir\" does not apply to a exec step"), "{e}");
+    assert!(
+        err_of("name = \"x\"\n[[step]]\nname=\"a\"\ntype=\"fly\"").contains("unknown type \"fly\"")
+    );
+    let e =
+        err_of("name = \"x\"\n[[step]]\nname=\"a\"\ntype=\"exec\"\ncommand=[\"true\"]\ndir=\".\"");
+    assert!(
+        e.contains("field \"dir\" does not apply to a exec step"),
+        "{e}"
+    );
     let e = err_of("name = \"x\"\n[[step]]\nname=\"a\"\ntype=\"exec\"\ncommand=[\"{nope}\"]");
     assert!(e.contains("unknown variable {nope}"), "{e}");
-    let e = err_of("name = \"x\"\n[matrix]\nw=[\"1k\",\"zz\"]\n[[step]]\nname=\"a\"\ntype=\"io\"\nworkload=\"seqread\"\nbs=\"{w}\"");
-    assert!(e.contains("cell w=zz") && e.contains("invalid size 'zz'"), "{e}");
+    let e = err_of(
+        "name = \"x\"\n[matrix]\nw=[\"1k\",\"zz\"]\n[[step]]\nname=\"a\"\ntype=\"io\"\nworkload=\"seqread\"\nbs=\"{w}\"",
+    );
+    assert!(
+        e.contains("cell w=zz") && e.contains("invalid size 'zz'"),
+        "{e}"
+    );
     let e = err_of("name = \"x\"\n[[step]]\nname=\"a\"\ntype=\"net\"\nclient=\"a\"\nserver=\"b\"");
     assert!(e.contains("need a [lab]"), "{e}");
-    let e = err_of("name = \"x\"\n[[step]]\nname=\"a\"\ntype=\"exec\"\ncommand=[\"x\"]\nphases=[\"remote-warm\"]");
+    let e = err_of(
+        "name = \"x\"\n[[step]]\nname=\"a\"\ntype=\"exec\"\ncommand=[\"x\"]\nphases=[\"remote-warm\"]",
+    );
     assert!(e.contains("prime"), "{e}");
-    let e = err_of("name = \"x\"\n[[step]]\nname=\"a\"\ntype=\"exec\"\ncommand=[\"x\"]\npayload_regex=\"bytes\"");
+    let e = err_of(
+        "name = \"x\"\n[[step]]\nname=\"a\"\ntype=\"exec\"\ncommand=[\"x\"]\npayload_regex=\"bytes\"",
+    );
     assert!(e.contains("capture group"), "{e}");
-    assert!(err_of("name = \"x\"\nrepetitions = 0\n[[step]]\nname=\"a\"\ntype=\"exec\"\ncommand=[\"x\"]").contains("repetitions"));
+    assert!(
+        err_of(
+            "name = \"x\"\nrepetitions = 0\n[[step]]\nname=\"a\"\ntype=\"exec\"\ncommand=[\"x\"]"
+        )
+        .contains("repetitions")
+    );
     assert!(err_of("name = 5").contains("invalid type"));
-    assert!(matches!(Plan::parse(&[0xff, 0xfe]), Err(PlanError::NotUtf8)));
+    assert!(matches!(
+        Plan::parse(&[0xff, 0xfe]),
+        Err(PlanError::NotUtf8)
+    ));
 }
 
 #[test]

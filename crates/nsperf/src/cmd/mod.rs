@@ -3,9 +3,9 @@
 //! and prints. No measurement logic lives here.
 
 pub mod host;
-pub mod results;
-pub mod run;
 pub mod io;
 pub mod net;
+pub mod results;
+pub mod run;
 pub mod server;
 pub mod trace;

@@ -42,11 +42,14 @@ pub enum ResultsCommand {
     },
 }
 
-fn open(db: &PathBuf) -> anyhow::Result<Store> {
+fn open(db: &std::path::Path) -> anyhow::Result<Store> {
     if !db.exists() {
         return Err(crate::exit::classified(
             nsperf_core::Failure::Input,
-            format!("no result store at {} (run `nsperf run` first, or give --db)", db.display()),
+            format!(
+                "no result store at {} (run `nsperf run` first, or give --db)",
+                db.display()
+            ),
         ));
     }
     Ok(Store::open(db)?)
@@ -92,7 +95,15 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
                 }
                 return print_json(&v);
             }
-            let mut t = Table::new(["id", "plan", "started (UTC)", "status", "runs", "skipped", "failed"]);
+            let mut t = Table::new([
+                "id",
+                "plan",
+                "started (UTC)",
+                "status",
+                "runs",
+                "skipped",
+                "failed",
+            ]);
             for e in &exps {
                 let (ok, skipped, failed) = store.counts(e.id)?;
                 t.row([
@@ -139,7 +150,9 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
             print_stats(&store, e.id)?;
             if runs {
                 println!();
-                let mut t = Table::new(["run", "step", "cell", "phase", "rep", "status", "value", "note"]);
+                let mut t = Table::new([
+                    "run", "step", "cell", "phase", "rep", "status", "value", "note",
+                ]);
                 for r in store.runs(e.id)? {
                     t.row([
                         r.id.to_string(),
@@ -171,8 +184,17 @@ pub fn print_stats(store: &Store, id: i64) -> anyhow::Result<()> {
         return Ok(());
     }
     let mut t = Table::new([
-        "step", "parameters", "phase", "n", "mean", "95% CI", "median", "stddev", "peak interval",
-        "sustained", "outliers",
+        "step",
+        "parameters",
+        "phase",
+        "n",
+        "mean",
+        "95% CI",
+        "median",
+        "stddev",
+        "peak interval",
+        "sustained",
+        "outliers",
     ]);
     for g in &stats {
         let f = |v: f64| format_metric(&g.metric, v);

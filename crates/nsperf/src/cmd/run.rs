@@ -43,8 +43,11 @@ pub fn load_plan(path: Option<&PathBuf>) -> anyhow::Result<Plan> {
     match path {
         None => Ok(Plan::parse(DEFAULT_PLAN.as_bytes()).context("the embedded default plan")?),
         Some(p) => {
-            let bytes = std::fs::read(p).with_context(|| format!("cannot read plan {}", p.display()))
-                .map_err(|e| crate::exit::classified(nsperf_core::Failure::Input, format!("{e:#}")))?;
+            let bytes = std::fs::read(p)
+                .with_context(|| format!("cannot read plan {}", p.display()))
+                .map_err(|e| {
+                    crate::exit::classified(nsperf_core::Failure::Input, format!("{e:#}"))
+                })?;
             Ok(Plan::parse(&bytes).with_context(|| format!("plan {}", p.display()))?)
         }
     }
@@ -141,8 +144,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| {
         let b = ProgressBar::new(plan.total_runs() as u64);
         b.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} elapsed, ETA {eta}  {msg}")
-                .expect("valid template"),
+            ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} runs, {elapsed} elapsed, ETA {eta}  {msg}",
+            )
+            .expect("valid template"),
         );
         b
     });
