@@ -4,6 +4,7 @@
 
 pub mod host;
 pub mod io;
+pub mod lab;
 pub mod net;
 pub mod results;
 pub mod run;

@@ -1,0 +1,125 @@
+//! `nsperf lab` through the real binary: up, exec, set, stats, list, down (also after the
+//! emulator was killed with SIGKILL). Root only; skipped with a printed reason otherwise.
+
+mod common;
+use common::*;
+
+/// A lab that is removed when the test ends, however it ends.
+pub struct LabGuard(pub String);
+
+impl LabGuard {
+    /// A unique lab name for this test process.
+    pub fn name(tag: &str) -> String {
+        format!("t{}{tag}", std::process::id() % 100_000)
+    }
+}
+
+impl Drop for LabGuard {
+    fn drop(&mut self) {
+        let _ = run(&["lab", "down", &self.0]);
+    }
+}
+
+#[test]
+fn lab_flags_are_checked_without_root() {
+    let r = run(&["lab", "up", "x", "--rate", "fast"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("invalid rate 'fast'"), "{}", r.stderr);
+    let r = run(&["lab", "up", "x", "--loss", "5"]);
+    assert_eq!(r.code, Some(2));
+    assert!(r.stderr.contains("write a percentage"), "{}", r.stderr);
+    let r = run(&["lab", "up", "Bad-Name"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    let r = run(&["lab", "up", "x", "--sites", "a,a"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("named twice"), "{}", r.stderr);
+}
+
+#[test]
+fn lab_up_exec_set_stats_down() {
+    if !require_root("lab lifecycle test") || !require_program("ip", "lab lifecycle test") {
+        return;
+    }
+    let name = LabGuard::name("l");
+    let _g = LabGuard(name.clone());
+    let r = run(&[
+        "lab", "up", &name, "--sites", "a,b", "--rtt", "20ms", "--rate", "100mbit",
+    ])
+    .ok();
+    assert!(r.stdout.contains("10.77.0.2"), "{}", r.stdout);
+    // exec passes the exit code through
+    let r = run(&["lab", "exec", &name, "a", "--", "sh", "-c", "exit 7"]);
+    assert_eq!(r.code, Some(7));
+    // the link adds the RTT
+    let r = run(&[
+        "lab",
+        "exec",
+        &name,
+        "a",
+        "--",
+        "ping",
+        "-c",
+        "3",
+        "-i",
+        "0.2",
+        "-W",
+        "2",
+        "10.77.0.2",
+    ])
+    .ok();
+    let avg: f64 = r
+        .stdout
+        .lines()
+        .find(|l| l.contains("min/avg"))
+        .and_then(|l| l.split('=').nth(1))
+        .and_then(|v| v.trim().split('/').nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert!((19.5..25.0).contains(&avg), "ping avg {avg} ms");
+    // set, then stats shows the change and the event
+    run(&["lab", "set", &name, "--rtt", "40ms", "--loss", "1%"]).ok();
+    let r = run(&["lab", "stats", &name, "--json"]).ok();
+    let j = r.json();
+    assert_eq!(j["command"], "lab");
+    let dirs = j["summary"]["directions"].as_array().unwrap();
+    assert_eq!(dirs.len(), 2);
+    assert_eq!(dirs[0]["params"]["delay_ns"], 20_000_000);
+    assert!(dirs[0]["counters"]["forwarded_packets"].as_u64().unwrap() >= 3);
+    let ev = j["summary"]["events"].as_array().unwrap();
+    assert!(
+        ev.iter()
+            .any(|e| e["text"].as_str().unwrap().contains("--loss 1%")),
+        "{ev:?}"
+    );
+    let r = run(&["lab", "set", &name, "--from", "zz", "--rate", "1mbit"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    // list
+    let j = run(&["lab", "list", "--json"]).ok().json();
+    let labs = j["summary"]["labs"].as_array().unwrap();
+    let me = labs.iter().find(|l| l["name"] == name.as_str()).unwrap();
+    assert_eq!(me["sites"][1]["addr"], "10.77.0.2");
+    assert_eq!(me["running"], true);
+    // kill -9 the emulator: down still removes everything
+    let pid = me["emulator_pid"].as_u64().unwrap();
+    unsafe_kill9(pid);
+    run(&["lab", "down", &name]).ok();
+    assert!(!std::path::Path::new(&format!("/run/netns/nsp-{name}-a")).exists());
+    assert!(!std::path::Path::new(&format!("/run/nsperf/labs/{name}")).exists());
+    let t0 = std::time::Instant::now();
+    while std::path::Path::new(&format!("/proc/{pid}/exe")).exists()
+        && t0.elapsed() < std::time::Duration::from_secs(2)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let r = run(&["lab", "exec", &name, "a", "--", "true"]);
+    assert_eq!(r.code, Some(2));
+}
+
+fn unsafe_kill9(pid: u64) {
+    let st = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::thread::sleep(std::time::Duration::from_millis(100));
+}
