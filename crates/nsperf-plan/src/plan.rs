@@ -515,11 +515,26 @@ fn build(raw: RawPlan, text: &str) -> Result<Plan, PlanError> {
                 }
             }
             let name = l.name.clone().unwrap_or_else(|| {
-                let mut n: String = raw.name.chars().take(8).collect();
-                n.retain(|c| c.is_ascii_alphanumeric());
+                let n: String = raw
+                    .name
+                    .to_ascii_lowercase()
+                    .chars()
+                    .filter(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+                    .take(9)
+                    .collect();
                 format!("run{n}")
             });
-            check_name("[lab] name", &name)?;
+            // `nsperf lab` names: 1 to 12 of a-z, 0-9, _ (namespaces are nsp-NAME-SITE).
+            if name.is_empty()
+                || name.len() > 12
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            {
+                return Err(invalid(format!(
+                    "[lab] name \"{name}\" must be 1 to 12 of a-z, 0-9 and _"
+                )));
+            }
             Some(LabSpec {
                 name,
                 sites: l.sites.clone(),
