@@ -330,7 +330,11 @@ impl TcpConn {
 
         // --- timestamps (RFC 7323): remember new TSvals, match the peer's echoes
         if let Some((tsval, tsecr)) = seg.options.timestamps {
-            if me.tsvals.back().is_none_or(|&(v, _)| (tsval.wrapping_sub(v) as i32) > 0) {
+            if me
+                .tsvals
+                .back()
+                .is_none_or(|&(v, _)| (tsval.wrapping_sub(v) as i32) > 0)
+            {
                 if me.tsvals.len() >= MAX_OUTSTANDING {
                     me.tsvals.pop_front();
                 }

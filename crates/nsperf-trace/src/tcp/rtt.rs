@@ -156,6 +156,9 @@ mod tests {
             h.record(v * 1_000_000);
         }
         let s = h.summary();
-        assert_eq!((s.median_ns, s.p95_ns, s.min_ns), (3_000_000, 5_000_000, 1_000_000));
+        assert_eq!(
+            (s.median_ns, s.p95_ns, s.min_ns),
+            (3_000_000, 5_000_000, 1_000_000)
+        );
     }
 }
