@@ -105,11 +105,6 @@ pub fn run(
 ) -> Result<ClientRun, NetError> {
     let p = cfg.params.clone();
     p.validate().map_err(NetError::Usage)?;
-    if p.protocol == Protocol::Udp {
-        return Err(NetError::Unsupported(
-            "UDP is not available in this build".into(),
-        ));
-    }
     if let Some(cc) = &p.congestion {
         // Fail before touching the server when this kernel lacks it.
         let probe =
@@ -138,30 +133,74 @@ pub fn run(
             break a;
         }
     };
-    // Data connections.
+    // Data connections (TCP) or sockets (UDP), then Start.
     let n = p.stream_count();
-    let mut socks = Vec::with_capacity(n as usize);
-    for id in 0..n {
-        let s = crate::sock::connect_tcp(&addr, cfg.connect_timeout, |fd| {
-            crate::sock::apply_tcp(fd, &p)
-        })?;
-        let mut w = &s;
-        std::io::Write::write_all(
-            &mut w,
-            &DataHello {
-                cookie: accepted.cookie,
-                stream: id,
+    let mut sockets: Vec<StreamSocket> = Vec::with_capacity(n as usize);
+    if p.protocol == Protocol::Udp {
+        if accepted.udp_ports.len() != n as usize {
+            return Err(NetError::Proto(crate::proto::ProtoError::BadBody(format!(
+                "server gave {} UDP ports for {n} streams",
+                accepted.udp_ports.len()
+            ))));
+        }
+        let local: std::net::IpAddr = if addr.is_ipv4() {
+            std::net::Ipv4Addr::UNSPECIFIED.into()
+        } else {
+            std::net::Ipv6Addr::UNSPECIFIED.into()
+        };
+        for id in 0..n {
+            let u = std::net::UdpSocket::bind((local, 0))
+                .map_err(|e| NetError::Socket(e.to_string()))?;
+            crate::udp::setup_socket(&u, p.window, !p.stream_is_up(id));
+            u.connect((addr.ip(), accepted.udp_ports[id as usize]))
+                .map_err(|e| NetError::connect(&addr, e))?;
+            sockets.push(StreamSocket::Udp(Arc::new(u)));
+        }
+        // Hello datagrams until the server has seen them all and says Start.
+        loop {
+            for (id, s) in sockets.iter().enumerate() {
+                if let StreamSocket::Udp(u) = s {
+                    let _ = u.send(&crate::udp::hello(id as u32, accepted.cookie));
+                }
             }
-            .encode(),
-        )
-        .map_err(|e| NetError::connect(&addr, e))?;
-        socks.push(Arc::new(s));
-    }
-    // Wait for Start.
-    loop {
-        let m = recv_msg(&mut conn, Duration::from_secs(30), "the start")?;
-        if session.on_msg(m)?.contains(&ClientEvent::Start) {
-            break;
+            match conn.recv(Some(Duration::from_millis(100))) {
+                Ok(None) => continue,
+                Ok(Some(m)) => {
+                    if session.on_msg(m)?.contains(&ClientEvent::Start) {
+                        break;
+                    }
+                }
+                Err(RecvError::Closed) => {
+                    return Err(NetError::Control(
+                        "server closed the control connection during UDP set-up".into(),
+                    ));
+                }
+                Err(RecvError::Proto(e)) => return Err(NetError::Proto(e)),
+                Err(RecvError::Io(e)) => return Err(NetError::Control(e.to_string())),
+            }
+        }
+    } else {
+        for id in 0..n {
+            let s = crate::sock::connect_tcp(&addr, cfg.connect_timeout, |fd| {
+                crate::sock::apply_tcp(fd, &p)
+            })?;
+            let mut w = &s;
+            std::io::Write::write_all(
+                &mut w,
+                &DataHello {
+                    cookie: accepted.cookie,
+                    stream: id,
+                }
+                .encode(),
+            )
+            .map_err(|e| NetError::connect(&addr, e))?;
+            sockets.push(StreamSocket::Tcp(Arc::new(s)));
+        }
+        loop {
+            let m = recv_msg(&mut conn, Duration::from_secs(30), "the start")?;
+            if session.on_msg(m)?.contains(&ClientEvent::Start) {
+                break;
+            }
         }
     }
     let t_run = Instant::now();
@@ -171,13 +210,49 @@ pub fn run(
     let mut meters = Vec::with_capacity(n as usize);
     let mut handles: Vec<std::thread::JoinHandle<Option<LatencyHistogram>>> = Vec::new();
     let sweep_points = Arc::new(std::sync::Mutex::new(Vec::new()));
-    for (i, s) in socks.iter().enumerate() {
+    for (i, sock) in sockets.iter().enumerate() {
         let id = i as u32;
         let sending = p.stream_is_up(id);
-        let meter = StreamMeter::new(id, sending, StreamSocket::Tcp(s.clone()));
-        meters.push(meter.clone());
-        let (s, ctl, p2) = (s.clone(), ctl.clone(), p.clone());
         let quota = quota(p.bytes, streams_per_dir, id as u64 % streams_per_dir);
+        let meter = StreamMeter::new(id, sending, sock.clone());
+        meters.push(meter.clone());
+        let (ctl, p2) = (ctl.clone(), p.clone());
+        let cookie = accepted.cookie;
+        let s = match sock {
+            StreamSocket::Tcp(t) => t.clone(),
+            StreamSocket::Udp(u) => {
+                let u = u.clone();
+                let plan = crate::udp::SendPlan {
+                    len: p.len as usize,
+                    rate_bps: p.rate_bps,
+                    quota,
+                    offload: p.udp_offload,
+                    stream: id,
+                    cookie,
+                };
+                let h = std::thread::Builder::new()
+                    .name(format!("u{id}"))
+                    .stack_size(256 * 1024)
+                    .spawn(move || {
+                        if sending {
+                            crate::udp::send(&meter, &u, plan, &ctl)
+                        } else {
+                            crate::udp::receive(
+                                &meter,
+                                &u,
+                                p2.len as usize,
+                                p2.udp_offload,
+                                cookie,
+                                &ctl,
+                            )
+                        }
+                        None
+                    })
+                    .map_err(|e| NetError::Socket(format!("cannot start a data thread: {e}")))?;
+                handles.push(h);
+                continue;
+            }
+        };
         let points = sweep_points.clone();
         let h = std::thread::Builder::new()
             .name(format!("c{id}"))

@@ -294,13 +294,6 @@ fn run_test(
     p: TestParams,
     shared: &Arc<Shared>,
 ) -> Result<(), String> {
-    if p.protocol == Protocol::Udp {
-        let m = session.prepare_failed(
-            RefuseReason::Unsupported,
-            "UDP tests are not served by this server".into(),
-        );
-        return conn.send(&m).map_err(|e| e.to_string());
-    }
     // A congestion control the server's kernel lacks is refused before anything starts.
     if let Some(cc) = &p.congestion {
         let probe =
@@ -325,15 +318,41 @@ fn run_test(
         shared: shared.as_ref(),
         cookie,
     };
+    let n = p.stream_count();
+    let udp_socks = if p.protocol == Protocol::Udp {
+        let local = conn.socket().local_addr().map_err(|e| e.to_string())?.ip();
+        let local = match local {
+            std::net::IpAddr::V6(v6) => v6
+                .to_ipv4_mapped()
+                .map(std::net::IpAddr::V4)
+                .unwrap_or(std::net::IpAddr::V6(v6)),
+            v4 => v4,
+        };
+        let mut v = Vec::with_capacity(n as usize);
+        for id in 0..n {
+            let u = std::net::UdpSocket::bind((local, 0))
+                .map_err(|e| format!("cannot bind a UDP socket: {e}"))?;
+            crate::udp::setup_socket(&u, p.window, p.stream_is_up(id));
+            v.push(u);
+        }
+        v
+    } else {
+        Vec::new()
+    };
     let accepted = session.accepted(Accepted {
         cookie,
-        udp_ports: Vec::new(),
+        udp_ports: udp_socks
+            .iter()
+            .map(|u| u.local_addr().map(|a| a.port()).unwrap_or(0))
+            .collect(),
         facts: nsperf_core::host::HostFacts::collect(),
     });
     conn.send(&accepted).map_err(|e| e.to_string())?;
+    if p.protocol == Protocol::Udp {
+        return run_udp_test(conn, session, p, udp_socks, cookie, shared);
+    }
 
     // Collect every data connection.
-    let n = p.stream_count();
     let mut socks: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
     let deadline = Instant::now() + Duration::from_secs(15);
     let mut got = 0;
@@ -398,6 +417,20 @@ fn run_test(
         .map_err(|e| format!("cannot start a data thread: {e}"))?;
         handles.push(h);
     }
+    run_and_report(conn, session, meters, handles, ctl, &p, shared)
+}
+
+/// Sends Start, samples until the client's Stop and every data thread ended, sends the
+/// results.
+fn run_and_report(
+    conn: &mut ControlConn,
+    session: &mut ServerSession,
+    meters: Vec<Arc<StreamMeter>>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+    ctl: Arc<Control>,
+    p: &TestParams,
+    shared: &Arc<Shared>,
+) -> Result<(), String> {
     let start = session.started();
     let mut rec = Recorder::new("server", meters);
     let aborted = || {
@@ -480,4 +513,81 @@ fn run_test(
     let results = rec.finish();
     let msg = session.finish(results);
     conn.send(&msg).map_err(|e| e.to_string())
+}
+
+/// Waits for the client's hello datagram on every UDP socket and connects each socket to
+/// its sender, then runs the test.
+fn run_udp_test(
+    conn: &mut ControlConn,
+    session: &mut ServerSession,
+    p: TestParams,
+    socks: Vec<std::net::UdpSocket>,
+    cookie: u64,
+    shared: &Arc<Shared>,
+) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut ready = vec![false; socks.len()];
+    for s in &socks {
+        s.set_nonblocking(true).map_err(|e| e.to_string())?;
+    }
+    let mut buf = [0u8; 2048];
+    while ready.iter().any(|r| !r) {
+        if Instant::now() > deadline {
+            return Err("the client's UDP hello datagrams did not arrive within 15 s".into());
+        }
+        let mut progress = false;
+        for (id, s) in socks.iter().enumerate() {
+            if ready[id] {
+                continue;
+            }
+            while let Ok((n, from)) = s.recv_from(&mut buf) {
+                if let Some(h) = crate::udp::Header::read(&buf[..n])
+                    && h.seq == crate::udp::HELLO_SEQ
+                    && h.cookie == cookie as u32
+                    && h.stream == id as u32
+                {
+                    s.connect(from).map_err(|e| e.to_string())?;
+                    ready[id] = true;
+                    progress = true;
+                    break;
+                }
+            }
+        }
+        if !progress {
+            if let Err(RecvError::Closed) = conn.recv(Some(Duration::from_millis(5))) {
+                return Err("client left while setting up UDP".into());
+            }
+        }
+    }
+    let ctl = Arc::new(Control::default());
+    let mut meters = Vec::with_capacity(socks.len());
+    let mut handles = Vec::with_capacity(socks.len());
+    let streams_per_dir = p.streams.max(1) as u64;
+    for (id, s) in socks.into_iter().enumerate() {
+        s.set_nonblocking(false).map_err(|e| e.to_string())?;
+        let id = id as u32;
+        let s = Arc::new(s);
+        let sending = !p.stream_is_up(id);
+        let meter = StreamMeter::new(id, sending, StreamSocket::Udp(s.clone()));
+        meters.push(meter.clone());
+        let (ctl, p2) = (ctl.clone(), p.clone());
+        let plan = crate::udp::SendPlan {
+            len: p.len as usize,
+            rate_bps: p.rate_bps,
+            quota: crate::client::quota(p.bytes, streams_per_dir, id as u64 % streams_per_dir),
+            offload: p.udp_offload,
+            stream: id,
+            cookie,
+        };
+        let h = tcp::spawn(format!("u{id}"), move || {
+            if sending {
+                crate::udp::send(&meter, &s, plan, &ctl)
+            } else {
+                crate::udp::receive(&meter, &s, p2.len as usize, p2.udp_offload, cookie, &ctl)
+            }
+        })
+        .map_err(|e| format!("cannot start a data thread: {e}"))?;
+        handles.push(h);
+    }
+    run_and_report(conn, session, meters, handles, ctl, &p, shared)
 }

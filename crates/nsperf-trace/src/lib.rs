@@ -18,6 +18,7 @@ pub mod filter;
 pub mod model;
 pub mod reader;
 pub mod tcp;
+pub mod testkit;
 pub mod wire;
 
 use std::path::Path;

@@ -64,6 +64,15 @@ pub struct NetArgs {
     /// Both directions at once (-P streams each way).
     #[arg(long)]
     pub bidir: bool,
+    /// UDP instead of TCP.
+    #[arg(short = 'u', long, conflicts_with_all = ["rr", "sweep", "zerocopy", "congestion", "mss", "no_delay"])]
+    pub udp: bool,
+    /// UDP target bit rate per stream (e.g. 100mbit, 1g); 0 = as fast as possible.
+    #[arg(short = 'b', long, requires = "udp")]
+    pub bitrate: Option<nsperf_core::BitRate>,
+    /// UDP: plain datagrams, without segmentation/receive offload (GSO/GRO).
+    #[arg(long, requires = "udp")]
+    pub no_offload: bool,
     /// Send with sendfile(2) from a memory file (no copy from user space).
     #[arg(short = 'Z', long)]
     pub zerocopy: bool,
@@ -113,13 +122,13 @@ fn parse_sweep(s: &str) -> anyhow::Result<Mode> {
 
 /// Builds the typed test parameters from the flags.
 fn params(a: &NetArgs) -> anyhow::Result<TestParams> {
-    let protocol = Protocol::Tcp;
+    let protocol = if a.udp { Protocol::Udp } else { Protocol::Tcp };
     let mode = match (&a.rr, &a.sweep) {
         (Some(r), _) => parse_rr(r)?,
         (_, Some(s)) => parse_sweep(s)?,
         _ => Mode::Stream,
     };
-    let default_len = 128 * 1024;
+    let default_len = if a.udp { 1400 } else { 128 * 1024 };
     let len = match a.len {
         Some(b) => u32::try_from(b.0).map_err(|_| usage("-l is too large"))?,
         None => default_len,
@@ -145,8 +154,8 @@ fn params(a: &NetArgs) -> anyhow::Result<TestParams> {
         mss: a.mss,
         no_delay: a.no_delay,
         zerocopy: a.zerocopy,
-        rate_bps: 0.0,
-        udp_offload: true,
+        rate_bps: a.bitrate.map(|b| b.bps()).unwrap_or(0.0),
+        udp_offload: !a.no_offload,
     };
     p.validate().map_err(usage)?;
     if a.bytes.is_some_and(|b| b.0 == 0) {

@@ -1,0 +1,240 @@
+//! Readers, views and the analyser on every pcap/pcapng variant, and on truncated, absurd
+//! and random bytes: never a panic, damage counted and reported. (CI has no nightly
+//! toolchain for cargo-fuzz, so these seeded loops run the same inputs as `fuzz/`.)
+
+use nsperf_trace::decode::{Decoded, decode};
+use nsperf_trace::reader::read_all_bytes;
+use nsperf_trace::testkit::{Rng, Seg, pcap, pcapng_section, tcp_frame};
+use nsperf_trace::wire::link::LinkType;
+use nsperf_trace::wire::tcp::flags::{ACK, SYN};
+use nsperf_trace::{TraceConfig, TraceError, analyze_bytes};
+
+fn syn() -> Vec<u8> {
+    tcp_frame(&Seg {
+        src: ([10, 0, 0, 1], 1234),
+        dst: ([10, 0, 0, 2], 80),
+        seq: 7,
+        ack: 0,
+        flags: SYN,
+        window: 1000,
+        len: 0,
+        syn_opts: Some((1460, 7)),
+    })
+}
+
+fn data(len: usize) -> Vec<u8> {
+    tcp_frame(&Seg {
+        src: ([10, 0, 0, 1], 1234),
+        dst: ([10, 0, 0, 2], 80),
+        seq: 8,
+        ack: 1,
+        flags: ACK,
+        window: 1000,
+        len,
+        syn_opts: None,
+    })
+}
+
+#[test]
+fn pcap_both_byte_orders_and_resolutions() {
+    let ts = 1_700_000_000_123_456_789i64;
+    for be in [false, true] {
+        for nanos in [false, true] {
+            let f = pcap(be, nanos, 1, &[(ts, syn()), (ts + 1000, data(100))]);
+            let (s, _) = analyze_bytes(&f, TraceConfig::default()).unwrap();
+            assert_eq!(s.capture.format, "pcap");
+            assert_eq!(s.tcp_packets, 2, "be {be} nanos {nanos}");
+            let want = if nanos { ts } else { ts - 789 };
+            assert_eq!(s.first_packet_unix_ns, want, "be {be} nanos {nanos}");
+            assert_eq!(s.connections[0].a_to_b.data_bytes, 100);
+            assert_eq!(s.connections[0].a_to_b.window_scale_option, Some(7));
+        }
+    }
+}
+
+#[test]
+fn pcapng_sections_interfaces_and_resolutions() {
+    // Section 1 (little-endian): Ethernet at µs (default) and raw IP at ns (tsresol 9).
+    let raw_ip = data(10)[14..].to_vec();
+    let mut f = pcapng_section(
+        false,
+        &[(1, None), (101, Some(9))],
+        &[(0, 1_000_000, syn()), (1, 1_500_000_000, raw_ip)],
+    );
+    // Section 2 (big-endian): a new interface list; interface 0 is Ethernet again.
+    f.extend(pcapng_section(
+        true,
+        &[(1, Some(3))],
+        &[(0, 2_000, data(20)), (5, 0, data(1))],
+    ));
+    let (s, _) = analyze_bytes(&f, TraceConfig::default()).unwrap();
+    assert_eq!(s.capture.format, "pcapng");
+    assert_eq!(s.capture.records, 4);
+    assert_eq!(
+        s.capture.skipped_records, 1,
+        "packet on an undeclared interface"
+    );
+    assert_eq!(s.tcp_packets, 3);
+    assert_eq!(s.first_packet_unix_ns, 1_000_000_000);
+    assert_eq!(
+        s.capture_duration_ns, 1_000_000_000,
+        "2000 ms at tsresol 3 is 2 s"
+    );
+    assert_eq!(s.connections[0].a_to_b.data_bytes, 30);
+}
+
+#[test]
+fn compressed_inputs_read_the_same() {
+    use std::io::Write;
+    let plain = pcap(false, false, 1, &[(0, syn()), (1000, data(5))]);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&plain).unwrap();
+    let gz = gz.finish().unwrap();
+    let mut xz = Vec::new();
+    lzma_rs::xz_compress(&mut &plain[..], &mut xz).unwrap();
+    for (name, bytes) in [("none", plain.clone()), ("gzip", gz), ("xz", xz)] {
+        let (s, _) = analyze_bytes(&bytes, TraceConfig::default()).unwrap();
+        assert_eq!(s.capture.compression, name);
+        assert_eq!(s.tcp_packets, 2, "{name}");
+    }
+}
+
+#[test]
+fn not_a_capture_is_an_error_with_offset() {
+    for bytes in [
+        &b""[..],
+        b"hello world, this is not a capture file",
+        &[0xd4, 0xc3],
+    ] {
+        match analyze_bytes(bytes, TraceConfig::default()) {
+            Err(e @ TraceError::NotACapture { offset: 0, .. }) => {
+                assert!(e.to_string().contains("byte offset 0"), "{e}");
+            }
+            other => panic!("{bytes:?}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn every_truncation_is_partial_or_error_never_a_panic() {
+    let f = pcap(
+        false,
+        false,
+        1,
+        &[(0, syn()), (1000, data(50)), (2000, data(60))],
+    );
+    for n in 0..f.len() {
+        match read_all_bytes(&f[..n]) {
+            Ok((lens, stats)) => {
+                assert!(lens.len() <= 3);
+                if n > 24 && n < f.len() && stats.stopped_early.is_none() {
+                    // ends exactly on a record boundary
+                    assert!(!stats.truncated);
+                }
+            }
+            Err(TraceError::NotACapture { .. }) => assert!(n < 24, "{n}"),
+            Err(e) => panic!("{n}: {e}"),
+        }
+    }
+    let (_, stats) = read_all_bytes(&f[..f.len() - 3]).unwrap();
+    assert!(stats.truncated);
+    assert!(stats.stopped_early.unwrap().contains("byte offset"));
+}
+
+#[test]
+fn absurd_record_length_stops_with_offset() {
+    let mut f = pcap(false, false, 1, &[(0, syn()), (1000, data(5))]);
+    let second = 24 + 16 + syn().len();
+    f[second + 8..second + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+    let (lens, stats) = read_all_bytes(&f).unwrap();
+    assert_eq!(lens.len(), 1);
+    let why = stats.stopped_early.unwrap();
+    assert!(why.contains(&format!("byte offset {second}")), "{why}");
+}
+
+#[test]
+fn snaplen_cut_headers_are_counted_unusable() {
+    let full = data(100);
+    let f = pcap(
+        false,
+        false,
+        1,
+        &[(0, full[..40].to_vec()), (1, full[..60].to_vec())],
+    );
+    let (s, _) = analyze_bytes(&f, TraceConfig::default()).unwrap();
+    assert_eq!(s.unusable_packets, 1, "TCP header cut");
+    assert_eq!(s.tcp_packets, 1);
+    assert_eq!(
+        s.connections[0].a_to_b.data_bytes, 100,
+        "payload length from the IP header"
+    );
+}
+
+/// Random bytes, random mutations of valid captures, and random frames for every link type.
+#[test]
+fn seeded_random_inputs_never_panic() {
+    let mut rng = Rng::new(0x5eed_cafe);
+    let valid = [
+        pcap(
+            false,
+            false,
+            1,
+            &[(0, syn()), (1000, data(50)), (2000, data(60))],
+        ),
+        pcap(
+            true,
+            true,
+            101,
+            &[(0, syn()[14..].to_vec()), (5, data(9)[14..].to_vec())],
+        ),
+        pcapng_section(
+            false,
+            &[(1, Some(9)), (113, None)],
+            &[(0, 1, syn()), (1, 2, data(3))],
+        ),
+    ];
+    for i in 0..3000 {
+        let bytes = match i % 3 {
+            0 => {
+                let n = rng.below(3000);
+                rng.bytes(n)
+            }
+            1 => {
+                // a valid header followed by garbage
+                let mut v = valid[rng.below(valid.len())].clone();
+                let keep = rng.below(v.len());
+                v.truncate(keep.max(24));
+                let extra = rng.below(200);
+                v.extend(rng.bytes(extra));
+                v
+            }
+            _ => {
+                let mut v = valid[rng.below(valid.len())].clone();
+                for _ in 0..1 + rng.below(8) {
+                    let at = rng.below(v.len());
+                    v[at] = rng.next_u64() as u8;
+                }
+                v
+            }
+        };
+        let _ = analyze_bytes(&bytes, TraceConfig::default());
+    }
+    let links = [0, 1, 10, 12, 101, 108, 113, 228, 229, 276, 147];
+    for _ in 0..20_000 {
+        let link = LinkType::from_number(links[rng.below(links.len())]);
+        let n = rng.below(120);
+        let mut frame = if rng.below(2) == 0 {
+            data(n / 3)
+        } else {
+            rng.bytes(n)
+        };
+        if !frame.is_empty() && rng.below(2) == 0 {
+            let at = rng.below(frame.len());
+            frame[at] = rng.next_u64() as u8;
+        }
+        let cut = rng.below(frame.len() + 1);
+        if let Decoded::Tcp(t) = decode(link, &frame[..cut]) {
+            let _ = t.options.sack_blocks();
+        }
+    }
+}
