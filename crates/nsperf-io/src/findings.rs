@@ -101,19 +101,40 @@ pub fn findings(
                 "latency_tail",
                 Severity::Warning,
                 format!(
-                    "p99.9 latency {} µs is {:.0}× the median ({} µs): a few ops stall (writeback, reclaim, device queue)",
-                    s.lat_p999_ns / 1000,
+                    "p99.9 latency {:.1} µs is {:.0}× the median ({:.1} µs): a few ops stall (writeback, reclaim, device queue, CPU contention)",
+                    s.lat_p999_ns as f64 / 1e3,
                     s.lat_p999_ns as f64 / s.lat_p50_ns as f64,
-                    s.lat_p50_ns / 1000
+                    s.lat_p50_ns as f64 / 1e3
                 ),
             )
             .with("lat_p50_ns", s.lat_p50_ns as f64)
             .with("lat_p999_ns", s.lat_p999_ns as f64),
         );
     }
+    // A busy core means little unless nsperf itself kept it busy (other load shows too).
+    // CPU figures come in clock ticks (10 ms): runs shorter than half a second say nothing.
     let samples: Vec<_> = cpu.iter().map(|c| c.cpu.clone()).collect();
-    if let Some(f) = cpu_bound_finding("local", &samples, 95.0, 0.8) {
-        out.push(f);
+    let sampled_s: f64 = cpu.iter().map(|c| c.length_s).sum();
+    if sampled_s < 0.5 {
+        return out;
+    }
+    if s.cpu_process_pct >= 80.0 {
+        if let Some(f) = cpu_bound_finding("local", &samples, 95.0, 0.8) {
+            out.push(f.with("nsperf_cpu_pct", s.cpu_process_pct));
+        }
+    } else if s.cpu_busiest_core_pct >= 90.0 && s.cpu_process_pct < 60.0 {
+        out.push(
+            Finding::new(
+                "cpu_contention",
+                Severity::Warning,
+                format!(
+                    "a core was {:.0} % busy while nsperf used {:.0} % of one: other load on this machine shares the CPU, figures may be low",
+                    s.cpu_busiest_core_pct, s.cpu_process_pct
+                ),
+            )
+            .with("busiest_core_pct", s.cpu_busiest_core_pct)
+            .with("nsperf_cpu_pct", s.cpu_process_pct),
+        );
     }
     out
 }

@@ -297,7 +297,27 @@ pub(crate) fn aggregate(
     let end = outs.iter().map(|o| o.end).max().unwrap_or(start);
     let run_s = end.duration_since(start).as_secs_f64();
     let iv = cfg.interval.as_secs_f64();
-    let n = outs.iter().map(|o| o.buckets.len()).max().unwrap_or(0);
+    let mut n = outs.iter().map(|o| o.buckets.len()).max().unwrap_or(0);
+    // A trailing sliver (the ops in flight at a --time deadline) joins the interval before
+    // it, so no interval rate is computed over a few microseconds.
+    let merge_tail = n > 1 && run_s - (n - 1) as f64 * iv < 0.25 * iv;
+    let folded: Vec<Vec<(u64, u64)>> = outs
+        .iter()
+        .map(|o| {
+            let mut b = o.buckets.clone();
+            if merge_tail && b.len() == n {
+                let last = b.pop().unwrap_or_default();
+                if let Some(prev) = b.last_mut() {
+                    prev.0 += last.0;
+                    prev.1 += last.1;
+                }
+            }
+            b
+        })
+        .collect();
+    if merge_tail {
+        n -= 1;
+    }
     let length = |i: usize| {
         let st = i as f64 * iv;
         if i + 1 == n {
@@ -320,15 +340,15 @@ pub(crate) fn aggregate(
     };
     let mut intervals = Vec::with_capacity(n * (1 + outs.len()));
     for i in 0..n {
-        let (b, o) = outs
+        let (b, o) = folded
             .iter()
-            .filter_map(|x| x.buckets.get(i))
+            .filter_map(|x| x.get(i))
             .fold((0, 0), |a, &(b, o)| (a.0 + b, a.1 + o));
         intervals.push(mk(None, i, b, o));
     }
     if outs.len() > 1 {
-        for (j, out) in outs.iter().enumerate() {
-            for (i, &(b, o)) in out.buckets.iter().enumerate() {
+        for (j, out) in folded.iter().enumerate() {
+            for (i, &(b, o)) in out.iter().enumerate() {
                 intervals.push(mk(Some(j as u32), i, b, o));
             }
         }

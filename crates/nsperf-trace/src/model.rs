@@ -158,7 +158,8 @@ pub struct DirectionStats {
 pub struct Diagnosis {
     /// `a_to_b` or `b_to_a`: the direction diagnosed (the one with most unique bytes).
     pub direction: String,
-    /// `receiver_window`, `congestion`, `loss`, `application`, `window_unknown` or `none`.
+    /// `receiver_window`, `congestion`, `loss`, `application`, `sender`, `window_unknown` or
+    /// `none`.
     pub limit: String,
     /// Share of the sending time the receiver window was full, %.
     pub receiver_window_pct: f64,
@@ -168,13 +169,17 @@ pub struct Diagnosis {
     pub congestion_pct: f64,
     /// Share of the time the sender had nothing outstanding and sent nothing: application, %.
     pub application_pct: f64,
+    /// Share of the time everything was acknowledged yet the sender sent back-to-back (its
+    /// link, shaper, CPU or application set the pace), %.
+    pub sender_pct: f64,
     /// Share of the time the window could have been full if it was scaled (scale unknown), %.
     pub window_unknown_pct: f64,
     /// Measured goodput of the direction, bit/s.
     pub goodput_bps: f64,
-    /// Ceiling largest window / min RTT, bit/s (a bound, not a measurement).
+    /// Ceiling largest receiver window / median RTT, bit/s (a bound, not a measurement).
     pub window_ceiling_bps: Option<f64>,
-    /// Ceiling of Mathis et al. 1997: MSS/RTT × 1.22/√p, bit/s (a bound, not a measurement).
+    /// Ceiling of Mathis et al. 1997: MSS/RTT × 1.22/√p with the median RTT and p the
+    /// retransmitted share of data segments, bit/s (a bound, not a measurement).
     pub mathis_ceiling_bps: Option<f64>,
     /// Retransmitted / data segments.
     pub loss_rate: f64,

@@ -56,6 +56,9 @@ fn probe<E: Classify + std::error::Error + 'static>(
 const PROBES: &[Probe] = &[
     |e| e.downcast_ref::<Classified>().map(|c| c.failure),
     probe::<nsperf_core::ParseUnitError>,
+    probe::<nsperf_plan::PlanError>,
+    probe::<nsperf_plan::ExecError>,
+    probe::<nsperf_plan::StoreError>,
     probe::<nsperf_lab::LabError>,
     probe::<nsperf_trace::TraceError>,
     probe::<nsperf_net::NetError>,

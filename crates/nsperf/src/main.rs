@@ -28,6 +28,10 @@ struct Cli {
 enum Command {
     /// Show the host facts recorded with every result, and CPU use per core.
     Host(cmd::host::HostArgs),
+    /// Run an experiment plan (the embedded default plan without one) into the result store.
+    Run(cmd::run::RunArgs),
+    /// List, show and export the experiments in the result store.
+    Results(cmd::results::ResultsArgs),
     /// WAN labs: network namespaces joined by an emulated link (rate, delay, loss, partitions).
     Lab(cmd::lab::LabArgs),
     /// Analyse a pcap/pcapng capture: TCP conversations, retransmissions, windows, RTT, and
@@ -46,6 +50,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     nsperf_core::signal::install_interrupt_handler();
     match cli.command {
         Command::Host(a) => cmd::host::run(a),
+        Command::Run(a) => cmd::run::run(a),
+        Command::Results(a) => cmd::results::run(a),
         Command::Lab(a) => cmd::lab::run(a),
         Command::Trace(a) => cmd::trace::run(a),
         Command::Server(a) => cmd::server::run(a),

@@ -392,7 +392,7 @@ impl TcpConn {
                     None => SendState::WindowUnknown,
                 }
             };
-            me.limits.on_data(ts_ns, idle, state);
+            me.limits.on_data(ts_ns, idle, state, rtt);
         }
         me.last_send_ns = Some(ts_ns);
         if self.half[0].s.fin > 0 && self.half[1].s.fin > 0 {

@@ -1,11 +1,15 @@
 //! What limited a sender: the time between its data segments is attributed to the state it
-//! was in after the earlier one, and the shares become the diagnosis.
+//! was in after the earlier one, and the shares become the diagnosis. The split follows the
+//! sender-limit timers of RFC 4898 (TCP ESTATS MIB: SndLimTimeRwin, SndLimTimeCwnd,
+//! SndLimTimeSnd), inferred from a capture instead of read from the kernel.
 //!
 //! States: the receiver window was full (`ReceiverWindow`); the sender was recovering from
 //! loss (`Loss`: duplicate ACKs pending or a retransmission within two RTTs); there was room
 //! in the receiver window but the sender did not use it (`Congestion`: the congestion window);
-//! everything sent was acknowledged and the sender was silent (`Application`); or the window
-//! could have been full but its scale is unknown (`WindowUnknown`).
+//! everything sent was acknowledged and the sender was silent for at least an RTT
+//! (`Application`); everything sent was acknowledged but the sender kept sending back-to-back
+//! (`Sender`: its link, shaper, qdisc, CPU or application set the pace, not TCP); or the
+//! window could have been full but its scale is unknown (`WindowUnknown`).
 
 use crate::model::{Diagnosis, DirectionStats};
 
@@ -23,10 +27,16 @@ pub enum SendState {
     WindowUnknown,
 }
 
+/// Shortest silence, with everything acknowledged, that counts as the application pausing
+/// (when the RTT is shorter).
+const MIN_APP_PAUSE_NS: i64 = 100_000;
+
 /// Time spent in each state, in nanoseconds.
 #[derive(Debug, Clone, Default)]
 pub struct LimitAccount {
     last: Option<(i64, SendState)>,
+    /// Sender pace: nothing outstanding, yet no pause.
+    pub sender_ns: i64,
     /// Receiver window full.
     pub receiver_window_ns: i64,
     /// Loss recovery.
@@ -40,12 +50,17 @@ pub struct LimitAccount {
 }
 
 impl LimitAccount {
-    /// A data segment was sent at `ts_ns`; `idle` when everything before was acknowledged.
-    pub fn on_data(&mut self, ts_ns: i64, idle: bool, state: SendState) {
+    /// A data segment was sent at `ts_ns`; `idle` when everything before was acknowledged;
+    /// `rtt_ns` the smallest RTT measured so far.
+    pub fn on_data(&mut self, ts_ns: i64, idle: bool, state: SendState, rtt_ns: Option<i64>) {
         if let Some((t, s)) = self.last {
             let dt = (ts_ns - t).max(0);
             if idle {
-                self.application_ns += dt;
+                if dt >= rtt_ns.unwrap_or(0).max(MIN_APP_PAUSE_NS) {
+                    self.application_ns += dt;
+                } else {
+                    self.sender_ns += dt;
+                }
             } else {
                 match s {
                     SendState::ReceiverWindow => self.receiver_window_ns += dt,
@@ -60,6 +75,7 @@ impl LimitAccount {
 
     fn total(&self) -> i64 {
         self.receiver_window_ns
+            + self.sender_ns
             + self.loss_ns
             + self.congestion_ns
             + self.application_ns
@@ -93,6 +109,7 @@ pub fn diagnose(
         loss_pct: pct(acc.loss_ns),
         congestion_pct: pct(acc.congestion_ns),
         application_pct: pct(acc.application_ns),
+        sender_pct: pct(acc.sender_ns),
         window_unknown_pct: pct(acc.window_unknown_ns),
         goodput_bps: sender.goodput_bps,
         ..Diagnosis::default()
@@ -102,8 +119,9 @@ pub fn diagnose(
     } else {
         0.0
     };
-    let rtt_s =
-        (sender.rtt.samples > 0 && sender.rtt.min_ns > 0).then(|| sender.rtt.min_ns as f64 / 1e9);
+    // The ceilings use the median RTT: the typical round trip, queueing included.
+    let rtt_s = (sender.rtt.samples > 0 && sender.rtt.median_ns > 0)
+        .then(|| sender.rtt.median_ns as f64 / 1e9);
     if let Some(rtt) = rtt_s {
         if receiver.window_max_bytes > 0 {
             d.window_ceiling_bps = Some(receiver.window_max_bytes as f64 * 8.0 / rtt);
@@ -119,6 +137,7 @@ pub fn diagnose(
         ("loss", d.loss_pct),
         ("congestion", d.congestion_pct),
         ("application", d.application_pct),
+        ("sender", d.sender_pct),
         ("window_unknown", d.window_unknown_pct),
     ];
     let (limit, share) = shares
@@ -145,10 +164,11 @@ pub fn diagnose(
                 .unwrap_or_else(|| "n/a".into())
         ),
         "loss" => format!(
-            "loss-limited {share:.0} % of the time: {} retransmitted of {} data segments ({:.2} %); Mathis ceiling {}",
+            "loss-limited {share:.0} % of the time: {} retransmitted of {} data segments ({:.2} %), goodput {}; Mathis ceiling {} (Reno model: CUBIC and BBR can exceed it)",
             sender.retransmitted_packets,
             sender.data_packets,
             d.loss_rate * 100.0,
+            fmt_rate(sender.goodput_bps),
             d.mathis_ceiling_bps
                 .map(fmt_rate)
                 .unwrap_or_else(|| "n/a".into())
@@ -158,7 +178,12 @@ pub fn diagnose(
             win, sender.in_flight_max_bytes
         ),
         "application" => format!(
-            "application-limited {share:.0} % of the time: everything sent was acknowledged and the sender was silent"
+            "application-limited {share:.0} % of the time: everything sent was acknowledged and the sender paused for an RTT or more (the application, or a shaper or CPU on the sending host, did not supply data)"
+        ),
+        "sender" => format!(
+            "sender-paced {share:.0} % of the time: the receiver window never filled and ACKs drained the pipe, yet data left back-to-back at {} (in flight max {} B): the sending host's link, shaper, CPU or application set the pace, not TCP",
+            fmt_rate(sender.goodput_bps),
+            sender.in_flight_max_bytes
         ),
         _ => format!(
             "window scale unknown (handshake not captured): the raw window (max {} B) was full {share:.0} % of the time, so the connection was possibly receiver-window-limited; the real window may be up to 16384 times larger",
@@ -179,16 +204,18 @@ mod tests {
     #[test]
     fn shares_follow_time() {
         let mut a = LimitAccount::default();
-        a.on_data(0, false, SendState::ReceiverWindow);
-        a.on_data(300, false, SendState::Congestion);
-        a.on_data(400, true, SendState::Congestion);
+        a.on_data(0, false, SendState::ReceiverWindow, None);
+        a.on_data(300_000, false, SendState::Congestion, None);
+        a.on_data(400_000, true, SendState::Congestion, None);
+        a.on_data(400_010, true, SendState::Congestion, None);
         let s = DirectionStats {
             data_packets: 3,
             ..DirectionStats::default()
         };
         let d = diagnose("a_to_b", &a, &s, &DirectionStats::default(), true);
         assert_eq!(d.limit, "receiver_window");
-        assert!((d.receiver_window_pct - 75.0).abs() < 1e-9);
-        assert!((d.application_pct - 25.0).abs() < 1e-9);
+        assert!((d.receiver_window_pct - 300_000.0 / 400_010.0 * 100.0).abs() < 1e-9);
+        assert!(d.sender_pct > 0.0);
+        assert!((d.application_pct - 100_000.0 / 400_010.0 * 100.0).abs() < 1e-9);
     }
 }

@@ -6,5 +6,7 @@ pub mod host;
 pub mod io;
 pub mod lab;
 pub mod net;
+pub mod results;
+pub mod run;
 pub mod server;
 pub mod trace;

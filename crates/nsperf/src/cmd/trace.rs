@@ -104,6 +104,7 @@ fn findings(s: &TraceSummary) -> Vec<Finding> {
             "loss" => "loss_limited",
             "congestion" => "congestion_limited",
             "application" => "application_limited",
+            "sender" => "sender_paced",
             _ => "window_scale_unknown",
         };
         let mut f = Finding::new(
@@ -121,6 +122,7 @@ fn findings(s: &TraceSummary) -> Vec<Finding> {
         .with("loss_pct", d.loss_pct)
         .with("congestion_pct", d.congestion_pct)
         .with("application_pct", d.application_pct)
+        .with("sender_pct", d.sender_pct)
         .with("window_unknown_pct", d.window_unknown_pct)
         .with("loss_rate", d.loss_rate);
         if let Some(w) = d.window_ceiling_bps {
@@ -382,8 +384,14 @@ fn detail(c: &TcpConnection) -> String {
     );
     s.push_str(&t.render());
     s.push_str(&format!(
-        "limited by ({}): receiver window {:.0} %, loss {:.0} %, congestion window {:.0} %, application {:.0} %, window unknown {:.0} %\n",
-        d.direction, d.receiver_window_pct, d.loss_pct, d.congestion_pct, d.application_pct, d.window_unknown_pct
+        "limited by ({}): receiver window {:.0} %, loss {:.0} %, congestion window {:.0} %, application {:.0} %, sender pace {:.0} %, window unknown {:.0} %\n",
+        d.direction,
+        d.receiver_window_pct,
+        d.loss_pct,
+        d.congestion_pct,
+        d.application_pct,
+        d.sender_pct,
+        d.window_unknown_pct
     ));
     s.push_str(&format!(
         "ceilings (bounds, not measurements): window/RTT {}, Mathis {}; measured goodput {}\n",

@@ -1,0 +1,171 @@
+//! A mock executor: figures are a function of the run's key, every call is logged, and lab or
+//! cache control can be made to "need root". For exact tests of the runner, the store, the
+//! statistics and the exporters.
+
+use std::collections::BTreeMap;
+
+use super::{Executor, Measurement, NicDelta, RunContext, SeriesPoint};
+use crate::error::ExecError;
+use crate::plan::{LabSpec, LinkSettings, ResolvedStep};
+
+/// The figure of a run: `(context, step) -> value`.
+pub type ValueFn = Box<dyn Fn(&RunContext<'_>, &ResolvedStep) -> f64>;
+
+/// A mock executor.
+pub struct MockExecutor {
+    /// Every call, in order: `lab_up NAME ARGS`, `lab_set …`, `drop_caches`, `prime …`,
+    /// `measure CELL STEP PHASE REP`, `lab_down NAME`.
+    pub log: Vec<String>,
+    value: ValueFn,
+    /// When set, `lab_up` fails with this skip reason.
+    pub lab_skip: Option<String>,
+    /// When set, `drop_caches` fails with this skip reason.
+    pub drop_skip: Option<String>,
+    /// Steps whose `measure` fails.
+    pub failing_steps: Vec<String>,
+}
+
+impl MockExecutor {
+    /// A mock whose every run measures `value(ctx, step)`.
+    pub fn new(value: ValueFn) -> Self {
+        MockExecutor {
+            log: Vec::new(),
+            value,
+            lab_skip: None,
+            drop_skip: None,
+            failing_steps: Vec::new(),
+        }
+    }
+}
+
+impl Executor for MockExecutor {
+    fn lab_up(&mut self, lab: &LabSpec, link: &LinkSettings) -> Result<(), ExecError> {
+        if let Some(r) = &self.lab_skip {
+            return Err(ExecError::Skip(r.clone()));
+        }
+        self.log
+            .push(format!("lab_up {} {}", lab.name, link.args().join(" ")));
+        Ok(())
+    }
+
+    fn lab_set(&mut self, lab: &LabSpec, link: &LinkSettings) -> Result<(), ExecError> {
+        self.log
+            .push(format!("lab_set {} {}", lab.name, link.args().join(" ")));
+        Ok(())
+    }
+
+    fn lab_down(&mut self, lab: &LabSpec) {
+        self.log.push(format!("lab_down {}", lab.name));
+    }
+
+    fn drop_caches(&mut self) -> Result<(), ExecError> {
+        if let Some(r) = &self.drop_skip {
+            return Err(ExecError::Skip(r.clone()));
+        }
+        self.log.push("drop_caches".into());
+        Ok(())
+    }
+
+    fn prime(
+        &mut self,
+        _ctx: &RunContext<'_>,
+        site: Option<&str>,
+        command: &[String],
+    ) -> Result<(), ExecError> {
+        self.log.push(format!(
+            "prime {} {}",
+            site.unwrap_or("local"),
+            command.join(" ")
+        ));
+        Ok(())
+    }
+
+    fn measure(
+        &mut self,
+        ctx: &RunContext<'_>,
+        step: &ResolvedStep,
+    ) -> Result<Measurement, ExecError> {
+        self.log.push(format!(
+            "measure {} {} {} {}",
+            ctx.cell,
+            step.name,
+            ctx.phase.as_str(),
+            ctx.repetition
+        ));
+        if self.failing_steps.contains(&step.name) {
+            return Err(ExecError::Other(format!("step {} fails (mock)", step.name)));
+        }
+        let v = (self.value)(ctx, step);
+        // Four 1 s intervals: a slow first one, then steady at v with one peak.
+        let series = vec![
+            SeriesPoint {
+                start_s: 0.0,
+                length_s: 1.0,
+                value: v * 0.5,
+            },
+            SeriesPoint {
+                start_s: 1.0,
+                length_s: 1.0,
+                value: v,
+            },
+            SeriesPoint {
+                start_s: 2.0,
+                length_s: 1.0,
+                value: v * 1.1,
+            },
+            SeriesPoint {
+                start_s: 3.0,
+                length_s: 1.0,
+                value: v * 0.9,
+            },
+        ];
+        let mut metrics = BTreeMap::new();
+        metrics.insert("lat_p50_ns".to_string(), 1000.0);
+        metrics.insert("lat_p99_ns".to_string(), 5000.0);
+        let cpu = (0..4)
+            .map(|i| nsperf_core::report::CpuInterval {
+                role: "local".into(),
+                start_s: i as f64,
+                length_s: 1.0,
+                cpu: nsperf_core::cpu::CpuSample {
+                    per_core: (0..2)
+                        .map(|c| nsperf_core::cpu::CoreUsage {
+                            core: c,
+                            busy_pct: 10.0 * (c + 1) as f64,
+                            user_pct: 5.0 * (c + 1) as f64,
+                            sys_pct: 5.0 * (c + 1) as f64,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    process_pct: 0.0,
+                },
+            })
+            .collect();
+        let payload = (v * 4.0 / 8.0) as u64;
+        Ok(Measurement {
+            metric: if step.kind == "io" {
+                "throughput_bytes_per_s".into()
+            } else {
+                "throughput_bps".into()
+            },
+            value: v,
+            metrics,
+            series,
+            cpu,
+            nic: vec![NicDelta {
+                site: "local".into(),
+                counters: nsperf_core::nic::NicCounters {
+                    name: "eth0".into(),
+                    tx_bytes: payload + payload / 20,
+                    ..Default::default()
+                },
+            }],
+            payload_bytes: Some(payload),
+            wire_bytes: Some(payload + payload / 20),
+            duration_ns: 4_000_000_000,
+            spec: step.params.iter().cloned().collect(),
+            report_json: None,
+            trace_json: None,
+        })
+    }
+}

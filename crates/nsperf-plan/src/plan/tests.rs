@@ -1,0 +1,182 @@
+use super::*;
+
+const SMALL: &str = r#"
+name = "small"
+repetitions = 2
+
+[matrix]
+n = [1, 2]
+mode = ["a", "b"]
+
+[[step]]
+name = "sleepy"
+type = "exec"
+command = ["sleep", "0.{n}"]
+payload = "1m"
+
+[[step]]
+name = "other"
+type = "exec"
+command = ["echo", "{mode}"]
+"#;
+
+fn err_of(text: &str) -> String {
+    Plan::parse(text.as_bytes()).unwrap_err().to_string()
+}
+
+#[test]
+fn matrix_expands_per_step_parameters() {
+    let p = Plan::parse(SMALL.as_bytes()).unwrap();
+    assert_eq!(p.repetitions, 2);
+    assert_eq!(p.matrix.len(), 2);
+    // sleepy depends on n only (2 cells), other on mode only (2 cells).
+    let runs = p.runs();
+    let sleepy = runs.iter().filter(|r| r.2.step == "sleepy").count();
+    let other = runs.iter().filter(|r| r.2.step == "other").count();
+    assert_eq!((sleepy, other), (4, 4));
+    assert_eq!(p.total_runs(), 8);
+    let c = &p.cells[0];
+    assert_eq!(c.key(), "n=1,mode=a");
+    let Action::Exec(e) = &c.steps[0].action else {
+        panic!()
+    };
+    assert_eq!(e.command, ["sleep", "0.1"]);
+    assert_eq!(e.payload, Payload::Declared(Bytes(1 << 20)));
+    assert_eq!(c.steps[0].params, [("n".to_string(), "1".to_string())]);
+    // Runs are unique.
+    let mut keys: Vec<_> = runs.iter().map(|r| r.2.clone()).collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 8);
+}
+
+#[test]
+fn default_plan_parses() {
+    let p = Plan::parse(DEFAULT_PLAN.as_bytes()).unwrap();
+    assert_eq!(p.repetitions, 3);
+    let lab = p.lab.as_ref().unwrap();
+    assert_eq!(lab.sites, ["client", "server"]);
+    let tcp: Vec<_> = p
+        .cells
+        .iter()
+        .flat_map(|c| c.steps.iter().map(move |s| (c, s)))
+        .filter(|(_, s)| s.name == "tcp")
+        .collect();
+    assert_eq!(tcp.len(), 8, "4 RTTs x 2 windows");
+    // The BDP window at 45 Mbit/s and 100 ms: 562500 bytes, rounded up to a KiB.
+    let (c, s) = tcp
+        .iter()
+        .find(|(c, s)| {
+            c.key().contains("rtt=100ms")
+                && s.params
+                    .iter()
+                    .any(|(k, v)| k == "window" && v != "default")
+        })
+        .unwrap();
+    let Action::Net(n) = &s.action else { panic!() };
+    assert_eq!(n.window, Some(Bytes(562_500u64.div_ceil(1024) * 1024)));
+    assert_eq!(
+        c.link.as_ref().unwrap().rtt,
+        Some(Duration::from_millis(100))
+    );
+    let io = p.runs().iter().filter(|r| r.2.step == "io").count();
+    assert_eq!(io, 8 * 3);
+}
+
+#[test]
+fn strict_errors_name_the_place() {
+    assert!(
+        err_of("name = \"x\"\nbogus = 1\n[[step]]\nname=\"a\"\ntype=\"exec\"\ncommand=[\"true\"]")
+            .contains("bogus")
+    );
+    assert!(err_of("name = \"x\"").contains("no [[step]]"));
+    assert!(
+        err_of("name = \"x\"\n[[step]]\nname=\"a\"\ntype=\"fly\"").contains("unknown type \"fly\"")
+    );
+    let e =
+        err_of("name = \"x\"\n[[step]]\nname=\"a\"\ntype=\"exec\"\ncommand=[\"true\"]\ndir=\".\"");
+    assert!(
+        e.contains("field \"dir\" does not apply to a exec step"),
+        "{e}"
+    );
+    let e = err_of("name = \"x\"\n[[step]]\nname=\"a\"\ntype=\"exec\"\ncommand=[\"{nope}\"]");
+    assert!(e.contains("unknown variable {nope}"), "{e}");
+    let e = err_of(
+        "name = \"x\"\n[matrix]\nw=[\"1k\",\"zz\"]\n[[step]]\nname=\"a\"\ntype=\"io\"\nworkload=\"seqread\"\nbs=\"{w}\"",
+    );
+    assert!(
+        e.contains("cell w=zz") && e.contains("invalid size 'zz'"),
+        "{e}"
+    );
+    let e = err_of("name = \"x\"\n[[step]]\nname=\"a\"\ntype=\"net\"\nclient=\"a\"\nserver=\"b\"");
+    assert!(e.contains("need a [lab]"), "{e}");
+    let e = err_of(
+        "name = \"x\"\n[[step]]\nname=\"a\"\ntype=\"exec\"\ncommand=[\"x\"]\nphases=[\"remote-warm\"]",
+    );
+    assert!(e.contains("prime"), "{e}");
+    let e = err_of(
+        "name = \"x\"\n[[step]]\nname=\"a\"\ntype=\"exec\"\ncommand=[\"x\"]\npayload_regex=\"bytes\"",
+    );
+    assert!(e.contains("capture group"), "{e}");
+    assert!(
+        err_of(
+            "name = \"x\"\nrepetitions = 0\n[[step]]\nname=\"a\"\ntype=\"exec\"\ncommand=[\"x\"]"
+        )
+        .contains("repetitions")
+    );
+    assert!(err_of("name = 5").contains("invalid type"));
+    assert!(matches!(
+        Plan::parse(&[0xff, 0xfe]),
+        Err(PlanError::NotUtf8)
+    ));
+}
+
+#[test]
+fn examples_parse() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            let text = std::fs::read(&p).unwrap();
+            Plan::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            n += 1;
+        }
+    }
+    assert!(n >= 3, "examples/*.toml: {n}");
+}
+
+/// A seeded xorshift, so the random-input test is reproducible.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+#[test]
+fn random_and_truncated_bytes_never_panic() {
+    let mut rng = Rng(0x9e3779b97f4a7c15);
+    let seeds = [SMALL, DEFAULT_PLAN];
+    for _ in 0..3000 {
+        let len = (rng.next() % 300) as usize;
+        let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        let _ = Plan::parse(&bytes);
+    }
+    for s in seeds {
+        let b = s.as_bytes();
+        for cut in 0..b.len() {
+            let _ = Plan::parse(&b[..cut]);
+        }
+        // Random byte flips in a valid plan.
+        for _ in 0..1000 {
+            let mut v = b.to_vec();
+            let i = (rng.next() as usize) % v.len();
+            v[i] = rng.next() as u8;
+            let _ = Plan::parse(&v);
+        }
+    }
+}

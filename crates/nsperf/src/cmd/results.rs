@@ -1,0 +1,230 @@
+//! `nsperf results list|show`: the experiments in the result store and their statistics.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use nsperf_core::table::Table;
+use nsperf_plan::Store;
+use nsperf_plan::stats::{format_metric, group_stats};
+
+use crate::output::print_json;
+
+/// Arguments of `nsperf results`.
+#[derive(Debug, Args)]
+pub struct ResultsArgs {
+    /// Result store (SQLite).
+    #[arg(long, global = true, default_value = "nsperf-results.db")]
+    pub db: PathBuf,
+    #[command(subcommand)]
+    pub command: ResultsCommand,
+}
+
+/// `nsperf results` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ResultsCommand {
+    /// List the experiments in the store.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Statistics over the repetitions of each step and cell of one experiment.
+    Show {
+        /// Experiment id, or `latest`.
+        #[arg(default_value = "latest")]
+        experiment: String,
+        /// Print JSON: the experiment and its statistics.
+        #[arg(long)]
+        json: bool,
+        /// Also list every run.
+        #[arg(long)]
+        runs: bool,
+    },
+}
+
+fn open(db: &std::path::Path) -> anyhow::Result<Store> {
+    if !db.exists() {
+        return Err(crate::exit::classified(
+            nsperf_core::Failure::Input,
+            format!(
+                "no result store at {} (run `nsperf run` first, or give --db)",
+                db.display()
+            ),
+        ));
+    }
+    Ok(Store::open(db)?)
+}
+
+fn time_of(ns: u64) -> String {
+    // UTC, to the second, without a date crate: days since the epoch to a civil date.
+    let secs = (ns / 1_000_000_000) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's days_from_civil inverse.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Runs `nsperf results`.
+pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
+    let store = open(&args.db)?;
+    match args.command {
+        ResultsCommand::List { json } => {
+            let exps = store.experiments()?;
+            if json {
+                let mut v = Vec::new();
+                for e in &exps {
+                    let (ok, skipped, failed) = store.counts(e.id)?;
+                    v.push(serde_json::json!({
+                        "id": e.id, "plan": e.plan_name, "status": e.status,
+                        "started_unix_ns": e.started_unix_ns, "total_runs": e.total_runs,
+                        "ok": ok, "skipped": skipped, "failed": failed,
+                    }));
+                }
+                return print_json(&v);
+            }
+            let mut t = Table::new([
+                "id",
+                "plan",
+                "started (UTC)",
+                "status",
+                "runs",
+                "skipped",
+                "failed",
+            ]);
+            for e in &exps {
+                let (ok, skipped, failed) = store.counts(e.id)?;
+                t.row([
+                    e.id.to_string(),
+                    e.plan_name.clone(),
+                    time_of(e.started_unix_ns),
+                    e.status.clone(),
+                    format!("{ok}/{}", e.total_runs),
+                    skipped.to_string(),
+                    failed.to_string(),
+                ]);
+            }
+            print!("{}", t.render());
+            Ok(())
+        }
+        ResultsCommand::Show {
+            experiment,
+            json,
+            runs,
+        } => {
+            let e = store.experiment(&experiment)?;
+            if json {
+                let rs = store.runs(e.id)?;
+                let stats = group_stats(&rs, &|id| store.series(id).unwrap_or_default());
+                return print_json(&serde_json::json!({
+                    "experiment": e,
+                    "stats": stats,
+                    "runs": if runs { serde_json::to_value(&rs)? } else { serde_json::Value::Null },
+                }));
+            }
+            let (ok, skipped, failed) = store.counts(e.id)?;
+            println!(
+                "experiment {}: plan {}, {} (started {} UTC), {ok}/{} runs measured, {skipped} skipped, {failed} failed",
+                e.id,
+                e.plan_name,
+                e.status,
+                time_of(e.started_unix_ns),
+                e.total_runs
+            );
+            for n in e.notes.lines() {
+                println!("skipped {n}");
+            }
+            println!();
+            print_stats(&store, e.id)?;
+            if runs {
+                println!();
+                let mut t = Table::new([
+                    "run", "step", "cell", "phase", "rep", "status", "value", "note",
+                ]);
+                for r in store.runs(e.id)? {
+                    t.row([
+                        r.id.to_string(),
+                        r.step.clone(),
+                        r.cell.clone(),
+                        r.phase.clone(),
+                        r.repetition.to_string(),
+                        format!("{:?}", r.status).to_lowercase(),
+                        match (&r.metric, r.value) {
+                            (Some(m), Some(v)) => format_metric(m, v),
+                            _ => String::new(),
+                        },
+                        r.error.clone().unwrap_or_default(),
+                    ]);
+                }
+                print!("{}", t.render());
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Prints the statistics table of an experiment.
+pub fn print_stats(store: &Store, id: i64) -> anyhow::Result<()> {
+    let rs = store.runs(id)?;
+    let stats = group_stats(&rs, &|rid| store.series(rid).unwrap_or_default());
+    if stats.is_empty() {
+        println!("no measured runs");
+        return Ok(());
+    }
+    let mut t = Table::new([
+        "step",
+        "parameters",
+        "phase",
+        "n",
+        "mean",
+        "95% CI",
+        "median",
+        "stddev",
+        "peak interval",
+        "sustained",
+        "outliers",
+    ]);
+    for g in &stats {
+        let f = |v: f64| format_metric(&g.metric, v);
+        let params = if g.params.is_empty() {
+            "-".to_string()
+        } else {
+            g.params
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        t.row([
+            g.step.clone(),
+            params,
+            g.phase.clone(),
+            g.summary.n.to_string(),
+            f(g.summary.mean),
+            format!("{} .. {}", f(g.summary.ci95_lo), f(g.summary.ci95_hi)),
+            f(g.summary.median),
+            f(g.summary.stddev),
+            g.peak_interval.map(f).unwrap_or_default(),
+            g.sustained_mean.map(f).unwrap_or_default(),
+            g.outlier_repetitions
+                .iter()
+                .map(|r| format!("#{r}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ]);
+    }
+    print!("{}", t.render());
+    Ok(())
+}

@@ -1,0 +1,244 @@
+//! `nsperf run [PLAN]`: runs an experiment plan (the embedded default plan without one) into
+//! the result store, with a progress bar and ETA on a terminal and plain lines otherwise.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use nsperf_plan::exec::process::ProcessExecutor;
+use nsperf_plan::plan::RunKey;
+use nsperf_plan::runner::Progress;
+use nsperf_plan::store::RunStatus;
+use nsperf_plan::{DEFAULT_PLAN, Plan, RunOptions, Store};
+
+use crate::output::print_json;
+
+/// Arguments of `nsperf run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Plan file (TOML, see docs/run.md); without one, the embedded default plan (the WAN
+    /// window experiment and a small io matrix in the current directory).
+    pub plan: Option<PathBuf>,
+    /// Result store (SQLite).
+    #[arg(long, default_value = "nsperf-results.db")]
+    pub db: PathBuf,
+    /// Complete the latest unfinished experiment of this plan: only its missing runs.
+    #[arg(long)]
+    pub resume: bool,
+    /// Check the plan and print what it would run, then stop.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the outcome as JSON (experiment id and counts) and nothing else on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar or per-run lines.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// Loads the plan named on the command line, or the default plan.
+pub fn load_plan(path: Option<&PathBuf>) -> anyhow::Result<Plan> {
+    match path {
+        None => Ok(Plan::parse(DEFAULT_PLAN.as_bytes()).context("the embedded default plan")?),
+        Some(p) => {
+            let bytes = std::fs::read(p)
+                .with_context(|| format!("cannot read plan {}", p.display()))
+                .map_err(|e| {
+                    crate::exit::classified(nsperf_core::Failure::Input, format!("{e:#}"))
+                })?;
+            Ok(Plan::parse(&bytes).with_context(|| format!("plan {}", p.display()))?)
+        }
+    }
+}
+
+/// Progress on stderr: a bar with ETA on a terminal, one line per run otherwise.
+struct CliProgress {
+    bar: Option<ProgressBar>,
+    quiet: bool,
+    total: usize,
+    pos: usize,
+}
+
+impl CliProgress {
+    fn line(&self, s: &str) {
+        match &self.bar {
+            Some(b) => b.println(s),
+            None if !self.quiet => eprintln!("{s}"),
+            None => {}
+        }
+    }
+}
+
+fn describe(key: &RunKey) -> String {
+    let phase = if key.phase.as_str() == "-" {
+        String::new()
+    } else {
+        format!(" {}", key.phase.as_str())
+    };
+    format!("{} [{}]{} #{}", key.step, key.cell, phase, key.repetition)
+}
+
+impl Progress for CliProgress {
+    fn start(&mut self, experiment: i64, total: usize, done: usize) {
+        self.total = total;
+        self.pos = done;
+        if let Some(b) = &self.bar {
+            b.set_length(total as u64);
+            b.set_position(done as u64);
+            b.reset_eta();
+        }
+        let resumed = if done > 0 {
+            format!(", {done} already stored")
+        } else {
+            String::new()
+        };
+        self.line(&format!("experiment {experiment}: {total} runs{resumed}"));
+    }
+
+    fn run_start(&mut self, key: &RunKey, _kind: &str) {
+        if let Some(b) = &self.bar {
+            b.set_message(describe(key));
+        }
+    }
+
+    fn run_end(&mut self, key: &RunKey, status: RunStatus, outcome: &str) {
+        self.pos += 1;
+        let tag = match status {
+            RunStatus::Ok => "",
+            RunStatus::Skipped => "skipped: ",
+            RunStatus::Failed => "FAILED: ",
+        };
+        self.line(&format!(
+            "[{}/{}] {}: {tag}{outcome}",
+            self.pos,
+            self.total,
+            describe(key)
+        ));
+        if let Some(b) = &self.bar {
+            b.inc(1);
+        }
+    }
+
+    fn note(&mut self, message: &str) {
+        self.line(message);
+    }
+
+    fn finish(&mut self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// Runs `nsperf run`.
+pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    let plan = load_plan(args.plan.as_ref())?;
+    if args.dry_run {
+        print_dry_run(&plan);
+        return Ok(());
+    }
+    let mut store = Store::open(&args.db)?;
+    let mut exec = ProcessExecutor::current()?;
+    let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| {
+        let b = ProgressBar::new(plan.total_runs() as u64);
+        b.set_style(
+            ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} runs, {elapsed} elapsed, ETA {eta}  {msg}",
+            )
+            .expect("valid template"),
+        );
+        b
+    });
+    let mut progress = CliProgress {
+        bar,
+        quiet: args.quiet || args.json,
+        total: 0,
+        pos: 0,
+    };
+    if !progress.quiet {
+        eprintln!(
+            "plan {}: {} cells, {} runs ({} repetitions), store {}",
+            plan.name,
+            plan.cells.len(),
+            plan.total_runs(),
+            plan.repetitions,
+            args.db.display()
+        );
+    }
+    let summary = nsperf_plan::run_plan(
+        &plan,
+        &mut store,
+        &mut exec,
+        &RunOptions {
+            resume: args.resume,
+        },
+        &mut progress,
+    )?;
+    if args.json {
+        print_json(&serde_json::json!({
+            "experiment": summary.experiment,
+            "db": args.db.display().to_string(),
+            "measured": summary.measured,
+            "skipped": summary.skipped,
+            "failed": summary.failed,
+            "already_done": summary.already_done,
+            "interrupted": summary.interrupted,
+            "skip_reasons": summary.skip_reasons,
+        }))?;
+    } else {
+        println!(
+            "experiment {}: {} measured, {} skipped, {} failed{}",
+            summary.experiment,
+            summary.measured,
+            summary.skipped,
+            summary.failed,
+            if summary.already_done > 0 {
+                format!(", {} stored before", summary.already_done)
+            } else {
+                String::new()
+            }
+        );
+        for r in &summary.skip_reasons {
+            println!("skipped {r}");
+        }
+        println!();
+        crate::cmd::results::print_stats(&store, summary.experiment)?;
+    }
+    if summary.interrupted {
+        return Err(crate::exit::classified(
+            nsperf_core::Failure::Interrupted,
+            format!(
+                "interrupted: experiment {} is stored; `nsperf run --resume` completes it",
+                summary.experiment
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn print_dry_run(plan: &Plan) {
+    println!(
+        "plan {}: {} cells, {} runs ({} repetitions)",
+        plan.name,
+        plan.cells.len(),
+        plan.total_runs(),
+        plan.repetitions
+    );
+    if let Some(l) = &plan.lab {
+        println!("lab {}: sites {}", l.name, l.sites.join(", "));
+    }
+    for c in &plan.cells {
+        let link = c
+            .link
+            .as_ref()
+            .map(|l| format!("  link: {}", l.args().join(" ")))
+            .unwrap_or_default();
+        println!("cell {}{link}", c.key());
+        for s in &c.steps {
+            let phases: Vec<&str> = s.phases.iter().map(|p| p.as_str()).collect();
+            println!("  {} ({}) phases {}", s.name, s.kind, phases.join(","));
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! `nsperf run`, `nsperf results`: plans end to end through the real binary, with external
+//! commands only (no root, no other engine needed).
+
+mod common;
+use common::*;
+
+use std::time::{Duration, Instant};
+
+fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+const SMALL: &str = r#"
+name = "e2e"
+repetitions = 3
+
+[matrix]
+kib = [256, 1024]
+
+[[step]]
+name = "copy"
+type = "exec"
+command = ["sh", "-c", "head -c {kib}k /dev/zero | wc -c"]
+payload_regex = "(\\d+)"
+
+[[step]]
+name = "nap"
+type = "exec"
+command = ["sleep", "0.05"]
+"#;
+
+#[test]
+fn small_plan_end_to_end_into_a_temporary_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write(dir.path(), "p.toml", SMALL);
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let r = run(&["run", &plan, "--db", db, "--json"]).ok();
+    let j = r.json();
+    assert_eq!(j["experiment"], 1);
+    assert_eq!(j["measured"], 9);
+    assert_eq!(j["failed"], 0);
+
+    let r = run(&["results", "show", "1", "--db", db, "--json", "--runs"]).ok();
+    let j = r.json();
+    assert_eq!(j["experiment"]["status"], "complete");
+    let runs = j["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 9);
+    let copies: Vec<_> = runs.iter().filter(|r| r["step"] == "copy").collect();
+    assert_eq!(copies.len(), 6);
+    for c in &copies {
+        let kib: u64 = c["params"]["kib"].as_str().unwrap().parse().unwrap();
+        assert_eq!(c["payload_bytes"].as_u64().unwrap(), kib * 1024);
+        assert_eq!(c["metric"], "throughput_bytes_per_s");
+        assert!(c["value"].as_f64().unwrap() > 0.0);
+    }
+    let stats = j["stats"].as_array().unwrap();
+    assert_eq!(stats.len(), 3, "copy x2, nap x1");
+    let nap = stats.iter().find(|s| s["step"] == "nap").unwrap();
+    assert_eq!(nap["summary"]["n"], 3);
+    let mean = nap["summary"]["mean"].as_f64().unwrap();
+    assert!((0.04..1.0).contains(&mean), "sleep 0.05 took {mean} s");
+    assert!(nap["summary"]["ci95_lo"].as_f64().unwrap() <= mean);
+
+    let r = run(&["results", "list", "--db", db]).ok();
+    assert!(
+        r.stdout.contains("e2e") && r.stdout.contains("complete"),
+        "{}",
+        r.stdout
+    );
+    let r = run(&["results", "show", "latest", "--db", db]).ok();
+    assert!(
+        r.stdout.contains("95% CI") && r.stdout.contains("kib=1024"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn bad_plan_is_an_input_error_naming_the_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write(
+        dir.path(),
+        "bad.toml",
+        "name = \"x\"\n[[step]]\nname = \"a\"\ntype = \"exec\"\ncommand = [\"echo\", \"{nope}\"]\n",
+    );
+    let r = run(&[
+        "run",
+        &plan,
+        "--db",
+        dir.path().join("r.db").to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, Some(3), "{}", r.stderr);
+    assert!(r.stderr.contains("unknown variable {nope}"), "{}", r.stderr);
+    assert_eq!(r.stderr.trim().lines().count(), 1);
+    let r = run(&["run", "/no/such/plan.toml"]);
+    assert_eq!(r.code, Some(3), "{}", r.stderr);
+    let r = run(&[
+        "results",
+        "show",
+        "7",
+        "--db",
+        dir.path().join("none.db").to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, Some(3), "{}", r.stderr);
+}
+
+#[test]
+fn default_plan_dry_run() {
+    let r = run(&["run", "--dry-run"]).ok();
+    assert!(r.stdout.contains("plan wan-window"), "{}", r.stdout);
+    assert!(r.stdout.contains("rtt=150ms"), "{}", r.stdout);
+}
+
+#[test]
+fn kill_9_mid_plan_then_resume_completes_only_missing_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("executions.log");
+    let plan = write(
+        dir.path(),
+        "slow.toml",
+        &format!(
+            r#"
+name = "slow"
+repetitions = 2
+
+[matrix]
+n = [1, 2, 3, 4, 5]
+
+[[step]]
+name = "nap"
+type = "exec"
+command = ["sh", "-c", "echo {{n}} >> {}; sleep 0.25"]
+"#,
+            log.display()
+        ),
+    );
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let mut child = nsperf(["run", &plan, "--db", db, "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once a few runs are stored.
+    let t0 = Instant::now();
+    loop {
+        let lines = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .count();
+        if lines >= 4 {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "plan did not progress"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    let before = run(&["results", "show", "1", "--db", db, "--json", "--runs"])
+        .ok()
+        .json();
+    let stored = before["runs"].as_array().unwrap().len();
+    assert!(
+        (3..10).contains(&stored),
+        "{stored} runs stored before the kill"
+    );
+    assert_eq!(before["experiment"]["status"], "running");
+    let executed_before = std::fs::read_to_string(&log).unwrap().lines().count();
+
+    let r = run(&["run", &plan, "--db", db, "--resume", "--json"])
+        .ok()
+        .json();
+    assert_eq!(r["experiment"], 1, "resume continues the same experiment");
+    assert_eq!(r["already_done"].as_u64().unwrap() as usize, stored);
+    assert_eq!(r["measured"].as_u64().unwrap() as usize, 10 - stored);
+    let after = run(&["results", "show", "1", "--db", db, "--json", "--runs"])
+        .ok()
+        .json();
+    let runs = after["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 10);
+    let mut keys: Vec<String> = runs
+        .iter()
+        .map(|r| format!("{}/{}/{}", r["cell"], r["step"], r["repetition"]))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 10, "no run stored twice");
+    assert_eq!(after["experiment"]["status"], "complete");
+    // Only the missing runs were executed again (plus at most the one killed in progress).
+    let executed = std::fs::read_to_string(&log).unwrap().lines().count();
+    assert_eq!(executed - executed_before, 10 - stored);
+    assert!(executed <= 11);
+    let list = run(&["results", "list", "--db", db]).ok();
+    assert_eq!(
+        list.stdout.lines().count(),
+        2,
+        "one experiment: {}",
+        list.stdout
+    );
+}
