@@ -394,6 +394,8 @@ pub fn run(name: &str) -> Result<()> {
         let addr = format!("{}/24", site.addr);
         let mtu = state.mtu.to_string();
         netns::ip(&["-n", &site.netns, "addr", "add", &addr, "dev", LINK_DEV])?;
+        // A deep device queue in front of the forwarder absorbs scheduling hiccups of the
+        // forwarder thread; the emulated bottleneck queue is the model's, not this one.
         netns::ip(&[
             "-n",
             &site.netns,
@@ -402,6 +404,8 @@ pub fn run(name: &str) -> Result<()> {
             LINK_DEV,
             "mtu",
             &mtu,
+            "txqueuelen",
+            "4000",
             "up",
         ])?;
         tuns.push(tun);
