@@ -92,7 +92,14 @@ fn compressed_inputs_read_the_same() {
     let gz = gz.finish().unwrap();
     let mut xz = Vec::new();
     lzma_rs::xz_compress(&mut &plain[..], &mut xz).unwrap();
-    for (name, bytes) in [("none", plain.clone()), ("gzip", gz), ("xz", xz)] {
+    let zst =
+        ruzstd::encoding::compress_to_vec(&plain[..], ruzstd::encoding::CompressionLevel::Fastest);
+    for (name, bytes) in [
+        ("none", plain.clone()),
+        ("gzip", gz),
+        ("xz", xz),
+        ("zstd", zst),
+    ] {
         let (s, _) = analyze_bytes(&bytes, TraceConfig::default()).unwrap();
         assert_eq!(s.capture.compression, name);
         assert_eq!(s.tcp_packets, 2, "{name}");
