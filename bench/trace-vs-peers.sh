@@ -57,14 +57,18 @@ PACKETS=$(capinfos -c -M "$CAP" 2>/dev/null | awk '/Number of packets/ {print $N
 SIZE=$(stat -c %s "$CAP")
 echo "capture: $CAP, $PACKETS packets, $SIZE bytes"
 
-# One run: prints "seconds max_rss_kib".
+# One run: prints "wall_seconds max_rss_kib cpu_seconds" (wall from the ns clock; CPU is
+# user + system, less sensitive to other load on the machine).
 measure() {
-  /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$@" >/dev/null 2>"$WORK/err.txt" || {
+  local t0 t1
+  t0=$(date +%s.%N)
+  /usr/bin/time -f "%M %U %S" -o "$WORK/time.txt" "$@" >/dev/null 2>"$WORK/err.txt" || {
     echo "failed: $*" >&2; cat "$WORK/err.txt" >&2; exit 1; }
-  cat "$WORK/time.txt"
+  t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" '{ printf "%.3f %d %.2f\n", b - a, $1, $2 + $3 }' "$WORK/time.txt"
 }
 
-declare -A T M
+declare -A T M C
 for i in $(seq 1 "$RUNS"); do
   sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
   cat "$CAP" >/dev/null # same warm page cache for every tool
@@ -74,18 +78,20 @@ for i in $(seq 1 "$RUNS"); do
       tcptrace) r=$(measure tcptrace -l -r "$CAP") ;;
       tshark) r=$(measure tshark -n -r "$CAP" -q -z conv,tcp -z io,stat,0,tcp.analysis.retransmission) ;;
     esac
-    T[$tool]+="${r% *} "; M[$tool]+="${r#* } "
-    echo "run $i $tool: ${r% *} s, ${r#* } KiB"
+    read -r wall rss cpu <<<"$r"
+    T[$tool]+="$wall "; M[$tool]+="$rss "; C[$tool]+="$cpu "
+    echo "run $i $tool: $wall s wall, $cpu s CPU, $rss KiB peak RSS"
   done
 done
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo
-echo "| tool | median s | packets/s | peak RSS MiB | speed vs tcptrace | memory vs tshark |"
-echo "|---|---|---|---|---|---|"
-tt=$(echo "${T[tcptrace]}" | median); tm=$(echo "${M[tshark]}" | median)
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
+echo "| tool | median wall s | packets/s (wall) | median CPU s | speed vs tcptrace (wall / CPU) | peak RSS MiB | memory vs tshark |"
+echo "|---|---|---|---|---|---|---|"
+tt=$(echo "${T[tcptrace]}" | median); tc=$(echo "${C[tcptrace]}" | median); tm=$(echo "${M[tshark]}" | median)
 for tool in nsperf tcptrace tshark; do
-  s=$(echo "${T[$tool]}" | median); m=$(echo "${M[$tool]}" | median)
-  awk -v t="$tool" -v s="$s" -v m="$m" -v p="$PACKETS" -v tt="$tt" -v tm="$tm" 'BEGIN {
-    printf "| %s | %.2f | %.0f | %.1f | %.2fx | %.3f |\n", t, s, p/s, m/1024, tt/s, m/tm }'
+  s=$(echo "${T[$tool]}" | median); m=$(echo "${M[$tool]}" | median); c=$(echo "${C[$tool]}" | median)
+  awk -v t="$tool" -v s="$s" -v m="$m" -v c="$c" -v p="$PACKETS" -v tt="$tt" -v tc="$tc" -v tm="$tm" 'BEGIN {
+    printf "| %s | %.3f | %.0f | %.2f | %.2fx / %.2fx | %.1f | %.4f |\n", t, s, p/s, c, tt/s, (c > 0 ? tc/c : 0), m/1024, m/tm }'
 done

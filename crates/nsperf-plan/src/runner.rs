@@ -15,10 +15,10 @@ use crate::store::{RunStatus, Store};
 pub trait Progress {
     /// The experiment starts: `total` runs, `done` of them already stored (resume).
     fn start(&mut self, experiment: i64, total: usize, done: usize);
-    /// A run starts.
-    fn run_start(&mut self, key: &RunKey, kind: &str);
+    /// A run starts; `params` are the parameters its step depends on (`rtt=50ms,…`).
+    fn run_start(&mut self, key: &RunKey, params: &str);
     /// A run ended: `outcome` is a short human summary.
-    fn run_end(&mut self, key: &RunKey, status: RunStatus, outcome: &str);
+    fn run_end(&mut self, key: &RunKey, params: &str, status: RunStatus, outcome: &str);
     /// A note (a skipped group of runs, the lab going up).
     fn note(&mut self, message: &str);
     /// The experiment ended.
@@ -32,7 +32,7 @@ pub struct NoProgress;
 impl Progress for NoProgress {
     fn start(&mut self, _: i64, _: usize, _: usize) {}
     fn run_start(&mut self, _: &RunKey, _: &str) {}
-    fn run_end(&mut self, _: &RunKey, _: RunStatus, _: &str) {}
+    fn run_end(&mut self, _: &RunKey, _: &str, _: RunStatus, _: &str) {}
     fn note(&mut self, _: &str) {}
     fn finish(&mut self) {}
 }
@@ -139,7 +139,13 @@ pub fn run_plan(
             }
             let cell = &plan.cells[*ci];
             let step = &cell.steps[*si];
-            progress.run_start(key, &step.kind);
+            let desc = step
+                .params
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",");
+            progress.run_start(key, &desc);
             let started = nsperf_core::clock::unix_time_ns();
             let ctx = RunContext {
                 lab: lab.filter(|_| matches!(lab_state, Some(Ok(_)))),
@@ -195,6 +201,7 @@ pub fn run_plan(
                     summary.measured += 1;
                     progress.run_end(
                         key,
+                        &desc,
                         RunStatus::Ok,
                         &crate::stats::format_metric(&m.metric, m.value),
                     );
@@ -215,7 +222,7 @@ pub fn run_plan(
                     )?;
                     summary.skipped += 1;
                     note_skip(&mut summary, &format!("{}: {why}", step.name));
-                    progress.run_end(key, RunStatus::Skipped, &why);
+                    progress.run_end(key, &desc, RunStatus::Skipped, &why);
                 }
                 Err(e) => {
                     last_measured = None;
@@ -229,7 +236,7 @@ pub fn run_plan(
                         Err((RunStatus::Failed, &why)),
                     )?;
                     summary.failed += 1;
-                    progress.run_end(key, RunStatus::Failed, &why);
+                    progress.run_end(key, &desc, RunStatus::Failed, &why);
                 }
             }
         }

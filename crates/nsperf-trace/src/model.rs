@@ -147,6 +147,9 @@ pub struct DirectionStats {
     /// RTT of this side's data: from a segment to the ACK that covers it (Karn: not for
     /// retransmitted segments).
     pub rtt: RttSummary,
+    /// RTT of this side from TCP timestamp echoes (RFC 7323): from the first segment carrying
+    /// a TSval to the first peer segment echoing it. Empty without the timestamps option.
+    pub rtt_timestamps: RttSummary,
     /// Unique payload bits per second between this side's first and last data segment.
     pub goodput_bps: f64,
     /// Wire bits per second over the connection's duration.
@@ -176,9 +179,11 @@ pub struct Diagnosis {
     pub window_unknown_pct: f64,
     /// Measured goodput of the direction, bit/s.
     pub goodput_bps: f64,
-    /// Ceiling largest receiver window / median RTT, bit/s (a bound, not a measurement).
+    /// Ceiling largest receiver window / median path RTT (the two directions' data->ACK
+    /// medians added, so it holds wherever the capture was taken), bit/s (a bound, not a
+    /// measurement).
     pub window_ceiling_bps: Option<f64>,
-    /// Ceiling of Mathis et al. 1997: MSS/RTT × 1.22/√p with the median RTT and p the
+    /// Ceiling of Mathis et al. 1997: MSS/RTT × 1.22/√p with the median path RTT and p the
     /// retransmitted share of data segments, bit/s (a bound, not a measurement).
     pub mathis_ceiling_bps: Option<f64>,
     /// Retransmitted / data segments.

@@ -115,7 +115,7 @@ fn small_receive_window_is_receiver_window_limited() {
     assert!(c.diagnosis.receiver_window_pct > 90.0, "{:?}", c.diagnosis);
     // window/RTT = 16 000 B / 10 ms = 12.8 Mbit/s, and the goodput is close to it
     let ceil = c.diagnosis.window_ceiling_bps.unwrap();
-    assert!((ceil - 12.8e6).abs() < 1e3, "{ceil}");
+    assert!((ceil - 12.8e6).abs() < 0.001 * 12.8e6, "{ceil}");
     assert!(c.diagnosis.goodput_bps > 0.9 * ceil && c.diagnosis.goodput_bps <= ceil * 1.01);
 }
 

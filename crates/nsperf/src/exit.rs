@@ -59,6 +59,7 @@ const PROBES: &[Probe] = &[
     probe::<nsperf_plan::PlanError>,
     probe::<nsperf_plan::ExecError>,
     probe::<nsperf_plan::StoreError>,
+    probe::<nsperf_report::ReportError>,
     probe::<nsperf_lab::LabError>,
     probe::<nsperf_trace::TraceError>,
     probe::<nsperf_net::NetError>,

@@ -32,6 +32,8 @@ enum Command {
     Run(cmd::run::RunArgs),
     /// List, show and export the experiments in the result store.
     Results(cmd::results::ResultsArgs),
+    /// Write the self-contained HTML report of an experiment (charts and tables).
+    Report(cmd::report::ReportArgs),
     /// WAN labs: network namespaces joined by an emulated link (rate, delay, loss, partitions).
     Lab(cmd::lab::LabArgs),
     /// Analyse a pcap/pcapng capture: TCP conversations, retransmissions, windows, RTT, and
@@ -52,6 +54,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Host(a) => cmd::host::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Results(a) => cmd::results::run(a),
+        Command::Report(a) => cmd::report::run(a),
         Command::Lab(a) => cmd::lab::run(a),
         Command::Trace(a) => cmd::trace::run(a),
         Command::Server(a) => cmd::server::run(a),

@@ -37,9 +37,22 @@ fn small_plan_end_to_end_into_a_temporary_store() {
     let plan = write(dir.path(), "p.toml", SMALL);
     let db = dir.path().join("r.db");
     let db = db.to_str().unwrap();
-    let r = run(&["run", &plan, "--db", db, "--json"]).ok();
+    let report = dir.path().join("report.html");
+    let r = run(&[
+        "run",
+        &plan,
+        "--db",
+        db,
+        "--json",
+        "--report",
+        report.to_str().unwrap(),
+    ])
+    .ok();
     let j = r.json();
     assert_eq!(j["experiment"], 1);
+    assert_eq!(j["report"], report.to_str().unwrap());
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.contains("data-chart=\"throughput-vs-parameter\""));
     assert_eq!(j["measured"], 9);
     assert_eq!(j["failed"], 0);
 

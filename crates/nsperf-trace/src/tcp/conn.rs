@@ -36,6 +36,10 @@ pub(crate) struct Half {
     /// Data segments awaiting their ACK: (end, send time, retransmitted).
     outstanding: VecDeque<(u64, i64, bool)>,
     rtt: RttHistogram,
+    /// TSvals this side sent, awaiting their first echo: (TSval, send time).
+    tsvals: VecDeque<(u32, i64)>,
+    /// RTT of this side from timestamp echoes (RFC 7323 RTTM).
+    rtt_ts: RttHistogram,
     // What this side acknowledges (for duplicate ACKs).
     last_ack_raw: Option<u32>,
     last_window_raw: Option<u16>,
@@ -324,6 +328,32 @@ impl TcpConn {
         }
         let _ = dup_ack;
 
+        // --- timestamps (RFC 7323): remember new TSvals, match the peer's echoes
+        if let Some((tsval, tsecr)) = seg.options.timestamps {
+            if me
+                .tsvals
+                .back()
+                .is_none_or(|&(v, _)| (tsval.wrapping_sub(v) as i32) > 0)
+            {
+                if me.tsvals.len() >= MAX_OUTSTANDING {
+                    me.tsvals.pop_front();
+                }
+                me.tsvals.push_back((tsval, ts_ns));
+            }
+            if ack && tsecr != 0 {
+                while let Some(&(v, t)) = peer.tsvals.front() {
+                    let d = tsecr.wrapping_sub(v) as i32;
+                    if d < 0 {
+                        break;
+                    }
+                    peer.tsvals.pop_front();
+                    if d == 0 && ts_ns >= t {
+                        peer.rtt_ts.record((ts_ns - t) as u64);
+                    }
+                }
+            }
+        }
+
         // --- the window this side advertises
         if !rst {
             if seg.window == 0 && !syn {
@@ -365,7 +395,13 @@ impl TcpConn {
                 (Some(e), Some(a)) => a >= e,
                 _ => false,
             };
-            let rtt = me.rtt.min().map(|r| r as i64);
+            // Path RTT: each direction's data->ACK time runs from the capture point to the far
+            // end of that direction and back, so the two add up to the whole round trip
+            // wherever the capture was taken.
+            let rtt = match (me.rtt.min(), peer.rtt.min()) {
+                (None, None) => None,
+                (x, y) => Some((x.unwrap_or(0) + y.unwrap_or(0)) as i64),
+            };
             let recovering = peer.dupacks_run > 0
                 || me
                     .last_rexmit_ns
@@ -398,6 +434,13 @@ impl TcpConn {
         if self.half[0].s.fin > 0 && self.half[1].s.fin > 0 {
             self.finished = true;
         }
+        if self.finished {
+            // Memory follows the live connections: a closed one keeps only its figures.
+            for h in &mut self.half {
+                h.outstanding = VecDeque::new();
+                h.tsvals = VecDeque::new();
+            }
+        }
     }
 
     /// The connection's figures.
@@ -419,6 +462,7 @@ impl TcpConn {
         let dir = |h: &Half| {
             let mut s = h.s.clone();
             s.rtt = h.rtt.summary();
+            s.rtt_timestamps = h.rtt_ts.summary();
             if let (Some(f), Some(l)) = (h.first_data_ns, h.last_data_ns) {
                 if l > f {
                     s.goodput_bps = s.unique_bytes as f64 * 8.0 / ((l - f) as f64 / 1e9);

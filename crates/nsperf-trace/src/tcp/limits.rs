@@ -119,9 +119,11 @@ pub fn diagnose(
     } else {
         0.0
     };
-    // The ceilings use the median RTT: the typical round trip, queueing included.
-    let rtt_s = (sender.rtt.samples > 0 && sender.rtt.median_ns > 0)
-        .then(|| sender.rtt.median_ns as f64 / 1e9);
+    // The ceilings use the median path RTT, queueing included: the sum of both directions'
+    // data->ACK medians, each measured from the capture point to one end and back.
+    let path_ns = sender.rtt.median_ns + receiver.rtt.median_ns;
+    let rtt_s = (sender.rtt.samples + receiver.rtt.samples > 0 && path_ns > 0)
+        .then(|| path_ns as f64 / 1e9);
     if let Some(rtt) = rtt_s {
         if receiver.window_max_bytes > 0 {
             d.window_ceiling_bps = Some(receiver.window_max_bytes as f64 * 8.0 / rtt);

@@ -1,6 +1,8 @@
 //! A compact log-linear histogram of RTT samples: 16 sub-buckets per power of two (at most
-//! 4.4 % relative error), 1 µs to ~18 min, 2.5 KiB per direction, allocated on first use.
-//! The layout is the HDR histogram's idea (Gil Tene, HdrHistogram) at a fixed precision.
+//! 4.4 % relative error), 1 µs to ~18 min, 2.5 KiB per direction. The layout is the HDR
+//! histogram's idea (Gil Tene, HdrHistogram) at a fixed precision. The first
+//! [`EXACT_SAMPLES`] samples are kept exactly and the histogram is allocated only past them,
+//! so the many short connections of a busy capture cost a few hundred bytes each.
 
 use serde::Serialize;
 
@@ -10,6 +12,8 @@ const SUB: usize = 1 << SUB_BITS;
 const MIN_EXP: u32 = 10;
 const MAX_EXP: u32 = 50;
 const BUCKETS: usize = ((MAX_EXP - MIN_EXP + 1) as usize) * SUB;
+/// Samples kept exactly before the histogram is allocated.
+pub const EXACT_SAMPLES: usize = 32;
 
 /// RTT statistics of one direction.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -31,6 +35,7 @@ pub struct RttSummary {
 /// Recorder of RTT samples.
 #[derive(Debug, Clone, Default)]
 pub struct RttHistogram {
+    exact: Vec<u64>,
     counts: Option<Box<[u32; BUCKETS]>>,
     n: u64,
     min: u64,
@@ -60,9 +65,16 @@ fn bucket_value(i: usize) -> u64 {
 impl RttHistogram {
     /// Records one sample in nanoseconds.
     pub fn record(&mut self, ns: u64) {
-        let c = self.counts.get_or_insert_with(|| Box::new([0; BUCKETS]));
-        let b = bucket(ns).min(BUCKETS - 1);
-        c[b] = c[b].saturating_add(1);
+        if self.counts.is_none() && self.exact.len() < EXACT_SAMPLES {
+            self.exact.push(ns);
+        } else {
+            let c = self.counts.get_or_insert_with(|| Box::new([0; BUCKETS]));
+            for v in self.exact.drain(..).chain([ns]) {
+                let b = bucket(v).min(BUCKETS - 1);
+                c[b] = c[b].saturating_add(1);
+            }
+            self.exact = Vec::new();
+        }
         if self.n == 0 || ns < self.min {
             self.min = ns;
         }
@@ -82,6 +94,12 @@ impl RttHistogram {
     }
 
     fn quantile(&self, q: f64) -> u64 {
+        if self.counts.is_none() {
+            let mut v = self.exact.clone();
+            v.sort_unstable();
+            let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len().max(1));
+            return v.get(rank - 1).copied().unwrap_or(0);
+        }
         let Some(c) = &self.counts else { return 0 };
         let total: u64 = c.iter().map(|&x| u64::from(x)).sum();
         let rank = ((q * total as f64).ceil() as u64).max(1);
@@ -132,5 +150,15 @@ mod tests {
         h.record(0);
         h.record(u64::MAX);
         assert_eq!(h.summary().max_ns, u64::MAX);
+        // few samples: exact
+        let mut h = RttHistogram::default();
+        for v in [5, 1, 4, 2, 3] {
+            h.record(v * 1_000_000);
+        }
+        let s = h.summary();
+        assert_eq!(
+            (s.median_ns, s.p95_ns, s.min_ns),
+            (3_000_000, 5_000_000, 1_000_000)
+        );
     }
 }

@@ -6,6 +6,7 @@ pub mod host;
 pub mod io;
 pub mod lab;
 pub mod net;
+pub mod report;
 pub mod results;
 pub mod run;
 pub mod server;

@@ -29,6 +29,30 @@ pub enum ResultsCommand {
         json: bool,
     },
     /// Statistics over the repetitions of each step and cell of one experiment.
+    /// Export an experiment to CSV, JSON, XLSX (one sheet per test) or HTML.
+    Export {
+        /// Experiment id, or `latest`.
+        #[arg(default_value = "latest")]
+        experiment: String,
+        /// Output file.
+        #[arg(short = 'o', long)]
+        output: PathBuf,
+        /// csv, json, xlsx or html; default: from the output's extension.
+        #[arg(long)]
+        format: Option<String>,
+    },
+    /// Compare two experiments: per step and parameters, the ratio of means B/A with its
+    /// 95 % interval.
+    Compare {
+        /// Experiment A (the baseline).
+        a: String,
+        /// Experiment B.
+        b: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Statistics over the repetitions of each step and cell of one experiment.
     Show {
         /// Experiment id, or `latest`.
         #[arg(default_value = "latest")]
@@ -119,6 +143,27 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
             print!("{}", t.render());
             Ok(())
         }
+        ResultsCommand::Export {
+            experiment,
+            output,
+            format,
+        } => {
+            let format = match format {
+                Some(f) => f,
+                None => nsperf_report::format_of_path(&output)
+                    .ok_or_else(|| {
+                        crate::exit::usage(format!(
+                            "cannot tell the format of {} (give --format csv|json|xlsx|html)",
+                            output.display()
+                        ))
+                    })?
+                    .to_string(),
+            };
+            crate::cmd::report::export_to(&store, &experiment, &format, &output)?;
+            println!("wrote {}", output.display());
+            Ok(())
+        }
+        ResultsCommand::Compare { a, b, json } => compare(&store, &a, &b, json),
         ResultsCommand::Show {
             experiment,
             json,
@@ -223,6 +268,91 @@ pub fn print_stats(store: &Store, id: i64) -> anyhow::Result<()> {
                 .map(|r| format!("#{r}"))
                 .collect::<Vec<_>>()
                 .join(" "),
+        ]);
+    }
+    print!("{}", t.render());
+    Ok(())
+}
+
+/// Compares the groups of two experiments that have the same step, parameters and phase.
+fn compare(store: &Store, a: &str, b: &str, json: bool) -> anyhow::Result<()> {
+    let ea = store.experiment(a)?;
+    let eb = store.experiment(b)?;
+    let ra = store.runs(ea.id)?;
+    let rb = store.runs(eb.id)?;
+    let ga = group_stats(&ra, &|id| store.series(id).unwrap_or_default());
+    let gb = group_stats(&rb, &|id| store.series(id).unwrap_or_default());
+    let values = |rs: &[nsperf_plan::store::RunRecord], ids: &[i64]| -> Vec<f64> {
+        rs.iter()
+            .filter(|r| ids.contains(&r.id))
+            .filter_map(|r| r.value)
+            .collect()
+    };
+    let mut rows = Vec::new();
+    for x in &ga {
+        let Some(y) = gb.iter().find(|y| {
+            y.step == x.step && y.params == x.params && y.phase == x.phase && y.metric == x.metric
+        }) else {
+            continue;
+        };
+        let Some(r) =
+            nsperf_plan::stats::compare(&values(&ra, &x.run_ids), &values(&rb, &y.run_ids))
+        else {
+            continue;
+        };
+        rows.push((x, y, r));
+    }
+    if json {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|(x, y, r)| {
+                serde_json::json!({
+                    "step": x.step, "params": x.params, "phase": x.phase, "metric": x.metric,
+                    "mean_a": x.summary.mean, "mean_b": y.summary.mean,
+                    "ratio": r.ratio, "ratio_ci95_lo": r.lo, "ratio_ci95_hi": r.hi,
+                })
+            })
+            .collect();
+        return print_json(&serde_json::json!({"a": ea.id, "b": eb.id, "comparisons": v}));
+    }
+    if rows.is_empty() {
+        println!(
+            "experiments {} and {} have no step, parameters and phase in common",
+            ea.id, eb.id
+        );
+        return Ok(());
+    }
+    println!(
+        "B/A: experiment {} ({}) against experiment {} ({})",
+        eb.id, eb.plan_name, ea.id, ea.plan_name
+    );
+    let mut t = Table::new([
+        "step",
+        "parameters",
+        "phase",
+        "mean A",
+        "mean B",
+        "B/A",
+        "95% CI",
+    ]);
+    for (x, y, r) in &rows {
+        let params = if x.params.is_empty() {
+            "-".to_string()
+        } else {
+            x.params
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        t.row([
+            x.step.clone(),
+            params,
+            x.phase.clone(),
+            format_metric(&x.metric, x.summary.mean),
+            format_metric(&y.metric, y.summary.mean),
+            format!("{:.3}", r.ratio),
+            format!("{:.3} .. {:.3}", r.lo, r.hi),
         ]);
     }
     print!("{}", t.render());

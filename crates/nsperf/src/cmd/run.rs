@@ -27,6 +27,12 @@ pub struct RunArgs {
     /// Complete the latest unfinished experiment of this plan: only its missing runs.
     #[arg(long)]
     pub resume: bool,
+    /// Where to write the HTML report of the experiment when the plan has run.
+    #[arg(long, default_value = "nsperf-report.html")]
+    pub report: PathBuf,
+    /// Write no report.
+    #[arg(long)]
+    pub no_report: bool,
     /// Check the plan and print what it would run, then stop.
     #[arg(long)]
     pub dry_run: bool,
@@ -71,13 +77,14 @@ impl CliProgress {
     }
 }
 
-fn describe(key: &RunKey) -> String {
+fn describe(key: &RunKey, params: &str) -> String {
     let phase = if key.phase.as_str() == "-" {
         String::new()
     } else {
         format!(" {}", key.phase.as_str())
     };
-    format!("{} [{}]{} #{}", key.step, key.cell, phase, key.repetition)
+    let params = if params.is_empty() { "-" } else { params };
+    format!("{} [{params}]{phase} #{}", key.step, key.repetition)
 }
 
 impl Progress for CliProgress {
@@ -97,13 +104,13 @@ impl Progress for CliProgress {
         self.line(&format!("experiment {experiment}: {total} runs{resumed}"));
     }
 
-    fn run_start(&mut self, key: &RunKey, _kind: &str) {
+    fn run_start(&mut self, key: &RunKey, params: &str) {
         if let Some(b) = &self.bar {
-            b.set_message(describe(key));
+            b.set_message(describe(key, params));
         }
     }
 
-    fn run_end(&mut self, key: &RunKey, status: RunStatus, outcome: &str) {
+    fn run_end(&mut self, key: &RunKey, params: &str, status: RunStatus, outcome: &str) {
         self.pos += 1;
         let tag = match status {
             RunStatus::Ok => "",
@@ -114,7 +121,7 @@ impl Progress for CliProgress {
             "[{}/{}] {}: {tag}{outcome}",
             self.pos,
             self.total,
-            describe(key)
+            describe(key, params)
         ));
         if let Some(b) = &self.bar {
             b.inc(1);
@@ -176,8 +183,24 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         },
         &mut progress,
     )?;
+    let report = (!args.no_report).then(|| {
+        crate::cmd::report::export_to(
+            &store,
+            &summary.experiment.to_string(),
+            "html",
+            &args.report,
+        )
+    });
+    if let Some(Err(e)) = &report {
+        eprintln!("nsperf: the report could not be written: {e:#}");
+    }
+    let report_path = match &report {
+        Some(Ok(())) => Some(args.report.display().to_string()),
+        _ => None,
+    };
     if args.json {
         print_json(&serde_json::json!({
+            "report": report_path,
             "experiment": summary.experiment,
             "db": args.db.display().to_string(),
             "measured": summary.measured,
@@ -205,6 +228,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         }
         println!();
         crate::cmd::results::print_stats(&store, summary.experiment)?;
+        if let Some(p) = &report_path {
+            println!("\nreport: {p}");
+        }
     }
     if summary.interrupted {
         return Err(crate::exit::classified(

@@ -351,6 +351,20 @@ fn detail(c: &TcpConnection) -> String {
             }),
         ),
         (
+            "RTT from timestamps min / median".into(),
+            Box::new(|d| {
+                if d.rtt_timestamps.samples == 0 {
+                    "-".into()
+                } else {
+                    format!(
+                        "{} / {}",
+                        ms(d.rtt_timestamps.min_ns),
+                        ms(d.rtt_timestamps.median_ns)
+                    )
+                }
+            }),
+        ),
+        (
             "goodput".into(),
             Box::new(|d| BitRate(d.goodput_bps).to_string()),
         ),

@@ -1,0 +1,55 @@
+//! `nsperf report EXP -o report.html`: the self-contained HTML report of an experiment (or
+//! any other export format, chosen by the file's extension).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args;
+use nsperf_plan::Store;
+use nsperf_report::ExperimentData;
+
+/// Arguments of `nsperf report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Experiment id, or `latest`.
+    #[arg(default_value = "latest")]
+    pub experiment: String,
+    /// Output file; the format follows its extension (.html, .csv, .json, .xlsx).
+    #[arg(short = 'o', long, default_value = "nsperf-report.html")]
+    pub output: PathBuf,
+    /// Result store (SQLite).
+    #[arg(long, default_value = "nsperf-results.db")]
+    pub db: PathBuf,
+}
+
+/// Writes experiment `which` of `store` to `path` in `format`.
+pub fn export_to(store: &Store, which: &str, format: &str, path: &Path) -> anyhow::Result<()> {
+    let exporter = nsperf_report::exporter(format)?;
+    let data = ExperimentData::load(store, which)?;
+    let bytes = exporter.export(&data)?;
+    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// Opens an existing store (an input error when there is none).
+pub fn open_store(db: &Path) -> anyhow::Result<Store> {
+    if !db.exists() {
+        return Err(crate::exit::classified(
+            nsperf_core::Failure::Input,
+            format!(
+                "no result store at {} (run `nsperf run` first, or give --db)",
+                db.display()
+            ),
+        ));
+    }
+    Ok(Store::open(db)?)
+}
+
+/// Runs `nsperf report`.
+pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+    let store = open_store(&args.db)?;
+    let format = nsperf_report::format_of_path(&args.output).unwrap_or("html");
+    export_to(&store, &args.experiment, format, &args.output)?;
+    println!("wrote {}", args.output.display());
+    Ok(())
+}
