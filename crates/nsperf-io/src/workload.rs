@@ -216,8 +216,9 @@ impl OpStream {
     /// The next op: direction and byte offset. Wraps around after a full pass.
     #[inline]
     pub fn next_op(&mut self) -> (OpKind, u64) {
-        let i = self.i % self.blocks;
-        self.i += 1;
+        // `i` counts within the pass and wraps without a division on the per-op path.
+        let i = self.i;
+        self.i = if i + 1 == self.blocks { 0 } else { i + 1 };
         let block = match &mut self.order {
             Order::Forward => i,
             Order::Backward => self.blocks - 1 - i,

@@ -285,10 +285,14 @@ pub fn run(
                     let per = Duration::from_nanos(p2.duration_ns / sizes.len().max(1) as u64)
                         .max(Duration::from_millis(20));
                     let r = crate::rr::sweep(&s, &sizes, per, &ctl, |pt| {
-                        meter.messages.fetch_add(pt.round_trips, Ordering::Relaxed);
+                        // The untimed warm-up round trip of each size moved bytes too.
                         meter
-                            .bytes
-                            .fetch_add(pt.round_trips * pt.size_bytes as u64, Ordering::Relaxed);
+                            .messages
+                            .fetch_add(pt.round_trips + 1, Ordering::Relaxed);
+                        meter.bytes.fetch_add(
+                            (pt.round_trips + 1) * pt.size_bytes as u64,
+                            Ordering::Relaxed,
+                        );
                     });
                     match r {
                         Ok(v) => {
@@ -316,18 +320,18 @@ pub fn run(
     let sending_flags: Vec<bool> = rec.meters().iter().map(|m| m.sending).collect();
     let mut prev_msgs = vec![0u64; n as usize];
     let mut interrupted = false;
-    loop {
-        let now = Instant::now();
-        let elapsed = now - rec.start();
-        if now >= next_tick || (stopped && rec.all_done()) {
-            let (mark, bytes) = rec.tick();
+    let total_s = if by_time { total.as_secs_f64() } else { 0.0 };
+    // Closes an interval and shows it.
+    let mut emit =
+        |rec: &mut Recorder, end: Instant, on_interval: &mut dyn FnMut(&LiveInterval)| {
+            let (mark, bytes) = rec.tick_at(end);
             let msgs: Vec<u64> = rec
                 .meters()
                 .iter()
                 .zip(prev_msgs.iter_mut())
                 .map(|(m, prev)| {
                     let v = m.messages.load(Ordering::Relaxed);
-                    let d = v - *prev;
+                    let d = v.saturating_sub(*prev);
                     *prev = v;
                     d
                 })
@@ -338,14 +342,30 @@ pub fn run(
                 stream_bytes: bytes,
                 stream_sending: sending_flags.clone(),
                 stream_messages: msgs,
-                total_s: if by_time { total.as_secs_f64() } else { 0.0 },
+                total_s,
             });
+        };
+    loop {
+        let now = Instant::now();
+        let elapsed = now - rec.start();
+        if stopped {
+            if rec.all_done() {
+                // The last interval ends when the last data moved.
+                let end = rec.last_activity().max(stop_at.unwrap_or(now));
+                emit(&mut rec, end, &mut on_interval);
+                break;
+            }
+            if stop_at.is_some_and(|t| t.elapsed() > Duration::from_secs(15)) {
+                ctl.abort.store(true, Ordering::Release);
+            }
+            std::thread::sleep(Duration::from_millis(2));
+            continue;
+        }
+        if now >= next_tick {
+            emit(&mut rec, now, &mut on_interval);
             next_tick += interval;
             if next_tick < now {
                 next_tick = now + interval;
-            }
-            if stopped && rec.all_done() {
-                break;
             }
         }
         let local_senders_done = rec
@@ -357,38 +377,26 @@ pub fn run(
         } else {
             elapsed >= hard_end
         };
-        let all_local_done = rec.all_done();
-        if !stopped
-            && (time_up
-                || all_local_done
-                || (p.bytes > 0
-                    && p.mode == Mode::Stream
-                    && local_senders_done
-                    && sending_flags.iter().all(|&s| s)))
-        {
+        let bytes_sent = p.bytes > 0
+            && p.mode == Mode::Stream
+            && local_senders_done
+            && sending_flags.iter().all(|&s| s);
+        let sig = nsperf_core::signal::interrupted();
+        if time_up || rec.all_done() || bytes_sent || sig {
+            interrupted = sig;
             ctl.stop.store(true, Ordering::Release);
             let m = session.stop();
-            conn.send(&m)
-                .map_err(|e| NetError::Control(e.to_string()))?;
+            let sent = conn.send(&m);
+            if !sig {
+                sent.map_err(|e| NetError::Control(e.to_string()))?;
+            }
             stopped = true;
             stop_at = Some(Instant::now());
-        }
-        if nsperf_core::signal::interrupted() && !stopped {
-            interrupted = true;
-            ctl.stop.store(true, Ordering::Release);
-            let m = session.stop();
-            let _ = conn.send(&m);
-            stopped = true;
-            stop_at = Some(Instant::now());
-        }
-        if let Some(t) = stop_at
-            && t.elapsed() > Duration::from_secs(15)
-        {
-            ctl.abort.store(true, Ordering::Release);
+            continue;
         }
         let wait = next_tick
             .saturating_duration_since(Instant::now())
-            .min(Duration::from_millis(if stopped { 2 } else { 50 }));
+            .min(Duration::from_millis(50));
         std::thread::sleep(wait);
     }
     let mut rr: Option<LatencyHistogram> = None;
@@ -400,7 +408,7 @@ pub fn run(
             }
         }
     }
-    let client = rec.finish();
+    let client = rec.finish(p.interval_ns as f64 / 1e9 / 4.0);
     // The server's results.
     let server = loop {
         let m = recv_msg(&mut conn, Duration::from_secs(30), "the results")?;

@@ -1,6 +1,8 @@
 //! What the figures of a `net` run mean, in plain sentences with their figures. Each rule is
 //! a pure function of recorded measurements, unit-tested on fixed samples.
 
+#[cfg(test)]
+use nsperf_core::cpu::{CoreUsage, CpuSample};
 use nsperf_core::report::{Finding, Severity, cpu_bound_finding};
 use nsperf_core::units::{BitRate, Bytes};
 
@@ -12,7 +14,7 @@ use crate::results::SweepPoint;
 pub fn all(run: &ClientRun, s: &NetSummary) -> Vec<Finding> {
     let mut v = Vec::new();
     for side in [&run.client, &run.server] {
-        if let Some(f) = cpu_bound_finding(&side.role, &side.cpu, 95.0, 0.5) {
+        if let Some(f) = cpu_bound(&side.role, &side.cpu) {
             v.push(f);
         }
     }
@@ -34,6 +36,17 @@ pub fn all(run: &ClientRun, s: &NetSummary) -> Vec<Finding> {
     v
 }
 
+/// A saturated core counts only when nsperf itself used at least half a core on that end:
+/// a core kept busy by other work is reported by `nsperf host`, not blamed on the test.
+pub fn cpu_bound(role: &str, samples: &[nsperf_core::cpu::CpuSample]) -> Option<Finding> {
+    let own: Vec<f64> = samples.iter().map(|s| s.process_pct).collect();
+    let own_mean = nsperf_core::stats::mean(&own)?;
+    if own_mean < 50.0 {
+        return None;
+    }
+    cpu_bound_finding(role, samples, 95.0, 0.5).map(|f| f.with("process_pct", own_mean))
+}
+
 /// The window/RTT ceiling: a sender cannot have more than one window in flight per round
 /// trip. `window` is the `-w` request (the kernel doubles it for bookkeeping and advertises
 /// about the requested size), else half the receive buffer granted.
@@ -42,10 +55,10 @@ pub fn window_limited(name: &str, d: &DirectionSummary, requested: Option<u64>) 
     if rtt_us < 500.0 {
         return None;
     }
-    let window = requested.unwrap_or(d.receiver_rcvbuf_bytes / 2).min(
-        // The sender's buffer caps the bytes in flight too.
-        requested.unwrap_or(d.sender_sndbuf_bytes / 2).max(1),
-    );
+    // The window actually advertised when the kernel tells it, else the request, else half
+    // the receive buffer granted (the kernel keeps the other half for its bookkeeping).
+    let buffer = requested.unwrap_or(d.receiver_rcvbuf_bytes / 2);
+    let window = d.peer_window_bytes.filter(|&w| w > 0).unwrap_or(buffer);
     if window == 0 {
         return None;
     }
@@ -56,14 +69,22 @@ pub fn window_limited(name: &str, d: &DirectionSummary, requested: Option<u64>) 
     if !(near_ceiling || rwnd >= 50.0) {
         return None;
     }
+    let what = match requested {
+        Some(w) => format!("socket buffer {} (-w)", Bytes(w)),
+        None => format!(
+            "receive buffer {} (autotuned)",
+            Bytes(d.receiver_rcvbuf_bytes)
+        ),
+    };
     Some(
         Finding::new(
             "window_limited",
             Severity::Limit,
             format!(
-                "{name}: socket buffer {} at {:.1} ms RTT: window-limited to {} (window / RTT); \
-                 measured {}; receive-window-limited {:.0} % of the busy time. Going faster \
-                 needs a buffer of one bandwidth-delay product (e.g. 1 Gbit/s × {:.1} ms = {})",
+                "{name}: {what}, advertised window {} at {:.1} ms RTT: window-limited to {} \
+                 (window / RTT); measured {}; receive-window-limited {:.0} % of the busy time. \
+                 Going faster needs a buffer of one bandwidth-delay product (e.g. 1 Gbit/s × \
+                 {:.1} ms = {})",
                 Bytes(window),
                 rtt_us / 1e3,
                 BitRate(ceiling),
@@ -74,6 +95,7 @@ pub fn window_limited(name: &str, d: &DirectionSummary, requested: Option<u64>) 
             ),
         )
         .with("window_bytes", window as f64)
+        .with("buffer_bytes", buffer as f64)
         .with("rtt_us", rtt_us)
         .with("ceiling_bps", ceiling)
         .with("throughput_bps", d.throughput_bps)
@@ -252,6 +274,22 @@ mod tests {
         let f = sweep_saturation(&pts).unwrap();
         assert_eq!(f.evidence["knee_bytes"], 65536.0);
         assert!(f.message.contains("16 KiB messages get"), "{}", f.message);
+    }
+
+    #[test]
+    fn busy_core_blamed_only_when_nsperf_used_it() {
+        let sample = |own: f64| CpuSample {
+            per_core: vec![CoreUsage {
+                core: 0,
+                busy_pct: 99.0,
+                ..Default::default()
+            }],
+            process_pct: own,
+        };
+        let others: Vec<CpuSample> = (0..5).map(|_| sample(3.0)).collect();
+        assert!(cpu_bound("client", &others).is_none());
+        let ours: Vec<CpuSample> = (0..5).map(|_| sample(97.0)).collect();
+        assert_eq!(cpu_bound("client", &ours).unwrap().id, "cpu_bound");
     }
 
     #[test]

@@ -8,8 +8,15 @@ use std::net::{TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::Mutex;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
+
+/// A process-wide reference instant, so threads can store times in an atomic.
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
 
 use nsperf_core::cpu::CpuSampler;
 
@@ -60,6 +67,8 @@ pub struct StreamMeter {
     pub error: Mutex<Option<String>>,
     /// The socket.
     pub socket: StreamSocket,
+    /// When data last moved, ns since the process epoch (see [`StreamMeter::touch`]).
+    pub last_active_ns: AtomicU64,
 }
 
 impl StreamMeter {
@@ -74,11 +83,23 @@ impl StreamMeter {
             done: AtomicBool::new(false),
             error: Mutex::new(None),
             socket,
+            last_active_ns: AtomicU64::new(0),
         })
+    }
+
+    /// Records that data moved now (a UDP receiver calls it per batch; every other data
+    /// thread is stamped when it finishes).
+    pub fn touch(&self) {
+        let ns = epoch().elapsed().as_nanos() as u64;
+        self.last_active_ns.store(ns.max(1), Ordering::Relaxed);
     }
 
     /// Marks the stream finished, with an error if it failed.
     pub fn finish(&self, error: Option<String>) {
+        // A UDP receiver ends an idle drain after its last datagram: keep that time.
+        if self.sending || !matches!(self.socket, StreamSocket::Udp(_)) {
+            self.touch();
+        }
         if let Some(e) = error
             && let Ok(mut g) = self.error.lock()
         {
@@ -157,6 +178,7 @@ pub struct Recorder {
 impl Recorder {
     /// Starts the clock of this end now.
     pub fn new(role: &str, meters: Vec<Arc<StreamMeter>>) -> Self {
+        let _ = epoch();
         let now = Instant::now();
         let records = meters.iter().map(|m| m.record()).collect();
         Recorder {
@@ -194,9 +216,30 @@ impl Recorder {
         self.meters.iter().all(|m| m.done.load(Ordering::Acquire))
     }
 
+    /// When data last moved on any stream (the recorder's start if never).
+    pub fn last_activity(&self) -> Instant {
+        let ns = self
+            .meters
+            .iter()
+            .map(|m| m.last_active_ns.load(Ordering::Relaxed))
+            .max()
+            .unwrap_or(0);
+        if ns == 0 {
+            self.start
+        } else {
+            (epoch() + std::time::Duration::from_nanos(ns)).max(self.start)
+        }
+    }
+
     /// Closes the current interval now; returns its mark and the bytes per stream in it.
     pub fn tick(&mut self) -> (IntervalMark, Vec<u64>) {
-        let now = Instant::now();
+        self.tick_at(Instant::now())
+    }
+
+    /// Closes the last interval at `end` (when the data stopped moving, which may be before
+    /// now: a receiver waits out an idle drain). Counters are read now.
+    pub fn tick_at(&mut self, end: Instant) -> (IntervalMark, Vec<u64>) {
+        let now = end.max(self.last);
         let length_s = (now - self.last).as_secs_f64();
         let mark = IntervalMark {
             start_s: (self.last - self.start).as_secs_f64(),
@@ -216,8 +259,22 @@ impl Recorder {
         (mark, deltas)
     }
 
-    /// The results of this end (call after the last tick).
-    pub fn finish(mut self) -> SideResults {
+    /// The results of this end (call after the last tick). A last interval shorter than
+    /// `min_tail_s` (the drain after the stop) is folded into the one before, so tables do
+    /// not end with a sliver; the byte counters are cumulative, so nothing is lost.
+    pub fn finish(mut self, min_tail_s: f64) -> SideResults {
+        let n = self.results.intervals.len();
+        if n >= 2 && self.results.intervals[n - 1].length_s < min_tail_s {
+            let tail = self.results.intervals.pop().expect("n >= 2");
+            self.results.intervals[n - 2].length_s += tail.length_s;
+            self.results.cpu.pop();
+            for rec in &mut self.records {
+                if rec.samples.len() == n {
+                    let last = rec.samples.pop().expect("n >= 2");
+                    rec.samples[n - 2] = last;
+                }
+            }
+        }
         for (m, rec) in self.meters.iter().zip(self.records.iter_mut()) {
             let fresh = m.record();
             rec.error = fresh.error;

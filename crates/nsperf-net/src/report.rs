@@ -76,6 +76,9 @@ pub struct DirectionSummary {
     pub sender_sndbuf_bytes: u64,
     /// Receive buffer granted on the receiver (kernel's figure, doubled).
     pub receiver_rcvbuf_bytes: u64,
+    /// Mean receive window the receiver advertised, as the sender saw it (`TCP_INFO`
+    /// `snd_wnd`, kernel 5.4+).
+    pub peer_window_bytes: Option<u64>,
     /// Share of busy time the sender was limited by the receive window, % (kernel 4.9+).
     pub rwnd_limited_pct: Option<f64>,
     /// Share of busy time the sender was limited by its send buffer, %.
@@ -320,6 +323,16 @@ fn direction(
         }
     }
     let pct = |x: u64| (busy > 0).then(|| 100.0 * x as f64 / busy as f64);
+    let wnds: Vec<f64> = pairs
+        .iter()
+        .flat_map(|(tx, _)| {
+            tx.samples
+                .iter()
+                .filter_map(|s| s.tcp)
+                .map(|t| t.snd_wnd_bytes as f64)
+        })
+        .filter(|&w| w > 0.0)
+        .collect();
     DirectionSummary {
         throughput_bps: s.sustained_mean,
         mean_bps: s.mean,
@@ -342,6 +355,7 @@ fn direction(
             .map(|(_, rx)| rx.rcvbuf_bytes)
             .max()
             .unwrap_or(0),
+        peer_window_bytes: nsperf_core::stats::mean(&wnds).map(|w| w as u64),
         rwnd_limited_pct: pct(rwnd),
         sndbuf_limited_pct: pct(sndbuf),
     }

@@ -446,7 +446,7 @@ fn run_and_report(
     let mut stop_at: Option<Instant> = None;
     loop {
         let now = Instant::now();
-        if now >= next_tick {
+        if now >= next_tick && stop_at.is_none() {
             rec.tick();
             next_tick += interval;
             if next_tick < now {
@@ -483,9 +483,9 @@ fn run_and_report(
             Ok(None) => {}
             Ok(Some(m)) => match session.on_msg(m) {
                 Ok(actions) => {
-                    if actions.contains(&ServerAction::Stop) {
+                    if actions.contains(&ServerAction::Stop) && stop_at.is_none() {
                         ctl.stop.store(true, Ordering::Release);
-                        stop_at.get_or_insert_with(Instant::now);
+                        stop_at = Some(Instant::now());
                     }
                 }
                 Err(e) => {
@@ -506,11 +506,16 @@ fn run_and_report(
             return Err("server interrupted".into());
         }
     }
-    rec.tick();
     for h in handles {
         let _ = h.join();
     }
-    let results = rec.finish();
+    // The last interval ends when the last data moved (the end of stream, or a UDP
+    // receiver's last datagram before its idle drain).
+    let end = rec
+        .last_activity()
+        .max(stop_at.unwrap_or_else(Instant::now));
+    rec.tick_at(end);
+    let results = rec.finish(p.interval_ns as f64 / 1e9 / 4.0);
     let msg = session.finish(results);
     conn.send(&msg).map_err(|e| e.to_string())
 }

@@ -553,6 +553,7 @@ fn receive_loop(
             }
         }
         meter.bytes.store(bytes, Ordering::Relaxed);
+        meter.touch();
         let u = &meter.udp;
         u.datagrams.store(t.received, Ordering::Relaxed);
         u.expected.store(t.expected, Ordering::Relaxed);

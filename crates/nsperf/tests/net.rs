@@ -524,3 +524,83 @@ fn across_two_namespaces_over_veth() {
     let j = client(&["--sweep", "1..64k", "-t", "1"]);
     assert!(!summary(&j)["sweep"].as_array().unwrap().is_empty());
 }
+
+/// Removes the lab when dropped, even when the test fails.
+struct LabGuard(String);
+
+impl Drop for LabGuard {
+    fn drop(&mut self) {
+        let _ = nsperf(["lab", "down", &self.0])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// End to end over the lab's emulated T3 (45 Mbit/s, 50 ms RTT): a 64 KiB socket buffer
+/// caps TCP near 64 KiB / 50 ms = 10.5 Mbit/s, and the report says so.
+#[test]
+fn window_limited_finding_over_emulated_wan() {
+    if !require_root("window-limited lab test") || !require_program("ip", "window-limited lab test")
+    {
+        return;
+    }
+    let name = format!("nw{}", std::process::id() % 1_000_000);
+    run(&[
+        "lab", "up", &name, "--sites", "a,b", "--rate", "45mbit", "--rtt", "50ms",
+    ])
+    .ok();
+    let _lab = LabGuard(name.clone());
+    let srv = nsperf([
+        "lab",
+        "exec",
+        &name,
+        "b",
+        "--",
+        nsperf_bin(),
+        "server",
+        "--one-off",
+        "-q",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let _srv = KillOnDrop(srv);
+    std::thread::sleep(Duration::from_millis(500));
+    let r = run(&[
+        "lab",
+        "exec",
+        &name,
+        "a",
+        "--",
+        nsperf_bin(),
+        "net",
+        "10.77.0.2",
+        "-t",
+        "4",
+        "-O",
+        "1",
+        "-w",
+        "64k",
+        "--json",
+    ])
+    .ok();
+    let j = r.json();
+    let s = summary(&j);
+    let bps = s["throughput_bps"].as_f64().unwrap();
+    assert!(
+        bps > 4e6 && bps < 14e6,
+        "expected about 10.5 Mbit/s, got {bps}"
+    );
+    let f = j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "window_limited")
+        .unwrap_or_else(|| panic!("no window_limited finding: {}", j["findings"]))
+        .clone();
+    let rtt_us = f["evidence"]["rtt_us"].as_f64().unwrap();
+    assert!((45_000.0..80_000.0).contains(&rtt_us), "{f}");
+    assert!(f["message"].as_str().unwrap().contains("64 KiB"), "{f}");
+}

@@ -374,27 +374,16 @@ fn describe(r: &NetReport) -> String {
     )
 }
 
-fn interval_row(i: &NetInterval) -> Vec<String> {
-    vec![
-        format!("{:.2}-{:.2}", i.start_s, i.start_s + i.length_s),
-        i.direction.clone(),
-        Bytes(i.received_bytes).to_string(),
-        BitRate(i.throughput_bps).to_string(),
-        i.retransmits.map(|r| r.to_string()).unwrap_or_default(),
-        i.messages.map(|m| m.to_string()).unwrap_or_default(),
-    ]
-}
-
 fn print_human(r: &NetReport) {
     println!("{}", describe(r));
     println!();
     let s = &r.summary;
     let p = &r.spec.params;
     if let Mode::Sweep { .. } = p.mode {
-        let mut t = Table::new(["message", "round trips", "RTT p50", "throughput"]);
+        let mut t = Table::new(["message bytes", "round trips", "RTT p50", "throughput"]);
         for pt in &s.sweep {
             t.row([
-                Bytes(pt.size_bytes as u64).to_string(),
+                pt.size_bytes.to_string(),
                 pt.round_trips.to_string(),
                 format!("{:.1} µs", pt.rtt_p50_ns as f64 / 1e3),
                 BitRate(pt.throughput_bps).to_string(),
@@ -402,21 +391,58 @@ fn print_human(r: &NetReport) {
         }
         print!("{}", t.render());
     } else {
-        let mut t = Table::new([
-            "interval s",
-            "dir",
-            "received",
-            "throughput",
-            "retr",
-            "msgs",
-        ]);
-        for i in r.intervals.iter().filter(|i| i.stream.is_none()) {
-            t.row(interval_row(i));
+        let aggs: Vec<&NetInterval> = r.intervals.iter().filter(|i| i.stream.is_none()).collect();
+        let udp = p.protocol == Protocol::Udp;
+        let msgs = aggs.iter().any(|i| i.messages.is_some());
+        let mut head = vec!["interval s", "dir", "received", "throughput"];
+        head.push(if udp { "lost" } else { "retr" });
+        if msgs {
+            head.push(if udp { "datagrams" } else { "transactions" });
+        }
+        let mut t = Table::new(head);
+        for i in aggs {
+            let mut row = vec![
+                format!("{:.2}-{:.2}", i.start_s, i.start_s + i.length_s),
+                i.direction.clone(),
+                Bytes(i.received_bytes).to_string(),
+                BitRate(i.throughput_bps).to_string(),
+                if udp { i.lost } else { i.retransmits }
+                    .map(|r| r.to_string())
+                    .unwrap_or_default(),
+            ];
+            if msgs {
+                row.push(i.messages.map(|m| m.to_string()).unwrap_or_default());
+            }
+            t.row(row);
         }
         print!("{}", t.render());
     }
     println!();
     let mut t = Table::new(["summary", ""]);
+    let sweep = matches!(p.mode, Mode::Sweep { .. });
+    if !sweep {
+        throughput_rows(&mut t, r);
+    }
+    t.row([
+        "busiest core, mean".to_string(),
+        format!(
+            "client {:.0} % / server {:.0} %",
+            s.client_busiest_core_pct, s.server_busiest_core_pct
+        ),
+    ]);
+    print!("{}", t.render());
+    if !r.findings.is_empty() {
+        println!();
+        println!("findings:");
+        for f in &r.findings {
+            println!("  - {}", f.message);
+        }
+    }
+}
+
+fn throughput_rows(t: &mut Table, r: &NetReport) {
+    let s = &r.summary;
+    let p = &r.spec.params;
     t.row([
         "throughput (receiver, after warm-up)".to_string(),
         BitRate(s.throughput_bps).to_string(),
@@ -455,7 +481,11 @@ fn print_human(r: &NetReport) {
             if let Some(rtt) = d.rtt_mean_us {
                 t.row([
                     format!("{name} RTT (sender, mean)"),
-                    format!("{:.1} µs", rtt),
+                    if rtt >= 1000.0 {
+                        format!("{:.1} ms", rtt / 1e3)
+                    } else {
+                        format!("{rtt:.1} µs")
+                    },
                 ]);
             }
         }
@@ -498,20 +528,5 @@ fn print_human(r: &NetReport) {
             "jitter (RFC 3550)".to_string(),
             format!("{:.1} µs", u.jitter_ns / 1e3),
         ]);
-    }
-    t.row([
-        "busiest core, mean".to_string(),
-        format!(
-            "client {:.0} % / server {:.0} %",
-            s.client_busiest_core_pct, s.server_busiest_core_pct
-        ),
-    ]);
-    print!("{}", t.render());
-    if !r.findings.is_empty() {
-        println!();
-        println!("findings:");
-        for f in &r.findings {
-            println!("  - {}", f.message);
-        }
     }
 }

@@ -257,8 +257,9 @@ pub fn human(r: &IoReport) -> String {
         dur_ns(s.lat_max_ns as f64)
     );
     o += &format!(
-        "cpu       busiest core {:.0} %, nsperf {:.0} % of one core\n",
-        s.cpu_busiest_core_pct, s.cpu_process_pct
+        "cpu       {}; nsperf {:.0} % of one core\n",
+        per_core(&r.cpu),
+        s.cpu_process_pct
     );
     for f in &r.findings {
         o += &format!(
@@ -268,4 +269,23 @@ pub fn human(r: &IoReport) -> String {
         );
     }
     o
+}
+
+/// Time-weighted busy share of each core over the run: `cpu0 97 %, cpu1 12 %`.
+pub fn per_core(cpu: &[nsperf_core::report::CpuInterval]) -> String {
+    let mut acc: std::collections::BTreeMap<u32, (f64, f64)> = Default::default();
+    for c in cpu {
+        for core in &c.cpu.per_core {
+            let e = acc.entry(core.core).or_default();
+            e.0 += core.busy_pct * c.length_s;
+            e.1 += c.length_s;
+        }
+    }
+    if acc.is_empty() {
+        return "per core: not sampled".into();
+    }
+    acc.iter()
+        .map(|(k, (b, t))| format!("cpu{k} {:.0} %", if *t > 0.0 { b / t } else { 0.0 }))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
