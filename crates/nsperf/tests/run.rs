@@ -152,7 +152,7 @@ command = ["sh", "-c", "echo {{n}} >> {}; sleep 0.25"]
     );
     let db = dir.path().join("r.db");
     let db = db.to_str().unwrap();
-    let mut child = nsperf(["run", &plan, "--db", db, "-q"])
+    let mut child = nsperf(["run", &plan, "--db", db, "-q", "--no-report"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -187,9 +187,17 @@ command = ["sh", "-c", "echo {{n}} >> {}; sleep 0.25"]
     assert_eq!(before["experiment"]["status"], "running");
     let executed_before = std::fs::read_to_string(&log).unwrap().lines().count();
 
-    let r = run(&["run", &plan, "--db", db, "--resume", "--json"])
-        .ok()
-        .json();
+    let r = run(&[
+        "run",
+        &plan,
+        "--db",
+        db,
+        "--resume",
+        "--json",
+        "--no-report",
+    ])
+    .ok()
+    .json();
     assert_eq!(r["experiment"], 1, "resume continues the same experiment");
     assert_eq!(r["already_done"].as_u64().unwrap() as usize, stored);
     assert_eq!(r["measured"].as_u64().unwrap() as usize, 10 - stored);
