@@ -257,6 +257,13 @@ where
             .into_iter()
             .map(|plan| {
                 s.spawn(move || -> JobResult {
+                    // A private copy of the descriptor table: the kernel then looks the
+                    // file up without reference counting on every system call (as in a
+                    // single-threaded process), instead of sharing the table with the
+                    // monitor and main threads.
+                    // SAFETY: unshare(CLONE_FILES) only affects this thread's table; the
+                    // job's descriptors are open already and stay valid in the copy.
+                    unsafe { libc::unshare(libc::CLONE_FILES) };
                     let engine = make();
                     let mut pool = BufferPool::new(plan.bs, plan.depth, cfg.seed ^ plan.id as u64);
                     barrier.wait();

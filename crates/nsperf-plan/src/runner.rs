@@ -112,7 +112,8 @@ pub fn run_plan(
         }
     };
     // The lab, when a pending run needs it.
-    let mut lab_state: Option<Result<LinkSettings, String>> = None;
+    // The lab: its current link, or why it is not there (true: skipped, false: failed).
+    let mut lab_state: Option<Result<LinkSettings, (bool, String)>> = None;
     let lab = plan.lab.as_ref();
     if let Some(l) = lab
         && let Some((ci, _, _)) = pending.iter().find(|(ci, si, _)| needs_lab(plan, *ci, *si))
@@ -126,8 +127,8 @@ pub fn run_plan(
         ));
         lab_state = Some(match exec.lab_up(l, &link) {
             Ok(()) => Ok(link),
-            Err(ExecError::Skip(why)) => Err(format!("skipped: {why}")),
-            Err(e) => Err(format!("lab up failed: {e}")),
+            Err(ExecError::Skip(why)) => Err((true, why)),
+            Err(e) => Err((false, format!("lab up failed: {e}"))),
         });
     }
     let mut last_measured: Option<(usize, usize)> = None;
@@ -157,7 +158,8 @@ pub fn run_plan(
             let outcome = (|| -> Result<crate::exec::Measurement, ExecError> {
                 if needs_lab(plan, *ci, *si) {
                     match &mut lab_state {
-                        Some(Err(why)) => return Err(ExecError::Skip(format!("lab {why}"))),
+                        Some(Err((true, why))) => return Err(ExecError::Skip(why.clone())),
+                        Some(Err((false, why))) => return Err(ExecError::Other(why.clone())),
                         Some(Ok(cur)) => {
                             let want = cell.link.clone().unwrap_or_default();
                             if *cur != want {

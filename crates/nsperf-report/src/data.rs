@@ -39,6 +39,8 @@ pub struct ExperimentData {
     pub cpu: BTreeMap<i64, Vec<CpuRow>>,
     /// Plan context per statistics group (same order as `stats`).
     pub context: Vec<GroupContext>,
+    /// `nsperf trace --json` of the capture taken during a run, per run id.
+    pub traces: BTreeMap<i64, serde_json::Value>,
 }
 
 impl ExperimentData {
@@ -48,9 +50,15 @@ impl ExperimentData {
         let runs = store.runs(experiment.id)?;
         let mut series = BTreeMap::new();
         let mut cpu = BTreeMap::new();
+        let mut traces = BTreeMap::new();
         for r in &runs {
             series.insert(r.id, store.series(r.id)?);
             cpu.insert(r.id, store.cpu(r.id)?);
+            if let (_, Some(t)) = store.raw_json(r.id)?
+                && let Ok(v) = serde_json::from_str(&t)
+            {
+                traces.insert(r.id, v);
+            }
         }
         let stats = group_stats(&runs, &|id| series.get(&id).cloned().unwrap_or_default());
         let plan = Plan::parse(experiment.plan_toml.as_bytes()).ok();
@@ -62,6 +70,7 @@ impl ExperimentData {
             series,
             cpu,
             context,
+            traces,
         })
     }
 

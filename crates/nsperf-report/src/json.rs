@@ -25,6 +25,9 @@ impl Exporter for JsonExporter {
                 let mut v = serde_json::to_value(r).unwrap_or_default();
                 v["intervals"] = serde_json::to_value(data.series.get(&r.id)).unwrap_or_default();
                 v["cpu"] = serde_json::to_value(data.cpu.get(&r.id)).unwrap_or_default();
+                if let Some(t) = data.traces.get(&r.id) {
+                    v["trace"] = t.clone();
+                }
                 v
             })
             .collect();

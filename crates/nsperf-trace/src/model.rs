@@ -138,7 +138,8 @@ pub struct DirectionStats {
     pub sack_permitted: bool,
     /// Timestamps option in the SYN.
     pub timestamps: bool,
-    /// Smallest window advertised, bytes (scaled when the scale is known, else raw).
+    /// Smallest non-zero window advertised, bytes (scaled when the scale is known, else raw;
+    /// SYN windows count only when window scaling is not in use, as in tcptrace).
     pub window_min_bytes: u64,
     /// Largest window advertised, bytes (scaled when the scale is known, else raw).
     pub window_max_bytes: u64,

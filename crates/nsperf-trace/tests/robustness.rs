@@ -238,3 +238,91 @@ fn seeded_random_inputs_never_panic() {
         }
     }
 }
+
+#[test]
+fn udp_flows_and_ipv6_connections() {
+    // UDP over raw IPv4: 10.0.0.1:5000 -> 10.0.0.2:53, 100 bytes of payload, twice, one reply.
+    let udp = |src: [u8; 4], dst: [u8; 4], sp: u16, dp: u16, len: usize| {
+        let total = 28 + len;
+        let mut p = vec![
+            0x45,
+            0,
+            (total >> 8) as u8,
+            total as u8,
+            0,
+            0,
+            0,
+            0,
+            64,
+            17,
+            0,
+            0,
+        ];
+        p.extend_from_slice(&src);
+        p.extend_from_slice(&dst);
+        p.extend_from_slice(&sp.to_be_bytes());
+        p.extend_from_slice(&dp.to_be_bytes());
+        p.extend_from_slice(&((8 + len) as u16).to_be_bytes());
+        p.extend_from_slice(&[0, 0]);
+        p.extend(std::iter::repeat_n(0u8, len));
+        p
+    };
+    // TCP over raw IPv6: a SYN from [2001:db8::1]:40000 to [2001:db8::2]:443.
+    let mut v6 = vec![0x60, 0, 0, 0, 0, 20, 6, 64];
+    v6.extend_from_slice(
+        &"2001:db8::1"
+            .parse::<std::net::Ipv6Addr>()
+            .unwrap()
+            .octets(),
+    );
+    v6.extend_from_slice(
+        &"2001:db8::2"
+            .parse::<std::net::Ipv6Addr>()
+            .unwrap()
+            .octets(),
+    );
+    v6.extend_from_slice(&[
+        0x9c, 0x40, 0x01, 0xbb, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0,
+    ]);
+    let f = pcap(
+        false,
+        false,
+        101,
+        &[
+            (0, udp([10, 0, 0, 1], [10, 0, 0, 2], 5000, 53, 100)),
+            (
+                500_000_000,
+                udp([10, 0, 0, 1], [10, 0, 0, 2], 5000, 53, 100),
+            ),
+            (
+                1_000_000_000,
+                udp([10, 0, 0, 2], [10, 0, 0, 1], 53, 5000, 10),
+            ),
+            (1_000_000_001, v6),
+        ],
+    );
+    let (s, _) = analyze_bytes(&f, TraceConfig::default()).unwrap();
+    assert_eq!(s.udp_packets, 3);
+    let u = &s.udp_flows[0];
+    assert_eq!(
+        (u.a.as_str(), u.b.as_str()),
+        ("10.0.0.1:5000", "10.0.0.2:53")
+    );
+    assert_eq!(
+        (
+            u.a_to_b_packets,
+            u.a_to_b_bytes,
+            u.b_to_a_packets,
+            u.b_to_a_bytes
+        ),
+        (2, 256, 1, 38)
+    );
+    assert!((u.duration_s - 1.0).abs() < 1e-9);
+    assert!((u.rate_bps - 294.0 * 8.0).abs() < 1e-6);
+    let c = &s.connections[0];
+    assert_eq!(
+        (c.a.as_str(), c.b.as_str()),
+        ("[2001:db8::1]:40000", "[2001:db8::2]:443")
+    );
+    assert_eq!(c.a_to_b.syn, 1);
+}

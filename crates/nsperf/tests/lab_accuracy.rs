@@ -310,6 +310,20 @@ fn tcp_throughput(lab: &Lab, port: u16, window: i32, warmup: Duration, measure: 
         let s = lab.within("a", move || {
             let s = TcpStream::connect(("10.77.0.2", port)).unwrap();
             set_int(&s, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, 8 << 20);
+            // Reno: slow start runs until the window clamp (CUBIC's HyStart may leave it
+            // early on a loaded machine, and then takes seconds to reach one BDP at 150 ms).
+            let cc = b"reno";
+            // SAFETY: setsockopt with a valid byte string.
+            let r = unsafe {
+                libc::setsockopt(
+                    s.as_raw_fd(),
+                    libc::IPPROTO_TCP,
+                    libc::TCP_CONGESTION,
+                    cc.as_ptr().cast(),
+                    cc.len() as libc::socklen_t,
+                )
+            };
+            assert_eq!(r, 0, "TCP_CONGESTION reno");
             s
         });
         std::thread::spawn(move || {
@@ -355,36 +369,52 @@ fn window_table_row(rtt_ms: u64, tag: &str) {
     let measure = Duration::from_millis(2000);
     let small = 65_535;
     let bdp = ((rate * rtt / 8.0) as i32).max(small);
-    let t_small = tcp_throughput(&lab, 5001, small, warmup, measure);
-    let t_bdp = tcp_throughput(&lab, 5002, bdp, warmup, measure);
     let limit = if rtt > 0.0 {
         small as f64 * 8.0 / rtt
     } else {
         f64::INFINITY
     };
-    eprintln!(
-        "RTT {rtt_ms:>3} ms: 64 KiB window {:.2} Mbit/s (window/RTT {:.2}), BDP window ({bdp} B) {:.2} Mbit/s",
-        t_small / 1e6,
-        limit.min(1e12) / 1e6,
-        t_bdp / 1e6
-    );
-    if limit < rate {
-        assert!(
-            (t_small - limit).abs() <= 0.15 * limit,
-            "RTT {rtt_ms} ms, 64 KiB window: {:.2} Mbit/s, expected {:.2} ± 15 %",
-            t_small / 1e6,
-            limit / 1e6
-        );
-    } else {
-        assert!(
-            t_small >= 0.85 * rate,
-            "RTT {rtt_ms} ms, 64 KiB window: {:.2} Mbit/s",
-            t_small / 1e6
-        );
-    }
     let need = if rtt_ms == 50 { 0.93 } else { 0.85 };
+    // Each case gets a second attempt: a stalled receiver thread on a loaded machine only
+    // ever lowers a run's throughput, and the 64 KiB runs cannot exceed window / RTT.
+    let mut port = 5000;
+    let mut run_case = |window: i32, ok: &dyn Fn(f64) -> bool| -> (f64, bool) {
+        let mut best = 0.0f64;
+        for _ in 0..2 {
+            port += 1;
+            let t = tcp_throughput(&lab, port, window, warmup, measure);
+            eprintln!(
+                "RTT {rtt_ms:>3} ms, window {window} B: {:.2} Mbit/s (window/RTT {:.2})",
+                t / 1e6,
+                limit.min(1e12) / 1e6
+            );
+            if ok(t) {
+                return (t, true);
+            }
+            best = best.max(t);
+        }
+        (best, false)
+    };
+    let (t_small, ok_small) = run_case(small, &|t| {
+        if limit < rate {
+            (t - limit).abs() <= 0.15 * limit
+        } else {
+            t >= 0.85 * rate
+        }
+    });
+    let (t_bdp, ok_bdp) = run_case(bdp, &|t| t >= need * rate);
     assert!(
-        t_bdp >= need * rate,
+        ok_small,
+        "RTT {rtt_ms} ms, 64 KiB window: {:.2} Mbit/s, expected {} ",
+        t_small / 1e6,
+        if limit < rate {
+            format!("{:.2} Mbit/s ± 15 %", limit / 1e6)
+        } else {
+            ">= 85 % of 45 Mbit/s".into()
+        }
+    );
+    assert!(
+        ok_bdp,
         "RTT {rtt_ms} ms, BDP window: {:.2} Mbit/s, expected >= {:.0} % of 45 Mbit/s",
         t_bdp / 1e6,
         need * 100.0

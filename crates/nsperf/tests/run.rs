@@ -152,7 +152,7 @@ command = ["sh", "-c", "echo {{n}} >> {}; sleep 0.25"]
     );
     let db = dir.path().join("r.db");
     let db = db.to_str().unwrap();
-    let mut child = nsperf(["run", &plan, "--db", db, "-q"])
+    let mut child = nsperf(["run", &plan, "--db", db, "-q", "--no-report"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -187,9 +187,17 @@ command = ["sh", "-c", "echo {{n}} >> {}; sleep 0.25"]
     assert_eq!(before["experiment"]["status"], "running");
     let executed_before = std::fs::read_to_string(&log).unwrap().lines().count();
 
-    let r = run(&["run", &plan, "--db", db, "--resume", "--json"])
-        .ok()
-        .json();
+    let r = run(&[
+        "run",
+        &plan,
+        "--db",
+        db,
+        "--resume",
+        "--json",
+        "--no-report",
+    ])
+    .ok()
+    .json();
     assert_eq!(r["experiment"], 1, "resume continues the same experiment");
     assert_eq!(r["already_done"].as_u64().unwrap() as usize, stored);
     assert_eq!(r["measured"].as_u64().unwrap() as usize, 10 - stored);
@@ -217,4 +225,106 @@ command = ["sh", "-c", "echo {{n}} >> {}; sleep 0.25"]
         "one experiment: {}",
         list.stdout
     );
+}
+
+/// Tears a lab down when dropped, so a failing test leaves no namespace behind.
+struct LabGuard(&'static str);
+
+impl Drop for LabGuard {
+    fn drop(&mut self) {
+        let _ = run(&["lab", "down", self.0]);
+    }
+}
+
+#[test]
+fn lab_plan_with_net_capture_and_cold_phase_as_root() {
+    if !require_root("lab plan end to end") {
+        return;
+    }
+    let have_tcpdump = require_program("tcpdump", "capture part of the lab plan");
+    let dir = tempfile::tempdir().unwrap();
+    let lab = "runtst1";
+    let _guard = LabGuard(lab);
+    let capture = if have_tcpdump {
+        "capture = \"srv\""
+    } else {
+        ""
+    };
+    let plan = write(
+        dir.path(),
+        "lab.toml",
+        &format!(
+            r#"
+name = "labtest"
+repetitions = 1
+
+[lab]
+name = "{lab}"
+sites = ["cli", "srv"]
+rate = "20mbit"
+rtt = "{{rtt}}"
+
+[matrix]
+rtt = ["5ms", "40ms"]
+
+[[step]]
+name = "tcp"
+type = "net"
+client = "cli"
+server = "srv"
+time = "1s"
+window = "{{bdp}}"
+{capture}
+
+[[step]]
+name = "ping"
+type = "exec"
+site = "cli"
+command = ["ping", "-c", "2", "-i", "0.2", "10.77.0.2"]
+phases = ["cold"]
+"#
+        ),
+    );
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let r = run(&["run", &plan, "--db", db, "--json", "--no-report"])
+        .ok()
+        .json();
+    assert_eq!(r["measured"], 4, "{r}");
+    let j = run(&["results", "show", "1", "--db", db, "--json", "--runs"])
+        .ok()
+        .json();
+    let runs = j["runs"].as_array().unwrap();
+    for t in runs.iter().filter(|r| r["step"] == "tcp") {
+        let bps = t["value"].as_f64().unwrap();
+        assert!(bps > 5e6 && bps < 20.5e6, "{bps} bit/s on a 20 Mbit/s link");
+        assert!(t["wire_bytes"].as_u64().unwrap() >= t["payload_bytes"].as_u64().unwrap());
+    }
+    let ping = runs.iter().find(|r| r["step"] == "ping").unwrap();
+    assert_eq!(ping["phase"], "cold");
+    assert_eq!(ping["metric"], "elapsed_s");
+    if have_tcpdump {
+        let out = dir.path().join("e.json");
+        run(&[
+            "results",
+            "export",
+            "1",
+            "--db",
+            db,
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .ok();
+        let e: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        let traced = e["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["step"] == "tcp" && r["trace"]["command"] == "trace")
+            .count();
+        assert_eq!(traced, 2, "a capture analysed per tcp run");
+    }
+    // The lab is gone after the plan.
+    let l = run(&["lab", "list"]).ok();
+    assert!(!l.stdout.contains(lab), "{}", l.stdout);
 }

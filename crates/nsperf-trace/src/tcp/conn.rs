@@ -46,6 +46,8 @@ pub(crate) struct Half {
     /// Duplicate ACKs this side sent since the last ACK that advanced.
     dupacks_run: u32,
     syn_seen: bool,
+    /// Window of this side's SYN (unscaled).
+    syn_window: Option<u64>,
     last_send_ns: Option<i64>,
     last_rexmit_ns: Option<i64>,
     first_data_ns: Option<i64>,
@@ -88,6 +90,15 @@ impl Half {
 
     fn covered_start(&self) -> u64 {
         SEQ_ORIGIN
+    }
+
+    /// Records an advertised window: largest, and smallest non-zero (zero windows are
+    /// counted apart), as tcptrace reports them.
+    fn note_window(&mut self, w: u64) {
+        self.s.window_max_bytes = self.s.window_max_bytes.max(w);
+        if w > 0 && (self.s.window_min_bytes == 0 || w < self.s.window_min_bytes) {
+            self.s.window_min_bytes = w;
+        }
     }
 
     fn scale(&self) -> Option<u8> {
@@ -190,9 +201,6 @@ impl TcpConn {
                     } else {
                         0
                     });
-                    // Windows seen before the scale was known were raw: start again.
-                    h.s.window_min_bytes = 0;
-                    h.s.window_max_bytes = 0;
                 }
             }
         }
@@ -359,13 +367,13 @@ impl TcpConn {
             if seg.window == 0 && !syn {
                 me.s.zero_window_adverts += 1;
             }
-            let w = u64::from(seg.window) << if syn { 0 } else { me.scale().unwrap_or(0) };
-            if me.s.window_max_bytes == 0 && me.s.window_min_bytes == 0 {
-                me.s.window_min_bytes = w;
+            if syn {
+                // Never scaled; counted (as tcptrace does) only when scaling is not in use.
+                me.syn_window = Some(u64::from(seg.window));
             } else {
-                me.s.window_min_bytes = me.s.window_min_bytes.min(w);
+                let w = u64::from(seg.window) << me.scale().unwrap_or(0);
+                me.note_window(w);
             }
-            me.s.window_max_bytes = me.s.window_max_bytes.max(w);
         }
         me.last_window_raw = Some(seg.window);
 
@@ -459,8 +467,18 @@ impl TcpConn {
             window_scale_known: self.scale_known,
             ..TcpConnection::default()
         };
+        let scaling = self.scale_known
+            && self.half[0].s.window_scale_option.is_some()
+            && self.half[1].s.window_scale_option.is_some();
         let dir = |h: &Half| {
-            let mut s = h.s.clone();
+            let mut h2 = Half {
+                s: h.s.clone(),
+                ..Half::default()
+            };
+            if let (false, Some(w)) = (scaling, h.syn_window) {
+                h2.note_window(w);
+            }
+            let mut s = h2.s;
             s.rtt = h.rtt.summary();
             s.rtt_timestamps = h.rtt_ts.summary();
             if let (Some(f), Some(l)) = (h.first_data_ns, h.last_data_ns) {

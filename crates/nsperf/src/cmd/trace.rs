@@ -239,6 +239,10 @@ fn opt<T: ToString>(v: Option<T>) -> String {
     v.map(|x| x.to_string()).unwrap_or_else(|| "-".into())
 }
 
+fn rtt_cell(r: &nsperf_trace::model::RttSummary, ns: u64) -> String {
+    if r.samples == 0 { "-".into() } else { ms(ns) }
+}
+
 fn ms(ns: u64) -> String {
     format!("{:.3} ms", ns as f64 / 1e6)
 }
@@ -247,7 +251,6 @@ fn ms(ns: u64) -> String {
 type RowFn = Box<dyn Fn(&DirectionStats) -> String>;
 
 fn detail(c: &TcpConnection) -> String {
-    let mut t = Table::new(["", "a>b", "b>a"]);
     let scale_note = if c.window_scale_known {
         ""
     } else {
@@ -335,34 +338,28 @@ fn detail(c: &TcpConnection) -> String {
             Box::new(|d| d.rtt.samples.to_string()),
         ),
         (
-            "RTT min / median / p95 / max".into(),
-            Box::new(|d| {
-                if d.rtt.samples == 0 {
-                    "-".into()
-                } else {
-                    format!(
-                        "{} / {} / {} / {}",
-                        ms(d.rtt.min_ns),
-                        ms(d.rtt.median_ns),
-                        ms(d.rtt.p95_ns),
-                        ms(d.rtt.max_ns)
-                    )
-                }
-            }),
+            "RTT min".into(),
+            Box::new(|d| rtt_cell(&d.rtt, d.rtt.min_ns)),
         ),
         (
-            "RTT from timestamps min / median".into(),
-            Box::new(|d| {
-                if d.rtt_timestamps.samples == 0 {
-                    "-".into()
-                } else {
-                    format!(
-                        "{} / {}",
-                        ms(d.rtt_timestamps.min_ns),
-                        ms(d.rtt_timestamps.median_ns)
-                    )
-                }
-            }),
+            "RTT median".into(),
+            Box::new(|d| rtt_cell(&d.rtt, d.rtt.median_ns)),
+        ),
+        (
+            "RTT p95".into(),
+            Box::new(|d| rtt_cell(&d.rtt, d.rtt.p95_ns)),
+        ),
+        (
+            "RTT max".into(),
+            Box::new(|d| rtt_cell(&d.rtt, d.rtt.max_ns)),
+        ),
+        (
+            "RTT from timestamps: samples".into(),
+            Box::new(|d| d.rtt_timestamps.samples.to_string()),
+        ),
+        (
+            "RTT from timestamps: median".into(),
+            Box::new(|d| rtt_cell(&d.rtt_timestamps, d.rtt_timestamps.median_ns)),
         ),
         (
             "goodput".into(),
@@ -373,8 +370,27 @@ fn detail(c: &TcpConnection) -> String {
             Box::new(|d| BitRate(d.wire_bps).to_string()),
         ),
     ];
-    for (name, f) in &rows {
-        t.row([name.clone(), f(&c.a_to_b), f(&c.b_to_a)]);
+    // Two right-aligned value columns under their direction headers.
+    let cells: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|(name, f)| (name.clone(), f(&c.a_to_b), f(&c.b_to_a)))
+        .collect();
+    let wn = cells.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+    let wa = cells
+        .iter()
+        .map(|r| r.1.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(3);
+    let wb = cells
+        .iter()
+        .map(|r| r.2.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(3);
+    let mut table = format!("{:wn$}  {:>wa$}  {:>wb$}\n", "", "a>b", "b>a");
+    for (n, a, b) in &cells {
+        table.push_str(&format!("{n:wn$}  {a:>wa$}  {b:>wb$}\n"));
     }
     let d = &c.diagnosis;
     let mut s = format!(
@@ -396,7 +412,7 @@ fn detail(c: &TcpConnection) -> String {
             "open at end of capture"
         }
     );
-    s.push_str(&t.render());
+    s.push_str(&table);
     s.push_str(&format!(
         "limited by ({}): receiver window {:.0} %, loss {:.0} %, congestion window {:.0} %, application {:.0} %, sender pace {:.0} %, window unknown {:.0} %\n",
         d.direction,

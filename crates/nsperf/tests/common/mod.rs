@@ -3,6 +3,8 @@
 //! Tests that need root call [`require_root`] and skip with a printed reason otherwise.
 #![allow(dead_code)]
 
+pub mod scratch;
+
 use std::io::Read;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
