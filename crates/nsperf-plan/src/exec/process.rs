@@ -40,6 +40,13 @@ impl ProcessExecutor {
     pub fn current() -> Result<Self, ExecError> {
         let exe = std::env::current_exe()
             .map_err(|e| ExecError::Other(format!("cannot find the nsperf binary: {e}")))?;
+        // A binary replaced while it runs (a rebuild) reads as "… (deleted)": the kernel's
+        // link to the running image still starts the very same program.
+        let exe = if exe.exists() {
+            exe
+        } else {
+            PathBuf::from("/proc/self/exe")
+        };
         Ok(Self::with_binary(exe))
     }
 
@@ -566,7 +573,7 @@ impl ChildRun {
 fn short_command(argv: &[String]) -> String {
     argv.iter()
         .map(|a| {
-            if a.ends_with("/nsperf") || a.contains("/deps/nsperf-") {
+            if a.ends_with("/nsperf") || a.contains("/deps/nsperf-") || a == "/proc/self/exe" {
                 "nsperf"
             } else {
                 a.as_str()

@@ -193,24 +193,16 @@ pub fn human(r: &IoReport) -> String {
         .cache_resident_pct
         .map(|p| format!(" ({p:.0} % resident)"))
         .unwrap_or_default();
-    o += &format!(
-        "nsperf io run: {} on {}, {} × {} job{}, bs {}, engine {}{}, cache {}{}, fsync {}\n\n",
-        s.workload,
-        c.target.path().display(),
-        Bytes(c.size_bytes),
-        c.jobs,
-        if c.jobs == 1 { "" } else { "s" },
-        Bytes(c.bs_bytes),
-        s.engine,
-        if c.iodepth > 1 && s.engine == "uring" {
-            format!(" depth {}", c.iodepth)
-        } else {
-            String::new()
-        },
-        s.cache,
-        resident,
-        c.fsync.name()
-    );
+    if c.workload == nsperf_io::Workload::Meta {
+        o += &format!(
+            "nsperf io run: meta on {}, {} files of {}, create/stat/read/delete in sequential then random order\n\n",
+            c.target.path().display(),
+            c.meta_files,
+            Bytes(c.meta_file_bytes)
+        );
+    } else {
+        o += &header(r, &resident);
+    }
     let mut t = Table::new(["interval", "throughput", "IOPS"]);
     for i in r.intervals.iter().filter(|i| i.job.is_none()) {
         t.row([
@@ -288,4 +280,28 @@ pub fn per_core(cpu: &[nsperf_core::report::CpuInterval]) -> String {
         .map(|(k, (b, t))| format!("cpu{k} {:.0} %", if *t > 0.0 { b / t } else { 0.0 }))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// First line of the human report of a record workload.
+fn header(r: &IoReport, resident: &str) -> String {
+    let c = &r.spec;
+    let s = &r.summary;
+    format!(
+        "nsperf io run: {} on {}, {} × {} job{}, bs {}, engine {}{}, cache {}{}, fsync {}\n\n",
+        s.workload,
+        c.target.path().display(),
+        Bytes(c.size_bytes),
+        c.jobs,
+        if c.jobs == 1 { "" } else { "s" },
+        Bytes(c.bs_bytes),
+        s.engine,
+        if c.iodepth > 1 && s.engine == "uring" {
+            format!(" depth {}", c.iodepth)
+        } else {
+            String::new()
+        },
+        s.cache,
+        resident,
+        c.fsync.name()
+    )
 }
