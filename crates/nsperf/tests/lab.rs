@@ -40,6 +40,10 @@ fn lab_up_exec_set_stats_down() {
     if !require_root("lab lifecycle test") || !require_program("ip", "lab lifecycle test") {
         return;
     }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        eprintln!("SKIPPED lab lifecycle test: /dev/net/tun is missing (no TUN support)");
+        return;
+    }
     let name = LabGuard::name("l");
     let _g = LabGuard(name.clone());
     let r = run(&[

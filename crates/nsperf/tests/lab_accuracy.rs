@@ -92,12 +92,21 @@ fn mono_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// True when the kernel offers TUN devices; otherwise prints a skip line.
+fn require_tun(what: &str) -> bool {
+    let ok = std::path::Path::new("/dev/net/tun").exists();
+    if !ok {
+        eprintln!("SKIPPED {what}: /dev/net/tun is missing (no TUN support)");
+    }
+    ok
+}
+
 /// Timing tests run one at a time: on a 2-core machine, two labs forwarding at once would
 /// measure each other.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn ok_to_run(what: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
-    if !(require_root(what) && require_program("ip", what)) {
+    if !(require_root(what) && require_program("ip", what) && require_tun(what)) {
         return None;
     }
     let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
