@@ -156,6 +156,29 @@ pub struct InitialConfig {
     pub params: Vec<LinkParams>,
     /// A schedule to start at once.
     pub schedule: Option<Schedule>,
+    /// Do not hold the CPUs out of deep idle states (see [`CpuLatencyHold`]).
+    #[serde(default)]
+    pub allow_deep_idle: bool,
+}
+
+/// A PM QoS request that keeps idle CPUs in shallow idle states for as long as it is held
+/// (the kernel's `/dev/cpu_dma_latency` interface, Documentation/power/pm_qos_interface.rst;
+/// cyclictest holds it the same way). Without it, each packet that finds its forwarder
+/// thread asleep pays the CPU's idle-exit latency: measured on the 2-core VM, ping RTT
+/// across an unimpaired lab 163-174 µs without, 99-100 µs with (docs/lab.md).
+pub struct CpuLatencyHold {
+    _file: std::fs::File,
+}
+
+impl CpuLatencyHold {
+    /// Requests a 0 µs latency bound; the request lasts until the value is dropped.
+    pub fn acquire() -> std::io::Result<Self> {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/cpu_dma_latency")?;
+        file.write_all(&0i32.to_ne_bytes())?;
+        Ok(CpuLatencyHold { _file: file })
+    }
 }
 
 /// Path of the initial configuration file.
@@ -426,6 +449,23 @@ pub fn run(name: &str) -> Result<()> {
         log_path: lab_dir(name).join("events.log"),
     });
     shared.log_event("set", "emulator started");
+    let _latency_hold = if init.allow_deep_idle {
+        None
+    } else {
+        match CpuLatencyHold::acquire() {
+            Ok(h) => {
+                shared.log_event(
+                    "set",
+                    "CPU idle-exit latency held at 0 us while the lab is up",
+                );
+                Some(h)
+            }
+            Err(e) => {
+                shared.log_event("set", &format!("CPU latency hold not available: {e}"));
+                None
+            }
+        }
+    };
     let tuns = Arc::new(tuns);
     let mut threads = Vec::new();
     let seed = crate::rng::Rng::from_entropy().next_u64();

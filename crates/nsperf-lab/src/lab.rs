@@ -35,6 +35,8 @@ pub struct UpConfig {
     pub link: LinkChange,
     /// A fault schedule started once the lab is up.
     pub schedule: Option<Schedule>,
+    /// Do not hold the CPUs out of deep idle states while the lab is up.
+    pub allow_deep_idle: bool,
 }
 
 /// The namespace name of a site.
@@ -145,6 +147,7 @@ fn build(
     let init = InitialConfig {
         params,
         schedule: cfg.schedule.clone(),
+        allow_deep_idle: cfg.allow_deep_idle,
     };
     write_atomic(
         &initial_path(&cfg.name),

@@ -95,6 +95,16 @@ fn lab_up_exec_set_stats_down() {
             .any(|e| e["text"].as_str().unwrap().contains("--loss 1%")),
         "{ev:?}"
     );
+    // the emulator holds the CPUs' idle-exit latency at 0 while the lab is up (PM QoS)
+    if std::path::Path::new("/dev/cpu_dma_latency").exists() {
+        assert!(
+            ev.iter().any(|e| e["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("CPU idle-exit latency held")),
+            "{ev:?}"
+        );
+    }
     let r = run(&["lab", "set", &name, "--from", "zz", "--rate", "1mbit"]);
     assert_eq!(r.code, Some(2), "{}", r.stderr);
     // list

@@ -135,6 +135,11 @@ pub struct UpArgs {
     /// A fault schedule file to start once the lab is up (see docs/lab.md).
     #[arg(long)]
     schedule: Option<PathBuf>,
+    /// Let idle CPUs enter deep idle states while the lab is up (by default the emulator
+    /// holds /dev/cpu_dma_latency at 0, as cyclictest does, so that waking a forwarder does
+    /// not add the idle-exit latency to every packet).
+    #[arg(long)]
+    allow_deep_idle: bool,
     #[command(flatten)]
     link: LinkFlags,
     /// Print the lab as JSON.
@@ -242,6 +247,7 @@ fn up(a: UpArgs) -> anyhow::Result<()> {
         mtu: a.mtu,
         link: a.link.change(),
         schedule: read_schedule(&a.schedule)?,
+        allow_deep_idle: a.allow_deep_idle,
     };
     let exe = std::env::current_exe().context("finding the nsperf binary")?;
     let mut emu = std::process::Command::new(exe);
