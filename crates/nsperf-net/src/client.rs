@@ -263,7 +263,7 @@ pub fn run(
                     None
                 }
                 Mode::Stream => {
-                    tcp::receive(&meter, &s, p2.len as usize, &ctl);
+                    tcp::receive(&meter, &s, p2.len as usize, p2.streams, &ctl);
                     None
                 }
                 Mode::Rr {

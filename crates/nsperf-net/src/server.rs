@@ -407,7 +407,7 @@ fn run_test(
             Mode::Stream if sending => {
                 tcp::send(&meter, &s, p2.len as usize, quota, p2.zerocopy, &ctl)
             }
-            Mode::Stream => tcp::receive(&meter, &s, p2.len as usize, &ctl),
+            Mode::Stream => tcp::receive(&meter, &s, p2.len as usize, p2.streams, &ctl),
             Mode::Rr {
                 request_bytes,
                 response_bytes,

@@ -237,6 +237,60 @@ pub struct SendPlan {
     pub cookie: u64,
 }
 
+/// What a sender does next.
+enum Next {
+    /// Stopped, aborted, interrupted or the quota is sent.
+    Stop,
+    /// Ahead of the rate: it slept or yielded; ask again.
+    Wait,
+    /// Send a batch.
+    Send,
+}
+
+/// The stop flags, the quota and the pacing every UDP send loop obeys.
+#[derive(Debug, Clone, Copy)]
+struct Pace {
+    start: Instant,
+    bytes_per_s: f64,
+    quota: u64,
+}
+
+impl Pace {
+    fn new(plan: &SendPlan, start: Instant) -> Pace {
+        Pace {
+            start,
+            bytes_per_s: plan.rate_bps / 8.0,
+            quota: plan.quota,
+        }
+    }
+
+    /// After `bytes` sent: stop, wait (sleeping up to 50 ms, or yielding when the next send
+    /// is due within 50 µs), or send.
+    fn next(&self, ctl: &Control, bytes: u64) -> Next {
+        if ctl.stop.load(Ordering::Relaxed)
+            || ctl.abort.load(Ordering::Relaxed)
+            || nsperf_core::signal::interrupted()
+            || (self.quota > 0 && bytes >= self.quota)
+        {
+            return Next::Stop;
+        }
+        if self.bytes_per_s > 0.0 {
+            let due = Duration::from_secs_f64(bytes as f64 / self.bytes_per_s);
+            let el = self.start.elapsed();
+            if due > el {
+                let wait = due - el;
+                if wait > Duration::from_micros(50) {
+                    std::thread::sleep(wait.min(Duration::from_millis(50)));
+                } else {
+                    std::thread::yield_now();
+                }
+                return Next::Wait;
+            }
+        }
+        Next::Send
+    }
+}
+
 /// Sends paced, sequence-numbered datagrams until `ctl.stop` (or the quota).
 pub fn send(meter: &StreamMeter, sock: &UdpSocket, plan: SendPlan, ctl: &Control) {
     let r = send_loop(meter, sock, plan, ctl);
@@ -281,32 +335,14 @@ fn send_loop(
     // SAFETY: mmsghdr is plain data; zero is a valid "no address, no control" header.
     let mut hdrs: Vec<libc::mmsghdr> = (0..msgs).map(|_| unsafe { std::mem::zeroed() }).collect();
     let cookie = plan.cookie as u32;
-    let start = Instant::now();
+    let pace = Pace::new(&plan, Instant::now());
     let mut seq = 0u64;
     let mut bytes = 0u64;
-    let bytes_per_s = plan.rate_bps / 8.0;
     loop {
-        if ctl.stop.load(Ordering::Relaxed)
-            || ctl.abort.load(Ordering::Relaxed)
-            || nsperf_core::signal::interrupted()
-        {
-            return Ok(());
-        }
-        if plan.quota > 0 && bytes >= plan.quota {
-            return Ok(());
-        }
-        if bytes_per_s > 0.0 {
-            let due = Duration::from_secs_f64(bytes as f64 / bytes_per_s);
-            let el = start.elapsed();
-            if due > el {
-                let wait = due - el;
-                if wait > Duration::from_micros(50) {
-                    std::thread::sleep(wait.min(Duration::from_millis(50)));
-                } else {
-                    std::thread::yield_now();
-                }
-                continue;
-            }
+        match pace.next(ctl, bytes) {
+            Next::Stop => return Ok(()),
+            Next::Wait => continue,
+            Next::Send => {}
         }
         // How many datagrams this batch.
         let mut want = msgs * seg;
@@ -347,7 +383,7 @@ fn send_loop(
             }
             if seg > 1 && matches!(e.raw_os_error(), Some(libc::EIO) | Some(libc::EINVAL)) {
                 // The device cannot segment: fall back to plain datagrams.
-                return fallback_plain(meter, sock, plan, ctl, seq, bytes, start);
+                return fallback_plain(meter, sock, plan, ctl, seq, bytes, pace);
             }
             return Err(e);
         }
@@ -369,29 +405,16 @@ fn fallback_plain(
     ctl: &Control,
     seq0: u64,
     bytes0: u64,
-    start: Instant,
+    pace: Pace,
 ) -> io::Result<()> {
     let _ = crate::sock::set_int(sock.as_raw_fd(), SOL_UDP, UDP_SEGMENT, 0);
     let mut buf = vec![0x5au8; plan.len];
     let (mut seq, mut bytes) = (seq0, bytes0);
-    let bytes_per_s = plan.rate_bps / 8.0;
     loop {
-        if ctl.stop.load(Ordering::Relaxed)
-            || ctl.abort.load(Ordering::Relaxed)
-            || nsperf_core::signal::interrupted()
-        {
-            return Ok(());
-        }
-        if plan.quota > 0 && bytes >= plan.quota {
-            return Ok(());
-        }
-        if bytes_per_s > 0.0 {
-            let due = Duration::from_secs_f64(bytes as f64 / bytes_per_s);
-            let el = start.elapsed();
-            if due > el {
-                std::thread::sleep((due - el).min(Duration::from_millis(50)));
-                continue;
-            }
+        match pace.next(ctl, bytes) {
+            Next::Stop => return Ok(()),
+            Next::Wait => continue,
+            Next::Send => {}
         }
         Header {
             seq,
