@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use nsperf_core::host::HostFacts;
-use nsperf_core::stats::LatencyHistogram;
+use nsperf_core::stats::{LatencyHistogram, LatencySummary};
 
 use crate::config::{ClientConfig, Mode, Protocol, TestParams};
 use crate::control::{ControlConn, RecvError};
@@ -34,6 +34,8 @@ pub struct LiveInterval {
     pub stream_messages: Vec<u64>,
     /// Total planned time, seconds (0 when unknown).
     pub total_s: f64,
+    /// Request/response: latency of all streams' transactions in the interval.
+    pub latency: Option<LatencySummary>,
 }
 
 /// Everything a finished client run measured, before it becomes a report.
@@ -215,6 +217,9 @@ pub fn run(
         let sending = p.stream_is_up(id);
         let quota = quota(p.bytes, streams_per_dir, id as u64 % streams_per_dir);
         let meter = StreamMeter::new(id, sending, sock.clone());
+        if matches!(p.mode, Mode::Rr { .. }) {
+            meter.enable_latency();
+        }
         meters.push(meter.clone());
         let (ctl, p2) = (ctl.clone(), p.clone());
         let cookie = accepted.cookie;
@@ -343,6 +348,7 @@ pub fn run(
                 stream_sending: sending_flags.clone(),
                 stream_messages: msgs,
                 total_s,
+                latency: rec.last_latency(),
             });
         };
     loop {

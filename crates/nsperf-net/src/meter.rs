@@ -19,8 +19,11 @@ fn epoch() -> Instant {
 }
 
 use nsperf_core::cpu::CpuSampler;
+use nsperf_core::stats::{LatencyHistogram, LatencySummary};
 
-use crate::results::{IntervalMark, SideResults, StreamRecord, StreamSample, UdpCounters};
+use crate::results::{
+    IntervalMark, SideResults, StreamRecord, StreamSample, UdpCounters, fold_latency,
+};
 
 /// The socket of a stream (kept alive by the meter so the sampler may query it).
 #[derive(Debug, Clone)]
@@ -69,6 +72,9 @@ pub struct StreamMeter {
     pub socket: StreamSocket,
     /// When data last moved, ns since the process epoch (see [`StreamMeter::touch`]).
     pub last_active_ns: AtomicU64,
+    /// Latency of the transactions of the current interval (request/response client only,
+    /// see [`StreamMeter::enable_latency`]); the sampler takes and clears it at each tick.
+    latency: OnceLock<Mutex<LatencyHistogram>>,
 }
 
 impl StreamMeter {
@@ -84,7 +90,35 @@ impl StreamMeter {
             error: Mutex::new(None),
             socket,
             last_active_ns: AtomicU64::new(0),
+            latency: OnceLock::new(),
         })
+    }
+
+    /// Gives the stream a per-interval latency histogram (a request/response client calls it
+    /// before its first transaction; the histogram is allocated here, never per sample).
+    pub fn enable_latency(&self) {
+        self.latency
+            .get_or_init(|| Mutex::new(LatencyHistogram::new()));
+    }
+
+    /// Records one transaction's latency into the current interval (no-op unless enabled).
+    /// The lock is the data thread's own except for the sampler's moment at each tick.
+    #[inline]
+    pub fn record_latency_ns(&self, ns: u64) {
+        if let Some(m) = self.latency.get()
+            && let Ok(mut h) = m.lock()
+        {
+            h.record_ns(ns);
+        }
+    }
+
+    /// Takes the interval's latency: adds it to `all`, returns its summary and clears it.
+    fn take_latency(&self, all: &mut LatencyHistogram) -> Option<LatencySummary> {
+        let mut h = self.latency.get()?.lock().ok()?;
+        all.merge(&h);
+        let s = h.summary();
+        h.reset();
+        Some(s)
     }
 
     /// Records that data moved now (a UDP receiver calls it per batch; every other data
@@ -129,6 +163,7 @@ impl StreamMeter {
             messages: self.messages.load(Ordering::Relaxed),
             tcp,
             udp,
+            latency: None,
         }
     }
 
@@ -173,6 +208,8 @@ pub struct Recorder {
     records: Vec<StreamRecord>,
     results: SideResults,
     tcp_info: bool,
+    /// All streams' latency of the current interval (request/response), allocated once.
+    latency: Option<LatencyHistogram>,
 }
 
 impl Recorder {
@@ -193,6 +230,7 @@ impl Recorder {
                 ..Default::default()
             },
             tcp_info: true,
+            latency: None,
         }
     }
 
@@ -204,6 +242,11 @@ impl Recorder {
     /// The start instant.
     pub fn start(&self) -> Instant {
         self.start
+    }
+
+    /// All streams' latency in the interval closed last (request/response client).
+    pub fn last_latency(&self) -> Option<LatencySummary> {
+        self.results.latency.last().copied().flatten()
     }
 
     /// The meters.
@@ -248,11 +291,24 @@ impl Recorder {
         self.last = now;
         let cpu = self.cpu.sample(length_s);
         let mut deltas = Vec::with_capacity(self.meters.len());
+        let with_latency = self.meters.iter().any(|m| m.latency.get().is_some());
+        if with_latency && self.latency.is_none() {
+            self.latency = Some(LatencyHistogram::new());
+        }
         for (m, rec) in self.meters.iter().zip(self.records.iter_mut()) {
-            let s = m.sample(self.tcp_info);
+            let mut s = m.sample(self.tcp_info);
+            if let Some(all) = self.latency.as_mut() {
+                s.latency = m.take_latency(all);
+            }
             let prev = rec.samples.last().map(|p| p.bytes).unwrap_or(0);
             deltas.push(s.bytes.saturating_sub(prev));
             rec.samples.push(s);
+        }
+        if let Some(all) = self.latency.as_mut() {
+            self.results
+                .latency
+                .push((all.count() > 0).then(|| all.summary()));
+            all.reset();
         }
         self.results.intervals.push(mark);
         self.results.cpu.push(cpu);
@@ -270,9 +326,15 @@ impl Recorder {
             self.results.cpu.pop();
             for rec in &mut self.records {
                 if rec.samples.len() == n {
-                    let last = rec.samples.pop().expect("n >= 2");
+                    let mut last = rec.samples.pop().expect("n >= 2");
+                    last.latency = fold_latency(rec.samples[n - 2].latency, last.latency);
                     rec.samples[n - 2] = last;
                 }
+            }
+            if self.results.latency.len() == n {
+                let tail = self.results.latency.pop().flatten();
+                let before = self.results.latency[n - 2];
+                self.results.latency[n - 2] = fold_latency(before, tail);
             }
         }
         for (m, rec) in self.meters.iter().zip(self.records.iter_mut()) {

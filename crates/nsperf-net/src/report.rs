@@ -2,7 +2,7 @@
 //! stream and aggregated per direction), summary and findings.
 
 use nsperf_core::report::{CpuInterval, HostRecord, Report};
-use nsperf_core::stats::summarize_series;
+use nsperf_core::stats::{LatencySummary, summarize_series};
 use serde::{Deserialize, Serialize};
 
 use crate::client::ClientRun;
@@ -53,6 +53,10 @@ pub struct NetInterval {
     pub lost: Option<u64>,
     /// UDP: RFC 3550 jitter at the interval end, ns.
     pub jitter_ns: Option<f64>,
+    /// Request/response: latency of the transactions completed in the interval (client's
+    /// clock; all streams in the aggregate row).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencySummary>,
 }
 
 /// Totals of one direction.
@@ -253,10 +257,14 @@ fn direction(
                         Some(c.datagrams.saturating_sub(p.datagrams)),
                     )
                 }
+                // Transactions are counted by the client, which times them: the receiver
+                // of the responses for rr and sweep (`down`).
                 _ => (
                     None,
                     None,
-                    if tx.samples.iter().any(|s| s.messages > 0) {
+                    if rx.samples.iter().any(|s| s.messages > 0) {
+                        Some(delta_msgs(rx, i))
+                    } else if tx.samples.iter().any(|s| s.messages > 0) {
                         Some(delta_msgs(tx, i))
                     } else {
                         None
@@ -282,6 +290,11 @@ fn direction(
                 receiver_tcp: rx_tcp,
                 lost,
                 jitter_ns: jitter,
+                latency: rx
+                    .samples
+                    .get(i)
+                    .and_then(|s| s.latency)
+                    .or_else(|| tx.samples.get(i).and_then(|s| s.latency)),
             });
             agg.sent_bytes += sent;
             agg.received_bytes += recv;
@@ -295,6 +308,12 @@ fn direction(
         if any_udp {
             agg.lost = Some(lost_total);
         }
+        agg.latency = rx_side
+            .latency
+            .get(i)
+            .or(tx_side.latency.get(i))
+            .copied()
+            .flatten();
         agg.throughput_bps = if mark.length_s > 0.0 {
             agg.received_bytes as f64 * 8.0 / mark.length_s
         } else {

@@ -2,6 +2,7 @@
 //! [`SideResults`] to the client, which merges both into the report.
 
 use nsperf_core::cpu::CpuSample;
+use nsperf_core::stats::LatencySummary;
 use serde::{Deserialize, Serialize};
 
 use crate::tcpinfo::TcpInfoSample;
@@ -37,6 +38,9 @@ pub struct StreamSample {
     pub tcp: Option<TcpInfoSample>,
     /// UDP receive counters (receiver only).
     pub udp: Option<UdpCounters>,
+    /// Request/response client: latency of the transactions completed in this interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencySummary>,
 }
 
 /// One stream as seen by one end.
@@ -96,4 +100,71 @@ pub struct SideResults {
     pub cpu: Vec<CpuSample>,
     /// The streams.
     pub streams: Vec<StreamRecord>,
+    /// Request/response client: latency of all streams' transactions per interval (one
+    /// entry per interval, `None` for an interval without any); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency: Vec<Option<LatencySummary>>,
+}
+
+/// Folds the latency of a short last interval into the one before: counts and the mean add
+/// up, the largest sample is the larger one, and the percentiles stay those of the longer
+/// interval (a summary cannot be merged; the tail is a sliver of the drain).
+pub fn fold_latency(
+    before: Option<LatencySummary>,
+    tail: Option<LatencySummary>,
+) -> Option<LatencySummary> {
+    match (before, tail) {
+        (Some(b), Some(t)) if t.count > 0 => {
+            let count = b.count + t.count;
+            let mut f = if t.count > b.count { t } else { b };
+            f.count = count;
+            f.mean_ns = (b.mean_ns * b.count as f64 + t.mean_ns * t.count as f64) / count as f64;
+            f.min_ns = if b.count == 0 {
+                t.min_ns
+            } else {
+                b.min_ns.min(t.min_ns)
+            };
+            f.max_ns = b.max_ns.max(t.max_ns);
+            Some(f)
+        }
+        (Some(b), _) => Some(b),
+        (None, t) => t,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folding_a_tail_adds_counts_and_keeps_extremes() {
+        let b = LatencySummary {
+            count: 900,
+            min_ns: 50,
+            mean_ns: 100.0,
+            p50_ns: 90,
+            p90_ns: 150,
+            p99_ns: 300,
+            p999_ns: 400,
+            max_ns: 500,
+        };
+        let t = LatencySummary {
+            count: 100,
+            min_ns: 40,
+            mean_ns: 200.0,
+            p50_ns: 190,
+            p90_ns: 250,
+            p99_ns: 900,
+            p999_ns: 950,
+            max_ns: 1000,
+        };
+        let f = fold_latency(Some(b), Some(t)).unwrap();
+        assert_eq!(f.count, 1000);
+        assert_eq!((f.min_ns, f.max_ns), (40, 1000));
+        assert!((f.mean_ns - 110.0).abs() < 1e-9);
+        assert_eq!((f.p50_ns, f.p99_ns), (90, 300));
+        assert_eq!(fold_latency(None, Some(t)), Some(t));
+        assert_eq!(fold_latency(Some(b), None), Some(b));
+        assert_eq!(fold_latency(None, None), None);
+    }
 }

@@ -145,9 +145,10 @@ pub fn request(
             Ok(false) => break Some("server closed the connection".into()),
             Err(e) => break Some(e.to_string()),
         }
-        let t1 = Instant::now();
+        let ns = t0.elapsed().as_nanos() as u64;
+        meter.record_latency_ns(ns);
         if t0 >= warmup_end {
-            hist.record_ns((t1 - t0).as_nanos() as u64);
+            hist.record_ns(ns);
         }
         n += 1;
         moved += resp as u64;

@@ -163,6 +163,56 @@ fn rr_and_sweep() {
 }
 
 #[test]
+fn rr_latency_per_interval() {
+    let (_s, port) = server(&[]);
+    let j = net(
+        port,
+        &["--rr", "64/1k", "-P", "2", "-t", "2", "-i", "0.5", "--json"],
+    )
+    .ok()
+    .json();
+    let iv = j["intervals"].as_array().unwrap();
+    let aggs: Vec<_> = iv.iter().filter(|i| i["stream"].is_null()).collect();
+    assert!(aggs.len() >= 3, "{aggs:?}");
+    let (mut counted, mut done) = (0u64, 0u64);
+    for a in &aggs {
+        let l = &a["latency"];
+        let (p50, p99, max) = (
+            l["p50_ns"].as_u64().unwrap(),
+            l["p99_ns"].as_u64().unwrap(),
+            l["max_ns"].as_u64().unwrap(),
+        );
+        assert!(0 < p50 && p50 <= p99 && p99 <= max, "{a}");
+        let (c, m) = (
+            l["count"].as_u64().unwrap(),
+            a["messages"].as_u64().unwrap(),
+        );
+        // Counted a moment apart: a transaction can fall on either side of a tick.
+        assert!(
+            c.abs_diff(m) <= 4,
+            "interval latency count {c} vs transactions {m}"
+        );
+        counted += c;
+        done += m;
+    }
+    assert_eq!(
+        counted, done,
+        "every transaction is in one interval's latency"
+    );
+    // Per stream too.
+    assert!(
+        iv.iter()
+            .filter(|i| !i["stream"].is_null())
+            .all(|i| i["latency"]["count"].as_u64().is_some())
+    );
+    let csv = net(port, &["--rr", "1", "-t", "1", "--csv"]).ok().stdout;
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = head.iter().position(|h| *h == "lat_p99_ns").unwrap();
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    assert!(row[col].parse::<u64>().unwrap() > 0, "{csv}");
+}
+
+#[test]
 fn psk_right_wrong_and_missing() {
     let dir = std::env::temp_dir().join(format!("nsperf-psk-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

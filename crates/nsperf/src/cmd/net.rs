@@ -190,6 +190,7 @@ impl Live {
                 "throughput_bps": bps,
                 "messages": msgs,
                 "stream_bytes": iv.stream_bytes,
+                "latency": iv.latency,
             });
             let _ = print_json_line(&line);
         }
@@ -203,13 +204,17 @@ impl Live {
             let mut e = std::io::stderr().lock();
             let _ = write!(
                 e,
-                "\r\x1b[2K[{end:6.1} s{of}] {} this interval, {} streams{}",
+                "\r\x1b[2K[{end:6.1} s{of}] {} this interval, {} streams{}{}",
                 BitRate(bps),
                 iv.stream_bytes.len(),
                 if msgs > 0 && iv.length_s > 0.0 {
                     format!(", {:.0} msg/s", msgs as f64 / iv.length_s)
                 } else {
                     String::new()
+                },
+                match iv.latency {
+                    Some(l) => format!(", p50 {} p99 {}", us(l.p50_ns), us(l.p99_ns)),
+                    None => String::new(),
                 }
             );
             let _ = e.flush();
@@ -287,17 +292,22 @@ pub fn run(a: NetArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A latency in microseconds for the tables.
+fn us(ns: u64) -> String {
+    format!("{:.1} µs", ns as f64 / 1e3)
+}
+
 fn print_csv(r: &NetReport) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "start_s,length_s,stream,direction,sent_bytes,received_bytes,throughput_bps,retransmits,messages,lost,jitter_ns,sender_rtt_us,sender_cwnd"
+        "start_s,length_s,stream,direction,sent_bytes,received_bytes,throughput_bps,retransmits,messages,lost,jitter_ns,sender_rtt_us,sender_cwnd,lat_p50_ns,lat_p99_ns,lat_max_ns"
     )?;
     let opt = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_default();
     for i in &r.intervals {
         writeln!(
             out,
-            "{:.3},{:.3},{},{},{},{},{:.0},{},{},{},{},{},{}",
+            "{:.3},{:.3},{},{},{},{},{:.0},{},{},{},{},{},{},{},{},{}",
             i.start_s,
             i.length_s,
             i.stream
@@ -313,6 +323,9 @@ fn print_csv(r: &NetReport) -> anyhow::Result<()> {
             i.jitter_ns.map(|j| format!("{j:.0}")).unwrap_or_default(),
             opt(i.sender_tcp.map(|t| t.rtt_us as u64)),
             opt(i.sender_tcp.map(|t| t.snd_cwnd as u64)),
+            opt(i.latency.map(|l| l.p50_ns)),
+            opt(i.latency.map(|l| l.p99_ns)),
+            opt(i.latency.map(|l| l.max_ns)),
         )?;
     }
     Ok(())
@@ -399,6 +412,10 @@ fn print_human(r: &NetReport) {
         if msgs {
             head.push(if udp { "datagrams" } else { "transactions" });
         }
+        let lat = aggs.iter().any(|i| i.latency.is_some());
+        if lat {
+            head.extend(["p50", "p99", "max"]);
+        }
         let mut t = Table::new(head);
         for i in aggs {
             let mut row = vec![
@@ -412,6 +429,12 @@ fn print_human(r: &NetReport) {
             ];
             if msgs {
                 row.push(i.messages.map(|m| m.to_string()).unwrap_or_default());
+            }
+            if lat {
+                match i.latency {
+                    Some(l) => row.extend([us(l.p50_ns), us(l.p99_ns), us(l.max_ns)]),
+                    None => row.extend([String::new(), String::new(), String::new()]),
+                }
             }
             t.row(row);
         }
