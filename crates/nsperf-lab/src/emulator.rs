@@ -161,25 +161,7 @@ pub struct InitialConfig {
     pub allow_deep_idle: bool,
 }
 
-/// A PM QoS request that keeps idle CPUs in shallow idle states for as long as it is held
-/// (the kernel's `/dev/cpu_dma_latency` interface, Documentation/power/pm_qos_interface.rst;
-/// cyclictest holds it the same way). Without it, each packet that finds its forwarder
-/// thread asleep pays the CPU's idle-exit latency: measured on the 2-core VM, ping RTT
-/// across an unimpaired lab 163-174 µs without, 99-100 µs with (docs/lab.md).
-pub struct CpuLatencyHold {
-    _file: std::fs::File,
-}
-
-impl CpuLatencyHold {
-    /// Requests a 0 µs latency bound; the request lasts until the value is dropped.
-    pub fn acquire() -> std::io::Result<Self> {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/cpu_dma_latency")?;
-        file.write_all(&0i32.to_ne_bytes())?;
-        Ok(CpuLatencyHold { _file: file })
-    }
-}
+pub use nsperf_core::cpu::CpuLatencyHold;
 
 /// Path of the initial configuration file.
 pub fn initial_path(lab: &str) -> PathBuf {

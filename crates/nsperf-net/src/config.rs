@@ -87,6 +87,9 @@ pub struct TestParams {
     pub rate_bps: f64,
     /// Use UDP segmentation/receive offload (GSO/GRO) where the kernel has it.
     pub udp_offload: bool,
+    /// Hold both ends' CPUs out of deep idle states for the test (`--awake`).
+    #[serde(default)]
+    pub awake: bool,
 }
 
 impl Default for TestParams {
@@ -108,6 +111,7 @@ impl Default for TestParams {
             zerocopy: false,
             rate_bps: 0.0,
             udp_offload: true,
+            awake: false,
         }
     }
 }

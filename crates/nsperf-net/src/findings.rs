@@ -33,7 +33,68 @@ pub fn all(run: &ClientRun, s: &NetSummary) -> Vec<Finding> {
         v.extend(udp_loss(u));
     }
     v.extend(sweep_saturation(&s.sweep));
+    v.extend(awake_not_held(run.params.awake, s));
+    if matches!(run.params.mode, crate::config::Mode::Rr { .. }) && !run.params.awake {
+        v.extend(idle_wait(s));
+    }
     v
+}
+
+/// `--awake` was asked for but an end could not hold its CPUs out of deep idle.
+pub fn awake_not_held(asked: bool, s: &NetSummary) -> Option<Finding> {
+    if !asked || (s.client_cpu_awake && s.server_cpu_awake) {
+        return None;
+    }
+    let ends: Vec<&str> = [
+        ("client", s.client_cpu_awake),
+        ("server", s.server_cpu_awake),
+    ]
+    .iter()
+    .filter(|(_, held)| !held)
+    .map(|(e, _)| *e)
+    .collect();
+    Some(
+        Finding::new(
+            "awake_not_held",
+            Severity::Warning,
+            format!(
+                "--awake: the {} could not hold its CPUs out of deep idle \
+                 (/dev/cpu_dma_latency needs root): its figures include CPU wake-ups",
+                ends.join(" and the ")
+            ),
+        )
+        .with("client_cpu_awake", s.client_cpu_awake as u8 as f64)
+        .with("server_cpu_awake", s.server_cpu_awake as u8 as f64),
+    )
+}
+
+/// Request/response with both ends mostly idle: the round trip is waiting, not work. On one
+/// host or on virtual machines much of that wait is CPUs waking from idle, which `--awake`
+/// takes out.
+pub fn idle_wait(s: &NetSummary) -> Option<Finding> {
+    let p50 = s.lat_p50_ns?;
+    let busiest = s.client_busiest_core_pct.max(s.server_busiest_core_pct);
+    if busiest >= 50.0 || p50 == 0 {
+        return None;
+    }
+    Some(
+        Finding::new(
+            "idle_wait",
+            Severity::Info,
+            format!(
+                "request/response: the busiest cores were only {:.0} % (client) and {:.0} % \
+                 (server) busy at a median latency of {:.1} µs: the ends mostly wait for each \
+                 other. Part of that wait can be CPUs waking from idle states; --awake holds \
+                 them out of deep idle to show how much",
+                s.client_busiest_core_pct,
+                s.server_busiest_core_pct,
+                p50 as f64 / 1e3
+            ),
+        )
+        .with("client_busiest_core_pct", s.client_busiest_core_pct)
+        .with("server_busiest_core_pct", s.server_busiest_core_pct)
+        .with("lat_p50_ns", p50 as f64),
+    )
 }
 
 /// A saturated core counts only when nsperf itself used at least half a core on that end:
@@ -304,5 +365,39 @@ mod tests {
         };
         let f = udp_loss(&u).unwrap();
         assert!(f.message.contains("receiver-bound"));
+    }
+
+    #[test]
+    fn idle_wait_only_when_both_ends_mostly_idle() {
+        let mut s = NetSummary {
+            client_busiest_core_pct: 34.0,
+            server_busiest_core_pct: 33.0,
+            lat_p50_ns: Some(65_200),
+            ..Default::default()
+        };
+        let f = idle_wait(&s).unwrap();
+        assert!(f.message.contains("65.2 µs"), "{}", f.message);
+        s.server_busiest_core_pct = 97.0;
+        assert!(idle_wait(&s).is_none());
+        s.server_busiest_core_pct = 20.0;
+        s.lat_p50_ns = None;
+        assert!(idle_wait(&s).is_none());
+    }
+
+    #[test]
+    fn awake_not_held_names_the_end() {
+        let mut s = NetSummary {
+            client_cpu_awake: true,
+            ..Default::default()
+        };
+        assert!(awake_not_held(false, &s).is_none());
+        let f = awake_not_held(true, &s).unwrap();
+        assert!(f.message.contains("the server could not"), "{}", f.message);
+        s.server_cpu_awake = true;
+        assert!(awake_not_held(true, &s).is_none());
+        s.client_cpu_awake = false;
+        s.server_cpu_awake = false;
+        let f = awake_not_held(true, &s).unwrap();
+        assert!(f.message.contains("client and the server"), "{}", f.message);
     }
 }

@@ -112,6 +112,12 @@ pub struct NetSummary {
     pub client_busiest_core_pct: f64,
     /// Busiest core of the server, mean busy % over the test.
     pub server_busiest_core_pct: f64,
+    /// The client held its CPUs out of deep idle (`--awake`).
+    #[serde(default)]
+    pub client_cpu_awake: bool,
+    /// The server held its CPUs out of deep idle (`--awake`).
+    #[serde(default)]
+    pub server_cpu_awake: bool,
     /// Request/response: transactions per second after warm-up.
     pub transactions_per_s: Option<f64>,
     /// Request/response latency percentiles, ns.
@@ -506,6 +512,8 @@ pub fn build(
     summary.sweep = run.sweep.clone();
     summary.client_busiest_core_pct = busiest_mean(&run.client);
     summary.server_busiest_core_pct = busiest_mean(&run.server);
+    summary.client_cpu_awake = run.client.cpu_awake;
+    summary.server_cpu_awake = run.server.cpu_awake;
     if udp {
         summary.udp = Some(crate::udp::summarize(run, warmup_s));
     }

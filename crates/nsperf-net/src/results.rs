@@ -104,6 +104,9 @@ pub struct SideResults {
     /// entry per interval, `None` for an interval without any); empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub latency: Vec<Option<LatencySummary>>,
+    /// This end held its CPUs out of deep idle during the test (`--awake`, needs root).
+    #[serde(default)]
+    pub cpu_awake: bool,
 }
 
 /// Folds the latency of a short last interval into the one before: counts and the mean add

@@ -431,6 +431,7 @@ fn run_and_report(
     p: &TestParams,
     shared: &Arc<Shared>,
 ) -> Result<(), String> {
+    let awake = crate::client::awake_hold(p);
     let start = session.started();
     let mut rec = Recorder::new("server", meters);
     let aborted = || {
@@ -515,7 +516,9 @@ fn run_and_report(
         .last_activity()
         .max(stop_at.unwrap_or_else(Instant::now));
     rec.tick_at(end);
-    let results = rec.finish(p.interval_ns as f64 / 1e9 / 4.0);
+    let mut results = rec.finish(p.interval_ns as f64 / 1e9 / 4.0);
+    results.cpu_awake = awake.is_some();
+    drop(awake);
     let msg = session.finish(results);
     conn.send(&msg).map_err(|e| e.to_string())
 }

@@ -213,6 +213,29 @@ fn rr_latency_per_interval() {
 }
 
 #[test]
+fn awake_is_held_on_both_ends_or_reported() {
+    let (_s, port) = server(&[]);
+    let j = net(port, &["--rr", "1", "-t", "1", "--awake", "--json"])
+        .ok()
+        .json();
+    let s = summary(&j);
+    let ids: Vec<&str> = j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(j["spec"]["awake"], true);
+    assert!(!ids.contains(&"idle_wait"), "{ids:?}");
+    // Root can open /dev/cpu_dma_latency (where the kernel has PM QoS); anyone else gets the
+    // finding instead of a silent no-op.
+    let can = common::is_root() && std::path::Path::new("/dev/cpu_dma_latency").exists();
+    assert_eq!(s["client_cpu_awake"], can, "{s}");
+    assert_eq!(s["server_cpu_awake"], can, "{s}");
+    assert_eq!(ids.contains(&"awake_not_held"), !can, "{ids:?}");
+}
+
+#[test]
 fn psk_right_wrong_and_missing() {
     let dir = std::env::temp_dir().join(format!("nsperf-psk-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -73,6 +73,11 @@ pub struct NetArgs {
     /// UDP: plain datagrams, without segmentation/receive offload (GSO/GRO).
     #[arg(long, requires = "udp")]
     pub no_offload: bool,
+    /// Hold the CPUs of both ends out of deep idle states during the test (PM QoS
+    /// /dev/cpu_dma_latency = 0, needs root on each end): shows how much of a round trip is
+    /// CPU wake-up.
+    #[arg(long)]
+    pub awake: bool,
     /// Send with sendfile(2) from a memory file (no copy from user space).
     #[arg(short = 'Z', long)]
     pub zerocopy: bool,
@@ -156,6 +161,7 @@ fn params(a: &NetArgs) -> anyhow::Result<TestParams> {
         zerocopy: a.zerocopy,
         rate_bps: a.bitrate.map(|b| b.bps()).unwrap_or(0.0),
         udp_offload: !a.no_offload,
+        awake: a.awake,
     };
     p.validate().map_err(usage)?;
     if a.bytes.is_some_and(|b| b.0 == 0) {
@@ -453,6 +459,17 @@ fn print_human(r: &NetReport) {
             s.client_busiest_core_pct, s.server_busiest_core_pct
         ),
     ]);
+    if p.awake {
+        let yes = |b: bool| if b { "held" } else { "not held (needs root)" };
+        t.row([
+            "CPUs out of deep idle (--awake)".to_string(),
+            format!(
+                "client {} / server {}",
+                yes(s.client_cpu_awake),
+                yes(s.server_cpu_awake)
+            ),
+        ]);
+    }
     print!("{}", t.render());
     if !r.findings.is_empty() {
         println!();
