@@ -113,6 +113,7 @@ struct RawStep {
     cc: Option<Param>,
     length: Option<Param>,
     reverse: Option<Param>,
+    awake: Option<Param>,
     range: Option<Param>,
     capture: Option<String>,
     // io (size also for rr)
@@ -273,6 +274,8 @@ pub struct NetStep {
     pub reverse: bool,
     /// Take a capture at this site during the step and analyse it with `nsperf trace`.
     pub capture: Option<String>,
+    /// Hold both ends' CPUs out of deep idle (`--awake`).
+    pub awake: bool,
 }
 
 /// A file-system step (`type = "io"`), resolved for one cell.
@@ -769,6 +772,7 @@ fn used_variables(s: &RawStep, raw: &RawPlan) -> Vec<String> {
         &s.cc,
         &s.length,
         &s.reverse,
+        &s.awake,
         &s.range,
         &s.dir,
         &s.workload,
@@ -818,12 +822,12 @@ fn used_variables(s: &RawStep, raw: &RawPlan) -> Vec<String> {
 fn allowed(kind: &str) -> Option<&'static [&'static str]> {
     const NET: &[&str] = &[
         "client", "server", "host", "port", "time", "omit", "window", "streams", "cc", "length",
-        "reverse", "capture",
+        "reverse", "capture", "awake",
     ];
     Some(match kind {
         "net" => NET,
         "rr" => &[
-            "client", "server", "host", "port", "time", "size", "capture", "window",
+            "client", "server", "host", "port", "time", "size", "capture", "window", "awake",
         ],
         "sweep" => &[
             "client", "server", "host", "port", "time", "range", "capture", "window",
@@ -853,6 +857,7 @@ fn present_fields(s: &RawStep) -> Vec<&'static str> {
         cc,
         length,
         reverse,
+        awake,
         range,
         capture,
         dir,
@@ -1066,6 +1071,7 @@ fn resolve_step(
                 length: size_of("length", &s.length)?,
                 reverse: bool_of("reverse", &s.reverse)?,
                 capture,
+                awake: bool_of("awake", &s.awake)?,
             })
         }
         "io" => {

@@ -150,6 +150,9 @@ impl ProcessExecutor {
         if n.reverse {
             args.push("-R".into());
         }
+        if n.awake {
+            args.push("--awake".into());
+        }
         let headline: &[&str] = match n.mode {
             NetMode::Stream => &["throughput_bps"],
             NetMode::Rr(sz) => {

@@ -180,3 +180,26 @@ fn random_and_truncated_bytes_never_panic() {
         }
     }
 }
+
+#[test]
+fn rr_step_takes_awake() {
+    let p = Plan::parse(
+        br#"
+name = "wake"
+[[step]]
+name = "rr"
+type = "rr"
+awake = true
+"#,
+    )
+    .unwrap();
+    let Action::Net(n) = &p.cells[0].steps[0].action else {
+        panic!()
+    };
+    assert!(n.awake);
+    assert!(matches!(n.mode, NetMode::Rr(_)));
+    assert!(
+        err_of("name = \"x\"\n[[step]]\nname = \"s\"\ntype = \"rr\"\nawake = \"maybe\"\n")
+            .contains("awake")
+    );
+}
