@@ -160,8 +160,8 @@ const WAKE_EVERY: Duration = Duration::from_millis(1);
 const RETUNE: Duration = Duration::from_millis(50);
 
 /// The highest low-water mark for a test with `streams` streams each way. One fast stream
-/// gains most from rare wake-ups (measured on loopback: 1 KiB messages +7 %, 128 KiB +15 %,
-/// sendfile 2.3×). With several streams the receivers already share the cores with the
+/// gains most from rare wake-ups (measured on loopback in two side-by-side runs: 1 KiB
+/// messages +8-15 %, 128 KiB +5-15 %, sendfile 1.9-2.3×). With several streams the receivers already share the cores with the
 /// senders and are woken late by the scheduler; a large mark there only lets data go cold in
 /// the queue (4 and 8 streams lost 10-20 % with 256 KiB, nothing with 16 KiB).
 fn mark_cap(streams: u32, read_len: usize) -> usize {
