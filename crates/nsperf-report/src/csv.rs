@@ -41,21 +41,7 @@ impl Exporter for CsvExporter {
             .map(|s| s.to_string())
             .collect();
         head.extend(params.iter().cloned());
-        head.extend(
-            [
-                "phase",
-                "repetition",
-                "status",
-                "metric",
-                "value",
-                "payload_bytes",
-                "wire_bytes",
-                "duration_s",
-                "error",
-            ]
-            .iter()
-            .map(|s| s.to_string()),
-        );
+        head.extend(crate::RUN_COLUMNS.iter().map(|s| s.to_string()));
         let mut out = String::new();
         out.push_str(&head.iter().map(|h| field(h)).collect::<Vec<_>>().join(","));
         out.push_str("\r\n");

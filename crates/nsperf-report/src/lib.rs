@@ -16,6 +16,20 @@ pub mod xlsx;
 
 pub use data::{ExperimentData, GroupContext};
 
+/// The columns of one stored run after its parameters, in the CSV export and in each
+/// step's sheet of the XLSX export.
+pub const RUN_COLUMNS: [&str; 9] = [
+    "phase",
+    "repetition",
+    "status",
+    "metric",
+    "value",
+    "payload_bytes",
+    "wire_bytes",
+    "duration_s",
+    "error",
+];
+
 use nsperf_core::Failure;
 use nsperf_core::failure::Classify;
 

@@ -122,21 +122,7 @@ impl Exporter for XlsxExporter {
             let ws = wb.add_worksheet().set_name(&name).map_err(x)?;
             let mut cols = vec!["run".to_string()];
             cols.extend(params.iter().cloned());
-            cols.extend(
-                [
-                    "phase",
-                    "repetition",
-                    "status",
-                    "metric",
-                    "value",
-                    "payload_bytes",
-                    "wire_bytes",
-                    "duration_s",
-                    "error",
-                ]
-                .iter()
-                .map(|s| s.to_string()),
-            );
+            cols.extend(crate::RUN_COLUMNS.iter().map(|s| s.to_string()));
             header(ws, &cols, &bold)?;
             let np = params.len() as u16;
             for (i, r) in data.runs.iter().filter(|r| r.step == step).enumerate() {

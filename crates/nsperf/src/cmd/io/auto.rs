@@ -4,14 +4,13 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use nsperf_core::Failure;
 use nsperf_core::table::Table;
 use nsperf_core::units::Bytes;
 use nsperf_io::matrix::{MatrixConfig, MatrixReport, TESTS, iozone_csv, run_matrix};
 use nsperf_io::{CacheMode, EngineKind, FsyncMode, Workload};
 
-use crate::exit::{classified, usage};
-use crate::output::{Format, OutputArgs, print_json};
+use crate::exit::usage;
+use crate::output::{Format, OutputArgs};
 
 /// Arguments of `nsperf io auto`.
 #[derive(Debug, Args)]
@@ -103,22 +102,24 @@ pub fn run(a: AutoArgs) -> anyhow::Result<()> {
     if let Some(why) = rep.findings.iter().find(|f| f.id == "engine_fallback") {
         eprintln!("nsperf: {}", why.message);
     }
-    if a.iozone_csv {
-        print!("{}", iozone_csv(&rep.summary));
+    let csv_of: fn(&MatrixReport) -> String = if a.iozone_csv {
+        |r| iozone_csv(&r.summary)
     } else {
-        match a.output.format() {
-            Format::Json | Format::JsonStream => print_json(&rep)?,
-            Format::Csv => print!("{}", csv(&rep)),
-            Format::Human => print!("{}", human(&rep)),
-        }
-    }
-    if rep.summary.interrupted {
-        return Err(classified(
-            Failure::Interrupted,
-            "interrupted: the cells above are those that ran; created files were removed",
-        ));
-    }
-    Ok(())
+        csv
+    };
+    let format = if a.iozone_csv {
+        Format::Csv
+    } else {
+        a.output.format()
+    };
+    super::print_report(
+        &rep,
+        format,
+        csv_of,
+        human,
+        rep.summary.interrupted,
+        "the cells above are those that ran",
+    )
 }
 
 /// One line per cell.

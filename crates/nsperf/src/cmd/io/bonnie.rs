@@ -4,15 +4,14 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use nsperf_core::Failure;
 use nsperf_core::table::Table;
 use nsperf_core::units::Bytes;
 use nsperf_io::bonnie::{BonnieConfig, BonnieReport, run_bonnie};
 use nsperf_io::{CacheMode, EngineKind, FsyncMode};
 
 use super::{dur_ns, ops, rate};
-use crate::exit::{classified, usage};
-use crate::output::{Format, OutputArgs, print_json};
+use crate::exit::usage;
+use crate::output::OutputArgs;
 
 /// Arguments of `nsperf io bonnie`.
 #[derive(Debug, Args)]
@@ -65,18 +64,14 @@ pub fn run(a: BonnieArgs) -> anyhow::Result<()> {
     c.file_bytes = a.file_size.0;
     c.fast = a.fast;
     let rep = run_bonnie(&c).context("io bonnie")?;
-    match a.output.format() {
-        Format::Json | Format::JsonStream => print_json(&rep)?,
-        Format::Csv => print!("{}", csv(&rep)),
-        Format::Human => print!("{}", human(&rep)),
-    }
-    if rep.summary.interrupted {
-        return Err(classified(
-            Failure::Interrupted,
-            "interrupted: the tests above are those that ran; created files were removed",
-        ));
-    }
-    Ok(())
+    super::print_report(
+        &rep,
+        a.output.format(),
+        csv,
+        human,
+        rep.summary.interrupted,
+        "the tests above are those that ran",
+    )
 }
 
 /// One line per test.

@@ -36,6 +36,31 @@ pub fn run(args: IoArgs) -> anyhow::Result<()> {
     }
 }
 
+/// Prints an `io` report in the chosen format (JSON, CSV or the table), then turns an
+/// interrupted run into the interrupted exit with `what_ran` (what the output covers).
+fn print_report<R: serde::Serialize>(
+    rep: &R,
+    format: crate::output::Format,
+    csv: fn(&R) -> String,
+    human: fn(&R) -> String,
+    interrupted: bool,
+    what_ran: &str,
+) -> anyhow::Result<()> {
+    use crate::output::Format;
+    match format {
+        Format::Json | Format::JsonStream => crate::output::print_json(rep)?,
+        Format::Csv => print!("{}", csv(rep)),
+        Format::Human => print!("{}", human(rep)),
+    }
+    if interrupted {
+        return Err(crate::exit::classified(
+            nsperf_core::Failure::Interrupted,
+            format!("interrupted: {what_ran}; created files were removed"),
+        ));
+    }
+    Ok(())
+}
+
 /// `12.3 GiB/s` (binary units, as the sizes).
 pub fn rate(bytes_per_s: f64) -> String {
     if !bytes_per_s.is_finite() || bytes_per_s <= 0.0 {

@@ -5,14 +5,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use nsperf_core::Failure;
 use nsperf_core::table::Table;
 use nsperf_core::units::Bytes;
 use nsperf_io::{CacheMode, EngineKind, FsyncMode, IoReport, RunConfig, Target, Workload};
 
 use super::{dur_ns, ops, rate};
-use crate::exit::{classified, usage};
-use crate::output::{Format, OutputArgs, print_json};
+use crate::exit::usage;
+use crate::output::OutputArgs;
 
 /// Arguments of `nsperf io run`.
 #[derive(Debug, Args)]
@@ -152,18 +151,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
     if let Some(why) = rep.findings.iter().find(|f| f.id == "engine_fallback") {
         eprintln!("nsperf: {}", why.message);
     }
-    match a.output.format() {
-        Format::Json | Format::JsonStream => print_json(&rep)?,
-        Format::Csv => print!("{}", csv(&rep)),
-        Format::Human => print!("{}", human(&rep)),
-    }
-    if rep.summary.interrupted {
-        return Err(classified(
-            Failure::Interrupted,
-            "interrupted: the figures above cover the part that ran; created files were removed",
-        ));
-    }
-    Ok(())
+    super::print_report(
+        &rep,
+        a.output.format(),
+        csv,
+        human,
+        rep.summary.interrupted,
+        "the figures above cover the part that ran",
+    )
 }
 
 /// The intervals as CSV.
