@@ -260,6 +260,9 @@ pub struct ServerConfig {
     pub psk: Option<Vec<u8>>,
     /// Serve one client, then exit (`--one-off`).
     pub one_off: bool,
+    /// Ignore clients' `--awake` (`--deny-awake`): this host's CPU power states are not
+    /// the clients' to change.
+    pub deny_awake: bool,
 }
 
 impl Default for ServerConfig {
@@ -272,6 +275,7 @@ impl Default for ServerConfig {
             max_time: None,
             psk: None,
             one_off: false,
+            deny_awake: false,
         }
     }
 }

@@ -58,8 +58,9 @@ pub fn awake_not_held(asked: bool, s: &NetSummary) -> Option<Finding> {
             "awake_not_held",
             Severity::Warning,
             format!(
-                "--awake: the {} could not hold its CPUs out of deep idle \
-                 (/dev/cpu_dma_latency needs root): its figures include CPU wake-ups",
+                "--awake: the {} did not hold its CPUs out of deep idle \
+                 (/dev/cpu_dma_latency needs root; a server may refuse with --deny-awake): \
+                 its figures include CPU wake-ups",
                 ends.join(" and the ")
             ),
         )
@@ -392,7 +393,7 @@ mod tests {
         };
         assert!(awake_not_held(false, &s).is_none());
         let f = awake_not_held(true, &s).unwrap();
-        assert!(f.message.contains("the server could not"), "{}", f.message);
+        assert!(f.message.contains("the server did not"), "{}", f.message);
         s.server_cpu_awake = true;
         assert!(awake_not_held(true, &s).is_none());
         s.client_cpu_awake = false;

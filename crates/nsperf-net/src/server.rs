@@ -431,7 +431,11 @@ fn run_and_report(
     p: &TestParams,
     shared: &Arc<Shared>,
 ) -> Result<(), String> {
-    let awake = crate::client::awake_hold(p);
+    let awake = if shared.cfg.deny_awake {
+        None
+    } else {
+        crate::client::awake_hold(p)
+    };
     let start = session.started();
     let mut rec = Recorder::new("server", meters);
     let aborted = || {

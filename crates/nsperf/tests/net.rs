@@ -233,6 +233,21 @@ fn awake_is_held_on_both_ends_or_reported() {
     assert_eq!(s["client_cpu_awake"], can, "{s}");
     assert_eq!(s["server_cpu_awake"], can, "{s}");
     assert_eq!(ids.contains(&"awake_not_held"), !can, "{ids:?}");
+    // A server may refuse: the client still holds its own, the report names the server.
+    let (_d, port) = server(&["--deny-awake"]);
+    let j = net(port, &["--rr", "1", "-t", "1", "--awake", "--json"])
+        .ok()
+        .json();
+    let s = summary(&j);
+    assert_eq!(s["client_cpu_awake"], can, "{s}");
+    assert_eq!(s["server_cpu_awake"], false, "{s}");
+    let f = j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "awake_not_held")
+        .unwrap_or_else(|| panic!("no awake_not_held: {}", j["findings"]));
+    assert!(f["message"].as_str().unwrap().contains("server"), "{f}");
 }
 
 #[test]

@@ -37,6 +37,10 @@ pub struct ServerArgs {
     /// never sent).
     #[arg(long)]
     pub psk_file: Option<PathBuf>,
+    /// Ignore clients' --awake: do not hold this host's CPUs out of deep idle for them (their
+    /// report then says the server did not).
+    #[arg(long)]
+    pub deny_awake: bool,
     /// No log lines on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -62,6 +66,7 @@ pub fn run(a: ServerArgs) -> anyhow::Result<()> {
         max_time: a.max_time,
         psk,
         one_off: a.one_off,
+        deny_awake: a.deny_awake,
     };
     let server = match Server::bind(cfg.clone(), log.clone()) {
         Ok(s) => s,
