@@ -206,7 +206,7 @@ pub fn run(
         }
     }
     // `--awake`: held until the results are in (released on drop, also on an error).
-    let awake = awake_hold(&p);
+    let awake = p.awake_hold();
     let t_run = Instant::now();
     let ctl = Arc::new(Control::default());
     let warmup_end = t_run + Duration::from_nanos(p.warmup_ns);
@@ -445,15 +445,6 @@ pub fn run(
         sweep,
         duration_ns: t_run.elapsed().as_nanos() as u64,
     })
-}
-
-/// The CPU idle-exit latency hold `--awake` asks for on this end, when it can be had (root);
-/// without root the report says so in a finding.
-pub fn awake_hold(p: &TestParams) -> Option<nsperf_core::cpu::CpuLatencyHold> {
-    if !p.awake {
-        return None;
-    }
-    nsperf_core::cpu::CpuLatencyHold::acquire().ok()
 }
 
 /// Opens a plain TCP connection (used by tests to play a hostile client).

@@ -126,6 +126,15 @@ pub const MIN_DATAGRAM: u32 = crate::udp::HEADER_LEN as u32;
 pub const MAX_STREAMS: u32 = 4096;
 
 impl TestParams {
+    /// The CPU idle-exit latency hold `--awake` asks for on each end, when this end can have
+    /// it (root); otherwise the report says so in the `awake_not_held` finding.
+    pub fn awake_hold(&self) -> Option<nsperf_core::cpu::CpuLatencyHold> {
+        if !self.awake {
+            return None;
+        }
+        nsperf_core::cpu::CpuLatencyHold::acquire().ok()
+    }
+
     /// Number of data connections (or UDP flows) of the test.
     pub fn stream_count(&self) -> u32 {
         match (self.mode, self.direction) {

@@ -95,7 +95,7 @@ impl StreamMeter {
     }
 
     /// Gives the stream a per-interval latency histogram (a request/response client calls it
-    /// before its first transaction; the histogram is allocated here, never per sample).
+    /// before it makes the [`Recorder`]; the histogram is allocated here, never per sample).
     pub fn enable_latency(&self) {
         self.latency
             .get_or_init(|| Mutex::new(LatencyHistogram::new()));
@@ -218,6 +218,11 @@ impl Recorder {
         let _ = epoch();
         let now = Instant::now();
         let records = meters.iter().map(|m| m.record()).collect();
+        // Request/response meters have their histograms before the recorder starts.
+        let latency = meters
+            .iter()
+            .any(|m| m.latency.get().is_some())
+            .then(LatencyHistogram::new);
         Recorder {
             role: role.to_string(),
             start: now,
@@ -230,7 +235,7 @@ impl Recorder {
                 ..Default::default()
             },
             tcp_info: true,
-            latency: None,
+            latency,
         }
     }
 
@@ -291,10 +296,6 @@ impl Recorder {
         self.last = now;
         let cpu = self.cpu.sample(length_s);
         let mut deltas = Vec::with_capacity(self.meters.len());
-        let with_latency = self.meters.iter().any(|m| m.latency.get().is_some());
-        if with_latency && self.latency.is_none() {
-            self.latency = Some(LatencyHistogram::new());
-        }
         for (m, rec) in self.meters.iter().zip(self.records.iter_mut()) {
             let mut s = m.sample(self.tcp_info);
             if let Some(all) = self.latency.as_mut() {

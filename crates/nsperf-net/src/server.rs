@@ -434,7 +434,7 @@ fn run_and_report(
     let awake = if shared.cfg.deny_awake {
         None
     } else {
-        crate::client::awake_hold(p)
+        p.awake_hold()
     };
     let start = session.started();
     let mut rec = Recorder::new("server", meters);

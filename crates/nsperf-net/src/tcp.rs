@@ -4,9 +4,9 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::meter::StreamMeter;
 
@@ -161,9 +161,10 @@ const RETUNE: Duration = Duration::from_millis(50);
 
 /// The highest low-water mark for a test with `streams` streams each way. One fast stream
 /// gains most from rare wake-ups (measured on loopback in two side-by-side runs: 1 KiB
-/// messages +8-15 %, 128 KiB +5-15 %, sendfile 1.9-2.3×). With several streams the receivers already share the cores with the
-/// senders and are woken late by the scheduler; a large mark there only lets data go cold in
-/// the queue (4 and 8 streams lost 10-20 % with 256 KiB, nothing with 16 KiB).
+/// messages +8-15 %, 128 KiB +5-15 %, sendfile 1.9-2.3×). With several streams the
+/// receivers already share the cores with the senders and are woken late by the scheduler;
+/// a large mark there only lets data go cold in the queue (2, 4 and 8 streams lost about 14 %
+/// with 256 KiB, nothing with 16 KiB; docs/performance.md).
 fn mark_cap(streams: u32, read_len: usize) -> usize {
     let cap = if streams <= 1 { 256 * 1024 } else { 16 * 1024 };
     cap.min(read_len)
@@ -177,20 +178,20 @@ fn mark_cap(streams: u32, read_len: usize) -> usize {
 /// (`tcp_set_rcvlowat` does both when the mark nears the buffer), and every read returns
 /// within [`POLL`] whatever the mark (`recv` returns what it has when the timeout fires).
 struct LowWater {
-    fd: std::os::fd::RawFd,
+    fd: RawFd,
     cap: usize,
     mark: usize,
-    since: std::time::Instant,
+    since: Instant,
     bytes: u64,
 }
 
 impl LowWater {
-    fn new(fd: std::os::fd::RawFd, cap: usize) -> LowWater {
+    fn new(fd: RawFd, cap: usize) -> LowWater {
         LowWater {
             fd,
             cap,
             mark: 1,
-            since: std::time::Instant::now(),
+            since: Instant::now(),
             bytes: 0,
         }
     }
@@ -218,7 +219,7 @@ impl LowWater {
         {
             self.mark = mark;
         }
-        self.since = std::time::Instant::now();
+        self.since = Instant::now();
         self.bytes = 0;
     }
 }

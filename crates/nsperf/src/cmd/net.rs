@@ -219,7 +219,11 @@ impl Live {
                     String::new()
                 },
                 match iv.latency {
-                    Some(l) => format!(", p50 {} p99 {}", us(l.p50_ns), us(l.p99_ns)),
+                    Some(l) => format!(
+                        ", p50 {} p99 {}",
+                        latency_text(l.p50_ns),
+                        latency_text(l.p99_ns)
+                    ),
                     None => String::new(),
                 }
             );
@@ -298,9 +302,9 @@ pub fn run(a: NetArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A latency in microseconds for the tables.
-fn us(ns: u64) -> String {
-    format!("{:.1} µs", ns as f64 / 1e3)
+/// A latency for the interval columns and the progress line (`850 ns`, `12.3 µs`, `4.56 ms`).
+fn latency_text(ns: u64) -> String {
+    nsperf_core::units::format_duration(std::time::Duration::from_nanos(ns))
 }
 
 fn print_csv(r: &NetReport) -> anyhow::Result<()> {
@@ -438,7 +442,11 @@ fn print_human(r: &NetReport) {
             }
             if lat {
                 match i.latency {
-                    Some(l) => row.extend([us(l.p50_ns), us(l.p99_ns), us(l.max_ns)]),
+                    Some(l) => row.extend([
+                        latency_text(l.p50_ns),
+                        latency_text(l.p99_ns),
+                        latency_text(l.max_ns),
+                    ]),
                     None => row.extend([String::new(), String::new(), String::new()]),
                 }
             }

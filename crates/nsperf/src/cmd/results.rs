@@ -66,19 +66,6 @@ pub enum ResultsCommand {
     },
 }
 
-fn open(db: &std::path::Path) -> anyhow::Result<Store> {
-    if !db.exists() {
-        return Err(crate::exit::classified(
-            nsperf_core::Failure::Input,
-            format!(
-                "no result store at {} (run `nsperf run` first, or give --db)",
-                db.display()
-            ),
-        ));
-    }
-    Ok(Store::open(db)?)
-}
-
 fn time_of(ns: u64) -> String {
     // UTC, to the second, without a date crate: days since the epoch to a civil date.
     let secs = (ns / 1_000_000_000) as i64;
@@ -103,7 +90,7 @@ fn time_of(ns: u64) -> String {
 
 /// Runs `nsperf results`.
 pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
-    let store = open(&args.db)?;
+    let store = super::report::open_store(&args.db)?;
     match args.command {
         ResultsCommand::List { json } => {
             let exps = store.experiments()?;
