@@ -49,29 +49,40 @@ sync
 warm() { dd if="$F" of=/dev/null bs=1M status=none; }
 none() { :; }
 
-# fio_val METRIC ARGS... / ns_val METRIC ARGS...: one figure (bytes/s or IOPS) per run.
+# fio_val METRIC ARGS... / ns_val METRIC ARGS...: one figure per run. METRIC: throughput
+# (bytes/s) or iops of the direction that moved data, or read_iops / write_iops of a mixed
+# workload, or read_p50_us / write_p50_us (median completion latency of each direction).
 fio_val() {
   local metric=$1; shift
   fio --output-format=json --name=job --filename="$F" --size=1g "$@" | python3 -c '
 import json, sys
 m = sys.argv[1]
 j = json.load(sys.stdin)["jobs"][0]
-d = j["read"] if j["read"]["io_bytes"] > 0 else j["write"]
-print(d["bw_bytes"] if m == "throughput" else d["iops"])' "$metric"
+if m.startswith(("read_", "write_")):
+    d = j[m.split("_")[0]]
+    print(d["iops"] if m.endswith("iops") else d["clat_ns"]["percentile"]["50.000000"] / 1e3)
+else:
+    d = j["read"] if j["read"]["io_bytes"] > 0 else j["write"]
+    print(d["bw_bytes"] if m == "throughput" else d["iops"])' "$metric"
 }
 ns_val() {
   local metric=$1; shift
   "$NS" io run --device "$F" --destructive -s 1g --json "$@" | python3 -c '
 import json, sys
+m = sys.argv[1]
 s = json.load(sys.stdin)["summary"]
-print(s["throughput_bytes_per_s"] if sys.argv[1] == "throughput" else s["iops"])' "$metric"
+if m.startswith(("read_", "write_")):
+    d = s[m.split("_")[0]]
+    print(d["iops"] if m.endswith("iops") else d["latency"]["p50_ns"] / 1e3)
+else:
+    print(s["throughput_bytes_per_s"] if m == "throughput" else s["iops"])' "$metric"
 }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 fmt() {
   python3 -c '
 import sys
 m, v = sys.argv[1], float(sys.argv[2])
-print(f"{v/2**30:.2f} GiB/s" if m == "throughput" else f"{v/1e3:.1f} k IOPS")' "$1" "$2"
+print(f"{v/2**30:.2f} GiB/s" if m == "throughput" else f"{v:.1f} us" if m.endswith("_us") else f"{v/1e3:.1f} k IOPS")' "$1" "$2"
 }
 
 RESULTS=()
@@ -105,6 +116,19 @@ bench "rand read 4 KiB, warm, io_uring depth 32" iops warm \
 bench "rand read 4 KiB, O_DIRECT, 5 s" iops none \
   "--rw=randread --bs=4k --ioengine=psync --direct=1 --time_based --runtime=5" \
   "-w randread -b 4k --cache direct --time 5s"
+# fio habits (issue #14): the same fio flags on both sides.
+bench "rand rw 70/30 4 KiB, O_DIRECT, 5 s: read IOPS" read_iops none \
+  "--rw=randrw --rwmixread=70 --bs=4k --ioengine=psync --direct=1 --time_based --runtime=5" \
+  "--rw randrw --rwmixread 70 -b 4k --direct --runtime 5 --time_based"
+bench "rand rw 70/30 4 KiB, O_DIRECT, 5 s: write IOPS" write_iops none \
+  "--rw=randrw --rwmixread=70 --bs=4k --ioengine=psync --direct=1 --time_based --runtime=5" \
+  "--rw randrw --rwmixread 70 -b 4k --direct --runtime 5 --time_based"
+bench "rand read 4 KiB, warm, --rate_iops 5000, 3 s" iops warm \
+  "--rw=randread --bs=4k --ioengine=psync --invalidate=0 --rate_iops=5000 --time_based --runtime=3" \
+  "--rw randread -b 4k --rate_iops 5000 --runtime 3 --time_based"
+bench "seq write 1 MiB, verify crc32 (write pass)" throughput none \
+  "--rw=write --bs=1m --ioengine=psync --verify=crc32 --do_verify=1 --verify_state_save=0" \
+  "--rw write -b 1m --verify crc32"
 
 echo
 echo "| workload ($RUNS runs each, alternating, medians) | fio | nsperf | nsperf/fio |"

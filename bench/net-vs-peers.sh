@@ -60,7 +60,7 @@ json() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)"; }
 # Each function prints one figure.
 ns()  { "$NSPERF" net 127.0.0.1 -p "$NS_PORT" -t "$SECS" --json "$@"; }
 ns_tcp() { ns "$@" | json "j['summary']['throughput_bps']"; }
-ns_udp() { ns -u -l 1400 "$@" | json "'%f %f' % (j['summary']['udp']['received_datagrams_per_s'], j['summary']['udp']['loss_pct'])"; }
+ns_udp() { ns -u -b 0 -l 1400 "$@" | json "'%f %f' % (j['summary']['udp']['received_datagrams_per_s'], j['summary']['udp']['loss_pct'])"; }
 ns_rr() { ns --rr 1 | json "j['summary']['transactions_per_s']"; }
 ip_tcp() { iperf3 -c 127.0.0.1 -p "$IP_PORT" -t "$SECS" -J "$@" | json "j['end']['sum_received']['bits_per_second']"; }
 ip_udp() {

@@ -62,6 +62,10 @@ pub struct HostFacts {
     pub tcp: TcpSysctls,
     /// Network interfaces (loopback included).
     pub interfaces: Vec<Interface>,
+    /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`): equal on two ends when they
+    /// run on one host (network namespaces share it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
 }
 
 fn read_trim(path: &str) -> Option<String> {
@@ -183,7 +187,13 @@ impl HostFacts {
             mem_available_bytes: meminfo_bytes(&meminfo, "MemAvailable"),
             tcp: TcpSysctls::read(),
             interfaces: interfaces(),
+            boot_id: read_trim("/proc/sys/kernel/random/boot_id").filter(|s| !s.is_empty()),
         }
+    }
+
+    /// True when both facts come from one running kernel (same boot id).
+    pub fn same_host(&self, other: &HostFacts) -> bool {
+        self.boot_id.is_some() && self.boot_id == other.boot_id
     }
 
     /// The MTU of a named interface, if known.

@@ -6,11 +6,15 @@
 //! the other way round.
 #![deny(missing_docs)]
 
+pub mod cgroup;
 pub mod clock;
 pub mod cpu;
+pub mod csv;
+pub mod disk;
 pub mod failure;
 pub mod host;
 pub mod nic;
+pub mod process;
 pub mod report;
 pub mod signal;
 pub mod stats;

@@ -42,6 +42,10 @@ pub struct BonnieConfig {
     pub fast: bool,
     /// Seed.
     pub seed: u64,
+    /// Refuse to start a test whose files do not fit in the free space.
+    pub space_check: bool,
+    /// Remove stale `.nsperf-PID-*` files of dead processes first.
+    pub clean_stale: bool,
 }
 
 impl BonnieConfig {
@@ -59,6 +63,8 @@ impl BonnieConfig {
             seekers: 3,
             fast: false,
             seed: 0x6e73_7065_7266,
+            space_check: true,
+            clean_stale: false,
         }
     }
 }
@@ -99,6 +105,14 @@ pub type BonnieReport = nsperf_core::Report<BonnieConfig, (), BonnieSummary>;
 
 /// Runs the suite.
 pub fn run_bonnie(cfg: &BonnieConfig) -> Result<BonnieReport, IoError> {
+    run_bonnie_observed(cfg, &mut |_| {})
+}
+
+/// Runs the suite, calling `on_row` with each test's row as it ends (for `--json-stream`).
+pub fn run_bonnie_observed(
+    cfg: &BonnieConfig,
+    on_row: &mut dyn FnMut(&BonnieRow),
+) -> Result<BonnieReport, IoError> {
     let t0 = Instant::now();
     let mut rep = BonnieReport::new("io", cfg.clone(), BonnieSummary::default());
     let mut steps: Vec<(&str, Workload)> = Vec::new();
@@ -140,6 +154,8 @@ pub fn run_bonnie(cfg: &BonnieConfig) -> Result<BonnieReport, IoError> {
         c.meta_files = cfg.files;
         c.meta_file_bytes = cfg.file_bytes;
         c.seed = cfg.seed;
+        c.space_check = cfg.space_check;
+        c.clean_stale = cfg.clean_stale;
         if w == Workload::Seeks {
             c.jobs = cfg.seekers.max(1);
             c.shared_file = true;
@@ -173,6 +189,9 @@ pub fn run_bonnie(cfg: &BonnieConfig) -> Result<BonnieReport, IoError> {
             elapsed_s: s.elapsed_s,
             phases: s.phases.clone(),
         });
+        if let Some(row) = rep.summary.rows.last() {
+            on_row(row);
+        }
         if s.interrupted {
             rep.summary.interrupted = true;
             break;

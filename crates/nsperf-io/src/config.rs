@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::engine::EngineKind;
 use crate::error::IoError;
@@ -12,7 +12,7 @@ use crate::target::Target;
 use crate::workload::Workload;
 
 /// Page-cache state of the measured pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CacheMode {
     /// The file was just written or read: the pass runs against the page cache.
@@ -22,15 +22,21 @@ pub enum CacheMode {
     Cold,
     /// O_DIRECT with aligned buffers: the page cache is bypassed.
     Direct,
+    /// Only the server's cache holds the data: the file was written and read once through
+    /// the server, then the client's cache (a kernel mount's pages) was evicted. The
+    /// user-space `nfs` engine has no client cache, so its reads always go to the server.
+    #[serde(rename = "remote-warm")]
+    RemoteWarm,
 }
 
 impl CacheMode {
-    /// Parses `warm`, `cold`, `direct`.
+    /// Parses `warm`, `cold`, `direct`, `remote-warm`.
     pub fn parse(s: &str) -> Option<CacheMode> {
         Some(match s.to_ascii_lowercase().as_str() {
             "warm" => CacheMode::Warm,
             "cold" => CacheMode::Cold,
             "direct" | "o_direct" => CacheMode::Direct,
+            "remote-warm" | "remote_warm" | "remotewarm" => CacheMode::RemoteWarm,
             _ => return None,
         })
     }
@@ -41,12 +47,22 @@ impl CacheMode {
             CacheMode::Warm => "warm",
             CacheMode::Cold => "cold",
             CacheMode::Direct => "direct",
+            CacheMode::RemoteWarm => "remote-warm",
         }
     }
 }
 
+impl std::str::FromStr for CacheMode {
+    type Err = IoError;
+    fn from_str(s: &str) -> Result<Self, IoError> {
+        CacheMode::parse(s).ok_or_else(|| {
+            IoError::Config(format!("unknown cache mode '{s}' (warm, cold, direct)"))
+        })
+    }
+}
+
 /// When written data is made durable, inside the timed pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FsyncMode {
     /// Never: the pass ends when the last write returns (page cache speed).
@@ -78,8 +94,16 @@ impl FsyncMode {
     }
 }
 
+impl std::str::FromStr for FsyncMode {
+    type Err = IoError;
+    fn from_str(s: &str) -> Result<Self, IoError> {
+        FsyncMode::parse(s)
+            .ok_or_else(|| IoError::Config(format!("unknown fsync mode '{s}' (none, end, each)")))
+    }
+}
+
 /// Everything a run needs. Sizes in bytes.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunConfig {
     /// Where the I/O goes.
     pub target: Target,
@@ -93,9 +117,27 @@ pub struct RunConfig {
     pub jobs: u32,
     /// All jobs work on one file, each on its own region of it.
     pub shared_file: bool,
-    /// Run for this long (repeating passes) instead of one size-bound pass.
-    #[serde(serialize_with = "ser_opt_secs", rename = "time_s")]
+    /// Time limit of the measured part (fio `runtime`): with `time_based` the passes repeat
+    /// until it is up (`--time`); without, a size-bound pass stops at it if not done first.
+    #[serde(
+        serialize_with = "ser_opt_secs",
+        deserialize_with = "de_opt_secs",
+        rename = "time_s"
+    )]
     pub time: Option<Duration>,
+    /// Repeat passes until `time` is up (fio `time_based`).
+    pub time_based: bool,
+    /// Unmeasured warm-up with the same workload before the measured part (fio `ramp_time`).
+    #[serde(
+        serialize_with = "ser_opt_secs",
+        deserialize_with = "de_opt_secs",
+        rename = "ramp_s"
+    )]
+    pub ramp: Option<Duration>,
+    /// Rate limits per job (fio `rate`, `rate_iops`).
+    pub rate: RateLimit,
+    /// Checksum every block written and check every block read (fio `verify`).
+    pub verify: Option<VerifyMode>,
     /// Page-cache state.
     pub cache: CacheMode,
     /// Also drop the whole page cache (root) before a cold pass.
@@ -113,7 +155,11 @@ pub struct RunConfig {
     /// Distance between strided reads, in bytes.
     pub stride_bytes: u64,
     /// Length of one reported interval.
-    #[serde(serialize_with = "ser_secs", rename = "interval_s")]
+    #[serde(
+        serialize_with = "ser_secs",
+        deserialize_with = "de_secs",
+        rename = "interval_s"
+    )]
     pub interval: Duration,
     /// Seed of every random choice.
     pub seed: u64,
@@ -121,6 +167,59 @@ pub struct RunConfig {
     pub meta_files: u32,
     /// Size of each file of the metadata test.
     pub meta_file_bytes: u64,
+    /// Refuse to start when the target's file system has less room than the run needs.
+    pub space_check: bool,
+    /// Remove stale `.nsperf-PID-*` files of dead processes from the directory first.
+    pub clean_stale: bool,
+}
+
+/// Rate limits of one job, each direction on its own (fio's `rate=R,W` and
+/// `rate_iops=R,W`; one value limits reads and writes alike). `None`: unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RateLimit {
+    /// Read bytes per second.
+    pub read_bytes_per_s: Option<u64>,
+    /// Written bytes per second.
+    pub write_bytes_per_s: Option<u64>,
+    /// Read ops per second.
+    pub read_iops: Option<u64>,
+    /// Write ops per second.
+    pub write_iops: Option<u64>,
+}
+
+impl RateLimit {
+    /// True when nothing is limited.
+    pub fn is_unlimited(&self) -> bool {
+        *self == RateLimit::default()
+    }
+}
+
+/// How blocks are checked (fio `verify`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerifyMode {
+    /// A header in each block (its offset, the run's seed) and a CRC-32 (IEEE) of the block.
+    Crc32,
+}
+
+impl std::str::FromStr for VerifyMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "crc32" | "1" => Ok(VerifyMode::Crc32),
+            other => Err(format!(
+                "verify '{other}' is not supported: nsperf checks blocks with crc32"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for VerifyMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            VerifyMode::Crc32 => "crc32",
+        })
+    }
 }
 
 fn ser_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -134,6 +233,21 @@ fn ser_opt_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::O
     }
 }
 
+fn secs(x: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(x).map_err(|e| format!("{x} s: {e}"))
+}
+
+fn de_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    secs(f64::deserialize(d)?).map_err(serde::de::Error::custom)
+}
+
+fn de_opt_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    Option::<f64>::deserialize(d)?
+        .map(secs)
+        .transpose()
+        .map_err(serde::de::Error::custom)
+}
+
 impl RunConfig {
     /// A config with the defaults of `nsperf io run`: 1 job, psync, warm cache, no fsync.
     pub fn new(target: Target, workload: Workload, size_bytes: u64, bs_bytes: u64) -> Self {
@@ -145,6 +259,10 @@ impl RunConfig {
             jobs: 1,
             shared_file: false,
             time: None,
+            time_based: false,
+            ramp: None,
+            rate: RateLimit::default(),
+            verify: None,
             cache: CacheMode::Warm,
             drop_caches: false,
             fsync: FsyncMode::None,
@@ -157,6 +275,8 @@ impl RunConfig {
             seed: 0x6e73_7065_7266,
             meta_files: 1024,
             meta_file_bytes: 0,
+            space_check: true,
+            clean_stale: false,
         }
     }
 
@@ -184,6 +304,34 @@ impl RunConfig {
         if self.iodepth == 0 || self.iodepth > 4096 {
             return bad("--iodepth must be 1..4096".into());
         }
+        let nfs_target = matches!(self.target, Target::Nfs { .. });
+        if nfs_target != (self.engine == EngineKind::Nfs) {
+            return bad(if nfs_target {
+                format!(
+                    "an nfs:// target is done by --engine nfs, not {}",
+                    self.engine
+                )
+            } else {
+                "--engine nfs needs an nfs://HOST[:PORT]/EXPORT/PATH target".into()
+            });
+        }
+        if nfs_target && self.verify.is_some() {
+            return bad("--verify is not available for nfs:// targets yet (the nfs engine does not stamp its layout)".into());
+        }
+        if nfs_target {
+            match self.cache {
+                CacheMode::Warm => {
+                    return bad("--cache warm means the client's page cache holds the data; the nfs engine has none (it reads from the server every time): use --cache remote-warm (the server's cache holds it) or cold".into());
+                }
+                CacheMode::Direct => {
+                    return bad("--cache direct does not apply to the nfs engine: it has no client cache to bypass (use remote-warm or cold)".into());
+                }
+                CacheMode::Cold if !self.drop_caches => {
+                    return bad("--cache cold on an nfs:// target needs the server's cache evicted: add --drop-caches (root) when the server runs on this machine (a lab site), or use remote-warm".into());
+                }
+                _ => {}
+            }
+        }
         if self.iodepth > 1 && !self.engine.caps().queued {
             return bad(format!(
                 "--iodepth {} needs a queued engine (--engine uring); {} does one op at a time",
@@ -210,6 +358,9 @@ impl RunConfig {
                 ));
             }
         }
+        if matches!(self.target, Target::Device { .. }) && self.cache == CacheMode::RemoteWarm {
+            return bad("--cache remote-warm needs a file on a network file system or an nfs:// target, not a device".into());
+        }
         if self.drop_caches && self.cache != CacheMode::Cold {
             return bad("--drop-caches goes with --cache cold".into());
         }
@@ -225,7 +376,70 @@ impl RunConfig {
         if matches!(self.target, Target::Device { .. }) && !self.workload.is_block() {
             return bad(format!("{} needs a directory target", self.workload));
         }
+        self.validate_fio_habits()
+    }
+
+    /// The fio-style options: time limit, ramp, rate limits, verify.
+    fn validate_fio_habits(&self) -> Result<(), IoError> {
+        let bad = |m: String| Err(IoError::Config(m));
+        if self.time_based && self.time.is_none() {
+            return bad("--time_based needs --runtime".into());
+        }
+        if self.time.is_some_and(|t| t.is_zero()) {
+            return bad("--runtime must be more than 0".into());
+        }
+        if (self.ramp.is_some() || !self.rate.is_unlimited()) && !self.workload.is_block() {
+            return bad(format!(
+                "--ramp_time and --rate apply to record workloads, not to {}",
+                self.workload
+            ));
+        }
+        let r = &self.rate;
+        if [
+            r.read_bytes_per_s,
+            r.write_bytes_per_s,
+            r.read_iops,
+            r.write_iops,
+        ]
+        .contains(&Some(0))
+        {
+            return bad("a rate limit must be more than 0".into());
+        }
+        if let Some(v) = self.verify {
+            if !self.workload.is_block() {
+                return bad(format!(
+                    "--verify applies to record workloads, not to {}",
+                    self.workload
+                ));
+            }
+            if self.bs_bytes < crate::verify::HEADER_BYTES as u64 {
+                return bad(format!(
+                    "--verify {v} needs --bs of at least {} bytes (the block header)",
+                    crate::verify::HEADER_BYTES
+                ));
+            }
+            if !self.engine.caps().does_io {
+                return bad(format!(
+                    "--verify needs an engine that does I/O ({} does none)",
+                    self.engine
+                ));
+            }
+            if matches!(self.target, Target::Device { .. }) && self.workload.reads() {
+                return bad(
+                    "--verify on a device takes a write-only workload (nsperf does not lay out a device, so there is nothing to check reads against)".into(),
+                );
+            }
+        }
         Ok(())
+    }
+
+    /// Ops in flight per job: `iodepth` on a queued engine, else 1.
+    pub fn depth(&self, engine: EngineKind) -> usize {
+        if engine.caps().queued {
+            self.iodepth as usize
+        } else {
+            1
+        }
     }
 
     /// Blocks (records) per job.
@@ -277,11 +491,42 @@ mod tests {
     }
 
     #[test]
+    fn fio_habits_validated() {
+        let mut c = cfg();
+        c.time_based = true;
+        assert!(c.validate().unwrap_err().to_string().contains("--runtime"));
+        c.time = Some(Duration::from_secs(1));
+        assert!(c.validate().is_ok());
+        let mut c = cfg();
+        c.rate.read_iops = Some(0);
+        assert!(c.validate().is_err());
+        let mut c = cfg();
+        c.verify = Some(VerifyMode::Crc32);
+        assert!(c.validate().is_ok());
+        c.engine = EngineKind::Null;
+        assert!(c.validate().is_err());
+        let mut c = cfg();
+        c.verify = Some(VerifyMode::Crc32);
+        c.bs_bytes = 16;
+        c.size_bytes = 16;
+        assert!(c.validate().is_err());
+        assert_eq!("CRC32".parse::<VerifyMode>(), Ok(VerifyMode::Crc32));
+        assert!("md5".parse::<VerifyMode>().unwrap_err().contains("md5"));
+    }
+
+    #[test]
     fn spec_serializes_with_units() {
         let j = serde_json::to_value(cfg()).unwrap();
         assert_eq!(j["interval_s"], 1.0);
         assert_eq!(j["workload"], "seqread");
         assert_eq!(j["target"]["kind"], "dir");
         assert!(j["time_s"].is_null());
+        let mut c = cfg();
+        c.time = Some(Duration::from_millis(1500));
+        let back: RunConfig = serde_json::from_value(serde_json::to_value(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+        assert_eq!("direct".parse::<CacheMode>().unwrap(), CacheMode::Direct);
+        assert!("lukewarm".parse::<CacheMode>().is_err());
+        assert_eq!("each".parse::<FsyncMode>().unwrap(), FsyncMode::Each);
     }
 }

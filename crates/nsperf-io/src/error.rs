@@ -26,12 +26,31 @@ pub enum IoError {
     /// The file system or kernel refuses what was asked (O_DIRECT on tmpfs, io_uring off).
     #[error("{0}")]
     Unsupported(String),
+    /// The target's file system has less room (bytes or inodes) than the run needs.
+    #[error("{0}")]
+    NoSpace(String),
+    /// A fio job file that cannot be read or uses what nsperf does not have.
+    #[error("{0}")]
+    JobFile(String),
     /// Dropping the page cache needs root.
     #[error("--drop-caches needs root (writing /proc/sys/vm/drop_caches): {0}")]
     DropCaches(std::io::Error),
     /// Ctrl-C arrived before the measured pass started (while laying out files).
     #[error("interrupted before the measurement started")]
     Interrupted,
+    /// The NFS client failed before or around the measured pass (mount, create, remove).
+    #[error(transparent)]
+    Nfs(#[from] nsperf_nfs::NfsError),
+    /// An op on a remote file failed during the run.
+    #[error("{what} {path}: {source}")]
+    Remote {
+        /// The operation.
+        what: &'static str,
+        /// The file (`nfs://HOST/EXPORT/PATH/.nsperf-…`).
+        path: String,
+        /// The error; an [`nsperf_nfs::NfsError`] inside when the protocol failed.
+        source: std::io::Error,
+    },
     /// A system call failed during the run.
     #[error("{what} {path}: {source}")]
     Os {
@@ -45,6 +64,12 @@ pub enum IoError {
 }
 
 impl IoError {
+    /// An [`IoError::Remote`].
+    pub(crate) fn remote(what: &'static str, path: String, source: std::io::Error) -> IoError {
+        // Messages read better without the io::Error wrapper's own text around an NFS error.
+        IoError::Remote { what, path, source }
+    }
+
     /// An [`IoError::Os`] from the current `errno`.
     pub(crate) fn last_os(what: &'static str, path: &std::path::Path) -> IoError {
         IoError::Os {
@@ -75,12 +100,21 @@ impl Classify for IoError {
             IoError::TargetDir { .. } => Failure::Input,
             IoError::Unsafe(_) => Failure::Unsafe,
             IoError::Unsupported(_) => Failure::Unsupported,
+            IoError::NoSpace(_) => Failure::Usage,
+            IoError::JobFile(_) => Failure::Input,
             IoError::DropCaches(_) => Failure::Permission,
             IoError::Interrupted => Failure::Interrupted,
-            IoError::Os { source, .. } => match source.raw_os_error() {
+            IoError::Nfs(e) => e.failure(),
+            IoError::Remote { source, .. } | IoError::Os { source, .. } => match source
+                .raw_os_error()
+            {
                 Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => Failure::Permission,
                 Some(libc::EINTR) => Failure::Interrupted,
-                _ => Failure::Runtime,
+                _ => source
+                    .get_ref()
+                    .and_then(|e| e.downcast_ref::<nsperf_nfs::NfsError>())
+                    .map(Classify::failure)
+                    .unwrap_or(Failure::Runtime),
             },
         }
     }

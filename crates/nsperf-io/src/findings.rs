@@ -4,19 +4,29 @@ use nsperf_core::report::{CpuInterval, Finding, Severity, cpu_bound_finding};
 use nsperf_core::units::Bytes;
 
 use crate::config::{CacheMode, FsyncMode, RunConfig};
+use crate::fsinfo::FsInfo;
 use crate::result::IoSummary;
+use crate::stale::StaleFile;
+
+/// A measured pass shorter than this is flagged: start-up, one scheduler stall or one burst
+/// of writeback weigh too much on it, and the CPU figures (10 ms ticks) say nothing.
+pub const MIN_MEANINGFUL_S: f64 = 1.0;
 
 /// Facts about the run that are not in the config or summary.
 #[derive(Debug, Clone, Default)]
 pub struct RunFacts {
     /// Total bytes of the files worked on.
     pub file_bytes: u64,
-    /// Free memory (MemAvailable) at the start.
-    pub mem_available_bytes: Option<u64>,
     /// Why the asked engine was replaced, if it was.
     pub engine_fallback: Option<String>,
     /// True when the target is a device (no page-cache advice about files).
     pub device: bool,
+    /// The target's file system when the run ended (compared with `summary.target_fs`).
+    pub fs_after: Option<FsInfo>,
+    /// Stale nsperf files found in the directory, and whether they were removed.
+    pub stale: Vec<StaleFile>,
+    /// True when the stale files were removed (`--clean`).
+    pub stale_removed: bool,
 }
 
 /// The findings of one run.
@@ -41,9 +51,11 @@ pub fn findings(
             "null engine: no I/O was done; the figures are nsperf's own per-op overhead",
         ));
     }
+    out.extend(stale_findings(facts));
     let reads = s.read_bytes > 0;
-    let warm_avail = facts
-        .mem_available_bytes
+    let mem = &s.memory;
+    let warm_avail = mem
+        .cache_usable_bytes
         .filter(|_| cfg.cache == CacheMode::Warm && reads && !facts.device);
     if let Some(avail) = warm_avail.filter(|&a| facts.file_bytes <= a) {
         out.push(
@@ -51,13 +63,13 @@ pub fn findings(
                 "page_cache_read",
                 Severity::Info,
                 format!(
-                    "the {} of data fit in free RAM ({}): warm reads measure the page cache, not the device; use --cache cold or --cache direct for the device",
+                    "the {} of data fit in {}: warm reads measure the page cache, not the device; use --cache cold or --cache direct for the device",
                     Bytes(facts.file_bytes),
-                    Bytes(avail)
+                    mem.describe()
                 ),
             )
             .with("file_bytes", facts.file_bytes as f64)
-            .with("mem_available_bytes", avail as f64),
+            .with("cache_usable_bytes", avail as f64),
         );
     }
     if let Some(avail) = warm_avail.filter(|&a| facts.file_bytes > a) {
@@ -66,16 +78,24 @@ pub fn findings(
                 "page_cache_cliff",
                 Severity::Warning,
                 format!(
-                    "the {} of data exceed free RAM ({}): reads past the page cache go to the device, expect a throughput cliff",
+                    "the {} of data exceed {}: reads past the page cache go to the device, expect a throughput cliff",
                     Bytes(facts.file_bytes),
-                    Bytes(avail)
+                    mem.describe()
                 ),
             )
             .with("file_bytes", facts.file_bytes as f64)
-            .with("mem_available_bytes", avail as f64),
+            .with("cache_usable_bytes", avail as f64),
         );
     }
-    if s.write_bytes > 0 && cfg.fsync == FsyncMode::None && cfg.cache != CacheMode::Direct {
+    short_pass(s, &mut out);
+    crate::findings_fs::fs_findings(cfg, s, facts, &mut out);
+    verify_findings(s, &mut out);
+    let remote = matches!(cfg.target, crate::target::Target::Nfs { .. });
+    if s.write_bytes > 0
+        && cfg.fsync == FsyncMode::None
+        && cfg.cache != CacheMode::Direct
+        && !remote
+    {
         out.push(Finding::new(
             "writes_not_durable",
             Severity::Info,
@@ -137,4 +157,92 @@ pub fn findings(
         );
     }
     out
+}
+
+/// Stale files of dead runs, named (or reported removed).
+pub(crate) fn stale_findings(facts: &RunFacts) -> Option<Finding> {
+    if facts.stale.is_empty() {
+        return None;
+    }
+    let bytes: u64 = facts.stale.iter().map(|f| f.bytes).sum();
+    let dir = facts
+        .stale
+        .first()
+        .and_then(|f| f.path.parent())
+        .unwrap_or(std::path::Path::new("."));
+    let line = crate::stale::describe(dir, &facts.stale);
+    let f = if facts.stale_removed {
+        Finding::new(
+            "stale_files_removed",
+            Severity::Info,
+            format!("removed {line}"),
+        )
+    } else {
+        Finding::new(
+            "stale_files",
+            Severity::Warning,
+            format!("{line}; --clean removes them"),
+        )
+    };
+    Some(
+        f.with("stale_files", facts.stale.len() as f64)
+            .with("stale_bytes", bytes as f64),
+    )
+}
+
+/// A pass too short to be a stable figure.
+fn short_pass(s: &IoSummary, out: &mut Vec<Finding>) {
+    if s.elapsed_s <= 0.0 || s.elapsed_s >= MIN_MEANINGFUL_S || s.interrupted {
+        return;
+    }
+    out.push(
+        Finding::new(
+            "short_pass",
+            Severity::Warning,
+            format!(
+                "the measured pass lasted {:.3} s, under {MIN_MEANINGFUL_S:.0} s: start-up, one scheduler stall or one writeback burst weigh on a figure this short; use a larger --size or --runtime with --time_based",
+                s.elapsed_s
+            ),
+        )
+        .with("elapsed_s", s.elapsed_s)
+        .with("min_meaningful_s", MIN_MEANINGFUL_S),
+    );
+}
+
+/// What `--verify` found.
+fn verify_findings(s: &IoSummary, out: &mut Vec<Finding>) {
+    let Some(v) = &s.verify else {
+        return;
+    };
+    if v.failures == 0 {
+        out.push(
+            Finding::new(
+                "verify_ok",
+                Severity::Info,
+                format!(
+                    "{} blocks verified (crc32 and block header): none failed",
+                    v.blocks_checked
+                ),
+            )
+            .with("blocks_checked", v.blocks_checked as f64),
+        );
+        return;
+    }
+    out.push(
+        Finding::new(
+            "verify_failed",
+            Severity::Warning,
+            format!(
+                "{} of {} blocks failed verification; the first at offset {}: {}",
+                v.failures,
+                v.blocks_checked,
+                v.first_failure_offset.unwrap_or(0),
+                v.first_failure
+                    .map(|m| m.to_string())
+                    .unwrap_or_else(|| "unknown".into())
+            ),
+        )
+        .with("blocks_checked", v.blocks_checked as f64)
+        .with("failures", v.failures as f64),
+    );
 }

@@ -3,17 +3,23 @@
 //! on queued engines).
 //!
 //! Interval accounting: an op belongs to the interval in which it completed; intervals are
-//! laid on a grid starting at the common `start` of all jobs, so the runner can add jobs'
-//! intervals index by index.
+//! laid on a grid starting at the common measuring start of all jobs, so the runner can add
+//! jobs' intervals index by index. Ops that complete before that start (the `--ramp_time`
+//! warm-up) are done but not counted. Per op, the loop also paces (`--rate`), stamps or
+//! checks the block (`--verify`) and publishes its totals to the live counters, each only
+//! when asked for.
 
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use nsperf_core::stats::LatencyHistogram;
 
 use crate::buffer::BufferPool;
-use crate::config::FsyncMode;
+use crate::config::{FsyncMode, RateLimit};
 use crate::engine::{Completion, IoEngine};
+use crate::pace::Pacer;
+use crate::verify::{self, Tally};
 use crate::workload::{OpKind, OpStream};
 
 /// What one job does in the measured pass.
@@ -31,17 +37,71 @@ pub struct JobPlan {
     pub bs: usize,
     /// Ops in flight (1 for synchronous engines).
     pub depth: usize,
-    /// Size-bound: this many ops; time-bound: `u64::MAX` and a deadline.
+    /// Size-bound: this many measured ops; time-bound: `u64::MAX` and a deadline.
     pub ops: u64,
     /// fsync policy.
     pub fsync: FsyncMode,
+    /// Rate limits of this job.
+    pub rate: RateLimit,
+    /// Seed of the `--verify` headers; `None`: blocks are neither stamped nor checked.
+    pub verify_seed: Option<u64>,
+}
+
+/// When a job runs: it starts at `begin`, counts from `measure` (later than `begin` by the
+/// ramp time), reports per `interval` and stops at `deadline` if one is set.
+#[derive(Debug, Clone, Copy)]
+pub struct JobClock {
+    /// The first op may start.
+    pub begin: Instant,
+    /// Start of the measured part and of the interval grid.
+    pub measure: Instant,
+    /// Interval length.
+    pub interval: Duration,
+    /// No op starts after this.
+    pub deadline: Option<Instant>,
+}
+
+impl JobClock {
+    /// A clock without ramp: measuring starts at once.
+    pub fn at(start: Instant, interval: Duration, deadline: Option<Instant>) -> Self {
+        JobClock {
+            begin: start,
+            measure: start,
+            interval,
+            deadline,
+        }
+    }
+}
+
+/// Totals of one job published while it runs, for a live progress line (relaxed stores by
+/// the job, relaxed loads by the reader; one cache line per job).
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub struct LiveJob {
+    /// Measured bytes read so far.
+    pub read_bytes: AtomicU64,
+    /// Measured bytes written so far.
+    pub write_bytes: AtomicU64,
+    /// Measured ops so far.
+    pub ops: AtomicU64,
+}
+
+impl LiveJob {
+    #[inline]
+    fn publish(&self, o: &JobOutcome) {
+        self.read_bytes.store(o.read_bytes, Ordering::Relaxed);
+        self.write_bytes.store(o.write_bytes, Ordering::Relaxed);
+        self.ops.store(o.ops, Ordering::Relaxed);
+    }
 }
 
 /// Counters of one job.
 #[derive(Debug, Clone)]
 pub struct JobOutcome {
-    /// Per-op latency.
-    pub hist: LatencyHistogram,
+    /// Per-op latency of reads.
+    pub read_hist: LatencyHistogram,
+    /// Per-op latency of writes.
+    pub write_hist: LatencyHistogram,
     /// `(bytes, ops)` per interval of the common grid.
     pub buckets: Vec<(u64, u64)>,
     /// Bytes read.
@@ -50,6 +110,8 @@ pub struct JobOutcome {
     pub write_bytes: u64,
     /// Ops completed.
     pub ops: u64,
+    /// Read ops completed.
+    pub read_ops: u64,
     /// When the job's measured pass started.
     pub start: Instant,
     /// When the job's last op (and final fsync) ended.
@@ -58,6 +120,55 @@ pub struct JobOutcome {
     pub fsync_ns: u64,
     /// True when stopped by Ctrl-C.
     pub interrupted: bool,
+    /// Blocks checked by `--verify` during the pass.
+    pub verify: Tally,
+    /// Ops completed including the unmeasured ramp.
+    pub all_ops: u64,
+}
+
+impl JobOutcome {
+    /// Empty counters of a pass starting at `start`.
+    pub fn new(start: Instant) -> Self {
+        JobOutcome {
+            read_hist: LatencyHistogram::new(),
+            write_hist: LatencyHistogram::new(),
+            buckets: Vec::new(),
+            read_bytes: 0,
+            write_bytes: 0,
+            ops: 0,
+            read_ops: 0,
+            start,
+            end: start,
+            fsync_ns: 0,
+            interrupted: false,
+            verify: Tally::default(),
+            all_ops: 0,
+        }
+    }
+
+    /// Counts one measured op.
+    #[inline]
+    pub fn count(&mut self, kind: OpKind, bytes: u64, lat_ns: u64) {
+        match kind {
+            OpKind::Read => {
+                self.read_hist.record_ns(lat_ns);
+                self.read_bytes += bytes;
+                self.read_ops += 1;
+            }
+            OpKind::Write => {
+                self.write_hist.record_ns(lat_ns);
+                self.write_bytes += bytes;
+            }
+        }
+        self.ops += 1;
+    }
+
+    /// Latency of all ops, reads and writes together.
+    pub fn hist(&self) -> LatencyHistogram {
+        let mut h = self.read_hist.clone();
+        h.merge(&self.write_hist);
+        h
+    }
 }
 
 /// A failed op: what was done, at which offset, and the error.
@@ -110,14 +221,51 @@ fn op_name(k: OpKind) -> &'static str {
     }
 }
 
+/// What the loops share: the plan, the counters, the grid, the clock and the live totals.
+struct Pass<'a> {
+    plan: &'a mut JobPlan,
+    out: &'a mut JobOutcome,
+    grid: &'a mut Grid,
+    clock: JobClock,
+    pacer: Option<Pacer>,
+    live: Option<&'a LiveJob>,
+}
+
+impl Pass<'_> {
+    /// Accounts one finished op; returns false when the pass must stop (deadline).
+    #[inline]
+    fn finished(&mut self, kind: OpKind, n: u64, t0: Instant, t1: Instant) -> bool {
+        if let Some(p) = self.pacer.as_mut() {
+            p.done(kind, n);
+        }
+        self.out.all_ops += 1;
+        if t1 >= self.clock.measure {
+            self.out
+                .count(kind, n, t1.duration_since(t0).as_nanos() as u64);
+            self.grid.add(t1, n, 1);
+            if let Some(l) = self.live {
+                l.publish(self.out);
+            }
+        }
+        self.clock.deadline.is_none_or(|d| t1 < d)
+    }
+
+    #[inline]
+    fn check(&mut self, block: &[u8], offset: u64) {
+        if let Some(seed) = self.plan.verify_seed {
+            let r = verify::check(block, self.plan.bs, offset, seed);
+            self.out.verify.record(offset, r);
+        }
+    }
+}
+
 /// Runs one job's measured pass on an attached engine.
 pub fn run_job<E: IoEngine>(
     engine: &mut E,
     pool: &mut BufferPool,
     mut plan: JobPlan,
-    start: Instant,
-    interval: Duration,
-    deadline: Option<Instant>,
+    clock: JobClock,
+    live: Option<&LiveJob>,
 ) -> Result<JobOutcome, JobError> {
     engine
         .attach(plan.fd, plan.file_len, pool)
@@ -125,31 +273,34 @@ pub fn run_job<E: IoEngine>(
             what: "attach",
             source,
         })?;
-    let expect = deadline
+    let expect = clock
+        .deadline
         .map(|d| {
-            (d.saturating_duration_since(start).as_nanos() / interval.as_nanos().max(1)) as usize
+            (d.saturating_duration_since(clock.measure).as_nanos()
+                / clock.interval.as_nanos().max(1)) as usize
                 + 2
         })
         .unwrap_or(64);
-    let mut out = JobOutcome {
-        hist: LatencyHistogram::new(),
-        buckets: Vec::new(),
-        read_bytes: 0,
-        write_bytes: 0,
-        ops: 0,
-        start,
-        end: start,
-        fsync_ns: 0,
-        interrupted: false,
+    let mut out = JobOutcome::new(clock.measure);
+    let mut grid = Grid::new(clock.measure, clock.interval, expect);
+    let pacer = Pacer::new(&plan.rate, clock.begin);
+    let queued = engine.caps().queued && plan.depth > 1;
+    let fsync_end = plan.fsync == FsyncMode::End;
+    let mut pass = Pass {
+        plan: &mut plan,
+        out: &mut out,
+        grid: &mut grid,
+        clock,
+        pacer,
+        live,
     };
-    let mut grid = Grid::new(start, interval, expect);
-    let r = if engine.caps().queued && plan.depth > 1 {
-        queued_loop(engine, &mut plan, &mut out, &mut grid, deadline)
+    let r = if queued {
+        queued_loop(engine, pool, &mut pass)
     } else {
-        sync_loop(engine, pool, &mut plan, &mut out, &mut grid, deadline)
+        sync_loop(engine, pool, &mut pass)
     };
     let r = r.and_then(|()| {
-        if plan.fsync == FsyncMode::End && out.write_bytes > 0 {
+        if fsync_end && out.write_bytes > 0 {
             let t = Instant::now();
             engine.sync_file().map_err(|source| JobError {
                 what: "fsync",
@@ -166,27 +317,30 @@ pub fn run_job<E: IoEngine>(
     Ok(out)
 }
 
-#[inline]
-fn stop_now(t: Instant, deadline: Option<Instant>) -> bool {
-    deadline.is_some_and(|d| t >= d)
-}
-
 fn sync_loop<E: IoEngine>(
     engine: &mut E,
     pool: &mut BufferPool,
-    plan: &mut JobPlan,
-    out: &mut JobOutcome,
-    grid: &mut Grid,
-    deadline: Option<Instant>,
+    pass: &mut Pass<'_>,
 ) -> Result<(), JobError> {
-    let buf = pool.buf(0, plan.bs);
-    let each = plan.fsync == FsyncMode::Each;
-    for _ in 0..plan.ops {
+    let bs = pass.plan.bs;
+    let buf = pool.buf(0, bs);
+    let each = pass.plan.fsync == FsyncMode::Each;
+    let seed = pass.plan.verify_seed;
+    while pass.out.ops < pass.plan.ops {
         if nsperf_core::signal::interrupted() {
-            out.interrupted = true;
+            pass.out.interrupted = true;
             break;
         }
-        let (kind, off) = plan.stream.next_op();
+        let (kind, off) = pass.plan.stream.next_op();
+        if let Some(p) = pass.pacer.as_mut() {
+            if !p.wait(kind, pass.clock.deadline) {
+                pass.out.interrupted |= nsperf_core::signal::interrupted();
+                break;
+            }
+        }
+        if let (Some(seed), OpKind::Write) = (seed, kind) {
+            verify::stamp(buf, off, seed);
+        }
         let t0 = Instant::now();
         let r = engine.submit_sync(kind, off, buf);
         let r = match (r, each && kind == OpKind::Write) {
@@ -201,7 +355,7 @@ fn sync_loop<E: IoEngine>(
                     source: std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
                 });
             }
-            Ok(n) => n as u64,
+            Ok(n) => n,
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
             Err(source) => {
                 return Err(JobError {
@@ -210,14 +364,10 @@ fn sync_loop<E: IoEngine>(
                 });
             }
         };
-        out.hist.record_ns(t1.duration_since(t0).as_nanos() as u64);
-        match kind {
-            OpKind::Read => out.read_bytes += n,
-            OpKind::Write => out.write_bytes += n,
+        if kind == OpKind::Read {
+            pass.check(&buf[..n], off);
         }
-        out.ops += 1;
-        grid.add(t1, n, 1);
-        if stop_now(t1, deadline) {
+        if !pass.finished(kind, n as u64, t0, t1) {
             break;
         }
     }
@@ -226,34 +376,52 @@ fn sync_loop<E: IoEngine>(
 
 fn queued_loop<E: IoEngine>(
     engine: &mut E,
-    plan: &mut JobPlan,
-    out: &mut JobOutcome,
-    grid: &mut Grid,
-    deadline: Option<Instant>,
+    pool: &mut BufferPool,
+    pass: &mut Pass<'_>,
 ) -> Result<(), JobError> {
-    let depth = plan.depth;
+    let depth = pass.plan.depth;
+    let bs = pass.plan.bs;
+    let seed = pass.plan.verify_seed;
     let mut issued_at = vec![Instant::now(); depth];
-    let mut kinds = vec![OpKind::Read; depth];
+    let mut ops_of = vec![(OpKind::Read, 0u64); depth];
     let mut free: Vec<u32> = (0..depth as u32).rev().collect();
     let mut done: Vec<Completion> = Vec::with_capacity(depth * 2);
     let mut batch: Vec<u32> = Vec::with_capacity(depth);
-    let mut issued = 0u64;
     let mut inflight = 0usize;
     let mut stopping = false;
-    let each = plan.fsync == FsyncMode::Each;
+    // An op drawn from the stream but not yet due (rate limit): issued first next time.
+    let mut held: Option<(OpKind, u64)> = None;
+    let each = pass.plan.fsync == FsyncMode::Each;
     loop {
         batch.clear();
-        while !stopping && inflight < depth && issued < plan.ops {
-            let Some(slot) = free.pop() else { break };
-            let (kind, off) = plan.stream.next_op();
+        // Ramp ops are not counted in `out.ops`: issue until the measured ops are done.
+        while !stopping && inflight < depth && pass.out.ops + (inflight as u64) < pass.plan.ops {
+            let Some(&slot) = free.last() else { break };
+            let (kind, off) = held.take().unwrap_or_else(|| pass.plan.stream.next_op());
+            if let Some(p) = pass.pacer.as_mut() {
+                if p.due(kind) > Instant::now() {
+                    if inflight > 0 {
+                        held = Some((kind, off));
+                        break;
+                    }
+                    if !p.wait(kind, pass.clock.deadline) {
+                        pass.out.interrupted |= nsperf_core::signal::interrupted();
+                        stopping = true;
+                        break;
+                    }
+                }
+            }
+            free.pop();
+            if let (Some(seed), OpKind::Write) = (seed, kind) {
+                verify::stamp(pool.buf(slot as usize, bs), off, seed);
+            }
             engine
-                .queue(kind, off, plan.bs, slot)
+                .queue(kind, off, bs, slot)
                 .map_err(|source| JobError {
                     what: op_name(kind),
                     source,
                 })?;
-            kinds[slot as usize] = kind;
-            issued += 1;
+            ops_of[slot as usize] = (kind, off);
             inflight += 1;
             batch.push(slot);
         }
@@ -271,7 +439,7 @@ fn queued_loop<E: IoEngine>(
         match engine.reap(1, &mut done) {
             Ok(()) => {}
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => {
-                out.interrupted = true;
+                pass.out.interrupted = true;
                 stopping = true;
                 continue;
             }
@@ -287,7 +455,7 @@ fn queued_loop<E: IoEngine>(
             let slot = c.slot as usize;
             inflight -= 1;
             free.push(c.slot);
-            let kind = kinds[slot];
+            let (kind, off) = ops_of[slot];
             if c.result <= 0 {
                 let source = if c.result == 0 {
                     std::io::Error::from(std::io::ErrorKind::UnexpectedEof)
@@ -305,21 +473,19 @@ fn queued_loop<E: IoEngine>(
                     source,
                 })?;
             }
-            let n = c.result as u64;
-            out.hist
-                .record_ns(t1.duration_since(issued_at[slot]).as_nanos() as u64);
-            match kind {
-                OpKind::Read => out.read_bytes += n,
-                OpKind::Write => out.write_bytes += n,
+            let n = c.result as usize;
+            if kind == OpKind::Read && seed.is_some() {
+                pass.check(&pool.buf(slot, bs)[..n.min(bs)], off);
             }
-            out.ops += 1;
-            grid.add(t1, n, 1);
+            if !pass.finished(kind, n as u64, issued_at[slot], t1) {
+                stopping = true;
+            }
         }
-        if nsperf_core::signal::interrupted() {
-            out.interrupted = true;
+        if !stopping && pass.out.ops >= pass.plan.ops {
             stopping = true;
         }
-        if stop_now(t1, deadline) {
+        if nsperf_core::signal::interrupted() {
+            pass.out.interrupted = true;
             stopping = true;
         }
     }

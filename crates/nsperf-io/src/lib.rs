@@ -1,34 +1,61 @@
 //! The file-system and block I/O engine of nsperf: fio-style workloads on pluggable engines
-//! (`psync`, `uring`, `mmap`, `null`), the iozone-style matrix, the bonnie++-style suite, and
+//! (`psync`, `uring`, `mmap`, `null`, and `nfs`: NFSv3 in user space for `nfs://` targets), the iozone-style matrix, the bonnie++-style suite, and
 //! cache control (warm, cold, direct), with per-op latency histograms, throughput per
 //! interval and CPU per core, reported in the shared result model.
 //!
 //! Safety invariant: in a directory, only files this crate created (`.nsperf-*`, `O_EXCL`)
 //! are ever opened for writing, and they are removed on every exit path; a device is used only
-//! with explicit consent (see [`target`]).
+//! with explicit consent (see [`target`]). Files of runs that died (SIGKILL) are named by the
+//! next run in that directory and removed only when asked (`clean_stale`).
 #![deny(missing_docs)]
 
+mod aggregate;
 pub mod bonnie;
-pub mod buffer;
-pub mod cache;
-pub mod config;
-pub mod engine;
-pub mod error;
-pub mod findings;
-pub mod job;
+mod buffer;
+mod cache;
+mod config;
+mod engine;
+mod error;
+mod findings;
+mod findings_fs;
+mod fsinfo;
+mod job;
+pub mod jobfile;
 pub mod matrix;
-pub mod monitor;
-pub mod result;
-pub mod rng;
-pub mod runner;
-pub mod suite;
-pub mod target;
-pub mod workload;
+mod memory;
+mod monitor;
+mod pace;
+mod prepare;
+mod remote;
+mod result;
+mod rng;
+mod runner;
+mod space;
+mod stale;
+mod suite;
+mod target;
+mod verify;
+mod workload;
 
-pub use config::{CacheMode, FsyncMode, RunConfig};
+pub use config::{CacheMode, FsyncMode, RateLimit, RunConfig, VerifyMode};
 pub use engine::EngineKind;
 pub use error::IoError;
+pub use remote::RemoteFacts;
 pub use result::{IoInterval, IoReport, IoSummary, Phase};
-pub use runner::run;
+pub use runner::{Progress, run, run_observed};
 pub use target::{FILE_PREFIX, Target};
 pub use workload::Workload;
+
+/// Parses `/proc/self/mountinfo`-shaped bytes (the body of the fuzz target, also run by unit
+/// tests). Never panics.
+pub fn fuzz_mountinfo(data: &[u8]) {
+    let _ = fsinfo::parse_mountinfo(&String::from_utf8_lossy(data));
+}
+
+/// Parses a fio job file from bytes (the body of the fuzz target, also run by unit tests).
+/// Never panics.
+pub fn fuzz_job_file(data: &[u8]) {
+    if let Ok(j) = jobfile::JobFile::parse(&String::from_utf8_lossy(data)) {
+        let _ = j.to_config(None);
+    }
+}

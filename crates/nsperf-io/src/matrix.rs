@@ -21,7 +21,8 @@ use crate::cache;
 use crate::config::{CacheMode, FsyncMode};
 use crate::engine::{EngineKind, IoEngine, Mmap, Null, Psync, Uring};
 use crate::error::IoError;
-use crate::job::{JobPlan, run_job};
+use crate::job::{JobClock, JobPlan, run_job};
+use crate::memory::MemoryFacts;
 use crate::runner::resolve_engine;
 use crate::target::{CreatedFiles, cstr};
 use crate::workload::{OpStream, Workload};
@@ -65,6 +66,10 @@ pub struct MatrixConfig {
     pub include_close: bool,
     /// Seed of the random offsets.
     pub seed: u64,
+    /// Refuse to start when the largest file does not fit in the free space.
+    pub space_check: bool,
+    /// Remove stale `.nsperf-PID-*` files of dead processes first.
+    pub clean_stale: bool,
 }
 
 impl MatrixConfig {
@@ -82,6 +87,8 @@ impl MatrixConfig {
             fsync: FsyncMode::None,
             include_close: false,
             seed: 0x6e73_7065_7266,
+            space_check: true,
+            clean_stale: false,
         }
     }
 
@@ -157,7 +164,8 @@ pub struct MatrixCell {
     pub lat_p50_ns: u64,
     /// 99th percentile op latency.
     pub lat_p99_ns: u64,
-    /// The file exceeds free RAM: reads are past the page-cache cliff.
+    /// The file exceeds the memory the page cache can use (free RAM, or the cgroup's
+    /// `memory.max` when smaller): reads are past the page-cache cliff.
     pub beyond_free_ram: bool,
     /// The file fits in the CPU's largest cache.
     pub fits_cpu_cache: bool,
@@ -174,8 +182,11 @@ pub struct MatrixSummary {
     pub file_sizes_bytes: Vec<u64>,
     /// Record sizes (columns).
     pub record_sizes_bytes: Vec<u64>,
-    /// Free memory at the start (the page-cache cliff lies beyond it).
+    /// Free memory at the start.
     pub mem_available_bytes: Option<u64>,
+    /// Memory the page cache can use (free RAM or the cgroup's room): the cliff lies beyond.
+    #[serde(default)]
+    pub memory: MemoryFacts,
     /// Largest CPU cache of core 0.
     pub cpu_cache_bytes: Option<u64>,
     /// Every cell, in run order.
@@ -206,10 +217,30 @@ pub fn cpu_cache_bytes() -> Option<u64> {
 
 /// Runs the matrix.
 pub fn run_matrix(cfg: &MatrixConfig) -> Result<MatrixReport, IoError> {
+    run_matrix_observed(cfg, &mut |_| {})
+}
+
+/// Runs the matrix, calling `on_cell` with each cell as it is measured (for
+/// `--json-stream`).
+pub fn run_matrix_observed(
+    cfg: &MatrixConfig,
+    on_cell: &mut dyn FnMut(&MatrixCell),
+) -> Result<MatrixReport, IoError> {
     cfg.validate()?;
+    let pre = crate::space::preflight(
+        &cfg.dir,
+        crate::space::Need {
+            bytes: cfg.max_file_bytes,
+            inodes: 1,
+        },
+        cfg.space_check,
+        cfg.clean_stale,
+        cfg.engine == EngineKind::Mmap,
+    )?;
     let facts = HostFacts::collect();
     let (engine, fallback) = resolve_engine(cfg.engine, Uring::probe);
     let mem = facts.mem_available_bytes;
+    let memory = MemoryFacts::read(mem);
     let l3 = cpu_cache_bytes();
     let mut rep = MatrixReport::new("io", cfg.clone(), MatrixSummary::default());
     rep.hosts.push(HostRecord {
@@ -223,6 +254,7 @@ pub fn run_matrix(cfg: &MatrixConfig) -> Result<MatrixReport, IoError> {
         file_sizes_bytes: cfg.file_sizes(),
         record_sizes_bytes: cfg.records_bytes.clone(),
         mem_available_bytes: mem,
+        memory,
         cpu_cache_bytes: l3,
         ..Default::default()
     };
@@ -233,15 +265,42 @@ pub fn run_matrix(cfg: &MatrixConfig) -> Result<MatrixReport, IoError> {
     };
     let max_rec = cfg.records_bytes.iter().copied().max().unwrap_or(4096) as usize;
     let mut pool = BufferPool::new(max_rec, depth, cfg.seed);
+    if cfg.cache == CacheMode::RemoteWarm {
+        cache::require_network_fs(&cfg.dir)?;
+    }
     let mut guard = CreatedFiles::new(&cfg.dir)?;
     let r = match engine {
-        EngineKind::Psync => cells(cfg, &mut guard, &mut pool, &mut Psync::new(), &mut s),
+        EngineKind::Psync => cells(
+            cfg,
+            &mut guard,
+            &mut pool,
+            &mut Psync::new(),
+            &mut s,
+            on_cell,
+        ),
         EngineKind::Uring => {
             let mut e = Uring::new(depth).map_err(|e| IoError::Unsupported(e.to_string()))?;
-            cells(cfg, &mut guard, &mut pool, &mut e, &mut s)
+            cells(cfg, &mut guard, &mut pool, &mut e, &mut s, on_cell)
         }
-        EngineKind::Mmap => cells(cfg, &mut guard, &mut pool, &mut Mmap::new(), &mut s),
-        EngineKind::Null => cells(cfg, &mut guard, &mut pool, &mut Null::new(), &mut s),
+        EngineKind::Mmap => cells(
+            cfg,
+            &mut guard,
+            &mut pool,
+            &mut Mmap::new(),
+            &mut s,
+            on_cell,
+        ),
+        EngineKind::Null => cells(
+            cfg,
+            &mut guard,
+            &mut pool,
+            &mut Null::new(),
+            &mut s,
+            on_cell,
+        ),
+        EngineKind::Nfs => Err(IoError::Config(
+            "io auto works on local directories and mounts; an nfs:// target takes io run".into(),
+        )),
     };
     drop(guard);
     r?;
@@ -251,6 +310,12 @@ pub fn run_matrix(cfg: &MatrixConfig) -> Result<MatrixReport, IoError> {
         rep.findings
             .push(Finding::new("engine_fallback", Severity::Warning, why));
     }
+    let rf = crate::findings::RunFacts {
+        stale: pre.stale,
+        stale_removed: pre.removed,
+        ..Default::default()
+    };
+    rep.findings.extend(crate::findings::stale_findings(&rf));
     rep.findings.extend(matrix_findings(&s));
     rep.summary = s;
     Ok(rep)
@@ -262,6 +327,7 @@ fn cells<E: IoEngine>(
     pool: &mut BufferPool,
     engine: &mut E,
     s: &mut MatrixSummary,
+    on_cell: &mut dyn FnMut(&MatrixCell),
 ) -> Result<(), IoError> {
     let full_size = engine.caps().needs_full_size;
     for &file in &s.file_sizes_bytes.clone() {
@@ -284,12 +350,14 @@ fn cells<E: IoEngine>(
             }
             for &test in &cfg.tests {
                 if !written && test != Workload::SeqWrite {
-                    crate::runner::layout(file_h.as_raw_fd(), len, &path)?;
+                    crate::prepare::layout(file_h.as_raw_fd(), len, &path, None)?;
                 }
                 written = true;
                 if !test.writes() {
                     match cfg.cache {
-                        CacheMode::Cold | CacheMode::Direct => {
+                        // remote-warm (a network mount): the server read it before, the
+                        // client's pages are dropped.
+                        CacheMode::Cold | CacheMode::Direct | CacheMode::RemoteWarm => {
                             cache::evict_file(file_h.as_raw_fd(), &path)?
                         }
                         // iozone's default: the file is in the page cache from the
@@ -316,9 +384,12 @@ fn cells<E: IoEngine>(
                     } else {
                         FsyncMode::None
                     },
+                    rate: Default::default(),
+                    verify_seed: None,
                 };
                 let start = Instant::now();
-                let r = run_job(engine, pool, plan, start, Duration::from_secs(3600), None);
+                let clock = JobClock::at(start, Duration::from_secs(3600), None);
+                let r = run_job(engine, pool, plan, clock, None);
                 let mut end = Instant::now();
                 if direct {
                     // SAFETY: closing the descriptor opened above.
@@ -332,7 +403,7 @@ fn cells<E: IoEngine>(
                     end = Instant::now();
                 }
                 let el = end.duration_since(start).as_secs_f64().max(1e-9);
-                let l = o.hist.summary();
+                let l = o.hist().summary();
                 s.cells.push(MatrixCell {
                     test: test.name().into(),
                     file_bytes: len,
@@ -341,9 +412,12 @@ fn cells<E: IoEngine>(
                     elapsed_s: el,
                     lat_p50_ns: l.p50_ns,
                     lat_p99_ns: l.p99_ns,
-                    beyond_free_ram: s.mem_available_bytes.is_some_and(|m| len > m),
+                    beyond_free_ram: s.memory.cache_usable_bytes.is_some_and(|m| len > m),
                     fits_cpu_cache: s.cpu_cache_bytes.is_some_and(|c| len <= c),
                 });
+                if let Some(c) = s.cells.last() {
+                    on_cell(c);
+                }
                 if o.interrupted {
                     s.interrupted = true;
                     guard.remove(&path);
@@ -400,18 +474,19 @@ fn best_per_file(s: &MatrixSummary, test: &str) -> Vec<(u64, f64)> {
 /// the effect of the record size.
 pub fn matrix_findings(s: &MatrixSummary) -> Vec<Finding> {
     let mut out = Vec::new();
-    for test in ["read", "reread", "seqread"] {
+    for test in ["seqread", "reread"] {
         let best = best_per_file(s, test);
         for w in best.windows(2) {
             let ((f0, t0), (f1, t1)) = (w[0], w[1]);
             if t1 <= t0 * 0.5 {
-                let beyond_ram = s.mem_available_bytes.is_some_and(|m| f1 > m);
+                let beyond_ram = s.memory.cache_usable_bytes.is_some_and(|m| f1 > m);
                 let past_cpu = s.cpu_cache_bytes.is_some_and(|c| f0 <= c && f1 > c);
+                let ram_why = format!(
+                    "the file no longer fits in {}: reads go to the device",
+                    s.memory.describe()
+                );
                 let (id, why) = if beyond_ram {
-                    (
-                        "page_cache_cliff",
-                        "the file no longer fits in free RAM: reads go to the device",
-                    )
+                    ("page_cache_cliff", ram_why.as_str())
                 } else if past_cpu {
                     (
                         "cpu_cache_cliff",
@@ -420,7 +495,7 @@ pub fn matrix_findings(s: &MatrixSummary) -> Vec<Finding> {
                 } else {
                     (
                         "throughput_cliff",
-                        "cause not identified (other load on the machine?)",
+                        "cause not identified (not past the CPU cache nor the memory the page cache can use; other load on the machine?)",
                     )
                 };
                 out.push(
@@ -448,12 +523,13 @@ pub fn matrix_findings(s: &MatrixSummary) -> Vec<Finding> {
             }
         }
     }
+    short_cells(s, &mut out);
     // Record size: the best record vs the smallest, on the largest file, for reads.
     if let Some(&fmax) = s.file_sizes_bytes.last() {
         let row: Vec<&MatrixCell> = s
             .cells
             .iter()
-            .filter(|c| c.test == "read" && c.file_bytes * 2 > fmax)
+            .filter(|c| c.test == "seqread" && c.file_bytes * 2 > fmax)
             .collect();
         let pair = (
             row.iter().min_by_key(|c| c.record_bytes),
@@ -491,10 +567,34 @@ pub fn matrix_findings(s: &MatrixSummary) -> Vec<Finding> {
     out
 }
 
+/// Cells measured for less than [`crate::findings::MIN_MEANINGFUL_S`]: flagged as a group.
+fn short_cells(s: &MatrixSummary, out: &mut Vec<Finding>) {
+    let min = crate::findings::MIN_MEANINGFUL_S;
+    let short: Vec<&MatrixCell> = s.cells.iter().filter(|c| c.elapsed_s < min).collect();
+    let Some(shortest) = short.iter().map(|c| c.elapsed_s).min_by(f64::total_cmp) else {
+        return;
+    };
+    out.push(
+        Finding::new(
+            "short_cells",
+            Severity::Warning,
+            format!(
+                "{} of {} cells were measured for less than {min:.0} s (the shortest {:.3} s): one scheduler stall or writeback burst moves such a cell; compare cells only where the surface is smooth, or use larger files",
+                short.len(),
+                s.cells.len(),
+                shortest
+            ),
+        )
+        .with("short_cells", short.len() as f64)
+        .with("shortest_s", shortest)
+        .with("min_meaningful_s", min),
+    );
+}
+
 /// The matrix in iozone's `-R` spreadsheet layout, as CSV: one block per test, titled with
 /// iozone's report name, record sizes (KiB) across, file sizes (KiB) down, kB/s in the cells.
 pub fn iozone_csv(s: &MatrixSummary) -> String {
-    let mut o = String::new();
+    let mut w = nsperf_core::csv::CsvWriter::new();
     for test in &s.tests {
         let Some(title) = Workload::parse(test)
             .and_then(|w| TESTS.iter().find(|t| t.0 == w))
@@ -502,35 +602,37 @@ pub fn iozone_csv(s: &MatrixSummary) -> String {
         else {
             continue;
         };
-        o += &format!("\"{title}\"\n");
-        o += "\"\"";
-        for r in &s.record_sizes_bytes {
-            o += &format!(",\"{}\"", r / 1024);
-        }
-        o += "\n";
+        w.record([title]);
+        let mut head = vec![String::new()];
+        head.extend(s.record_sizes_bytes.iter().map(|r| (r / 1024).to_string()));
+        w.record(&head);
         for &f in &s.file_sizes_bytes {
-            o += &format!("\"{}\"", f / 1024);
+            let mut row = vec![(f / 1024).to_string()];
             for &r in &s.record_sizes_bytes {
-                o += ",";
-                if let Some(c) = s.cells.iter().find(|c| {
-                    &c.test == test
-                        && c.record_bytes == r
-                        && c.file_bytes <= f
-                        && c.file_bytes * 2 > f
-                }) {
-                    o += &format!("{:.0}", c.throughput_bytes_per_s / 1024.0);
-                }
+                row.push(
+                    s.cells
+                        .iter()
+                        .find(|c| {
+                            &c.test == test
+                                && c.record_bytes == r
+                                && c.file_bytes <= f
+                                && c.file_bytes * 2 > f
+                        })
+                        .map(|c| format!("{:.0}", c.throughput_bytes_per_s / 1024.0))
+                        .unwrap_or_default(),
+                );
             }
-            o += "\n";
+            w.record(&row);
         }
-        o += "\n";
+        w.blank_line();
     }
-    o
+    w.into_string()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::CacheLimit;
 
     fn cell(test: &str, f: u64, r: u64, t: f64) -> MatrixCell {
         MatrixCell {
@@ -561,25 +663,53 @@ mod tests {
     #[test]
     fn cliff_found_and_named() {
         let s = MatrixSummary {
-            tests: vec!["read".into()],
+            tests: vec!["seqread".into()],
             file_sizes_bytes: vec![1 << 20, 2 << 20, 4 << 20],
             record_sizes_bytes: vec![4096],
             mem_available_bytes: Some(3 << 20),
+            memory: MemoryFacts::from_parts(Some(3 << 20), None),
             cpu_cache_bytes: Some(512 << 10),
             cells: vec![
-                cell("read", 1 << 20, 4096, 1000.0),
-                cell("read", 2 << 20, 4096, 900.0),
-                cell("read", 4 << 20, 4096, 100.0),
+                cell("seqread", 1 << 20, 4096, 1000.0),
+                cell("seqread", 2 << 20, 4096, 900.0),
+                cell("seqread", 4 << 20, 4096, 100.0),
             ],
             ..Default::default()
         };
         let f = matrix_findings(&s);
         assert_eq!(f[0].id, "page_cache_cliff");
+        assert!(
+            f[0].message.contains("free RAM (3 MiB)"),
+            "{}",
+            f[0].message
+        );
         assert_eq!(f[0].evidence["file_after_bytes"], (4 << 20) as f64);
         let csv = iozone_csv(&s);
         assert!(
-            csv.starts_with("\"Reader report\"\n\"\",\"4\"\n\"1024\",1\n"),
+            csv.starts_with("Reader report\r\n,4\r\n1024,1\r\n"),
             "{csv}"
         );
+        // Issue #11: a 192 MiB cgroup puts the cliff at 192 MiB whatever the free RAM; the
+        // finding names it instead of "cause not identified".
+        let mut s = s;
+        s.file_sizes_bytes = vec![128 << 20, 256 << 20];
+        s.cells = vec![
+            cell("seqread", 128 << 20, 4096, 1000.0),
+            cell("seqread", 256 << 20, 4096, 100.0),
+        ];
+        s.cells[0].elapsed_s = 0.02;
+        s.mem_available_bytes = Some(20 << 30);
+        s.memory =
+            MemoryFacts::from_parts(Some(20 << 30), Some(("/test".into(), 192 << 20, 4 << 20)));
+        assert_eq!(s.memory.cache_limited_by, Some(CacheLimit::Cgroup));
+        let f = matrix_findings(&s);
+        assert_eq!(f[0].id, "page_cache_cliff", "{f:?}");
+        assert!(
+            f[0].message.contains("memory.max 192 MiB"),
+            "{}",
+            f[0].message
+        );
+        // Cells of 0.02 s are flagged.
+        assert!(f.iter().any(|x| x.id == "short_cells"), "{f:?}");
     }
 }

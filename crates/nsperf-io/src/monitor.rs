@@ -16,17 +16,25 @@ pub struct CpuMonitor {
 }
 
 impl CpuMonitor {
-    /// Starts sampling every `interval` from `start`.
+    /// Starts sampling every `interval` from `start` (which may be later than now: the end
+    /// of a ramp; nothing before it is counted).
     pub fn start(start: Instant, interval: Duration) -> Self {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let s2 = stop.clone();
         let handle = std::thread::spawn(move || {
+            let (lock, cv) = &*s2;
+            let mut stopped = lock.lock().unwrap_or_else(|e| e.into_inner());
+            while !*stopped && Instant::now() < start {
+                let wait = start.saturating_duration_since(Instant::now());
+                stopped = cv
+                    .wait_timeout(stopped, wait)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
             let mut sampler = CpuSampler::new();
             let mut out = Vec::new();
             let mut last = start;
             let mut next = start + interval;
-            let (lock, cv) = &*s2;
-            let mut stopped = lock.lock().unwrap_or_else(|e| e.into_inner());
             loop {
                 let now = Instant::now();
                 if !*stopped && now < next {

@@ -1,9 +1,13 @@
 //! The result of an I/O run: the `intervals` and `summary` parts of the shared
 //! [`nsperf_core::Report`] envelope (the `spec` is the [`crate::RunConfig`]).
 
+use nsperf_core::stats::LatencySummary;
 use serde::{Deserialize, Serialize};
 
 use crate::config::RunConfig;
+use crate::fsinfo::FsInfo;
+use crate::memory::MemoryFacts;
+use crate::verify::Mismatch;
 
 /// The report of `nsperf io run`.
 pub type IoReport = nsperf_core::Report<RunConfig, IoInterval, IoSummary>;
@@ -39,6 +43,34 @@ pub struct Phase {
     pub elapsed_s: f64,
     /// Operations per second.
     pub ops_per_s: f64,
+}
+
+/// One direction (reads or writes) of a run on its own, as fio reports them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirectionSummary {
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Ops completed.
+    pub ops: u64,
+    /// Bytes per second over the measured time.
+    pub throughput_bytes_per_s: f64,
+    /// Ops per second over the measured time.
+    pub iops: f64,
+    /// Per-op latency of this direction.
+    pub latency: LatencySummary,
+}
+
+/// What `--verify` found.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VerifySummary {
+    /// Blocks checked (reads in the pass, and the read-back after a writing pass).
+    pub blocks_checked: u64,
+    /// Blocks that did not match.
+    pub failures: u64,
+    /// Offset of the first block that did not match.
+    pub first_failure_offset: Option<u64>,
+    /// Why it did not match.
+    pub first_failure: Option<Mismatch>,
 }
 
 /// Totals and statistics of a run.
@@ -97,7 +129,26 @@ pub struct IoSummary {
     pub cpu_process_pct: f64,
     /// True when the run was cut short by Ctrl-C (the figures cover what was done).
     pub interrupted: bool,
+    /// What the protocol engine used, when the target was `nfs://` (absent for local
+    /// targets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<crate::remote::RemoteFacts>,
     /// Phases of multi-phase workloads (the metadata test), else empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<Phase>,
+    /// Reads alone (absent when nothing was read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<DirectionSummary>,
+    /// Writes alone (absent when nothing was written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<DirectionSummary>,
+    /// `--verify` results (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifySummary>,
+    /// The file system of the target when the run started (absent for a device).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_fs: Option<FsInfo>,
+    /// Memory the page cache could use.
+    #[serde(default)]
+    pub memory: MemoryFacts,
 }

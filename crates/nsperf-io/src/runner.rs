@@ -1,39 +1,35 @@
 //! `nsperf io run` for record workloads: prepares the files (layout, cache state), starts one
 //! thread per job on the chosen engine, and turns the jobs' counters into a report.
 //!
-//! Order of a run: validate → create or open files → lay them out (unmeasured) → set the cache
-//! state (warm pre-read, cold eviction, or O_DIRECT reopen) → all jobs start together behind
-//! a barrier → measured pass(es) → final fsync / close if asked → files removed.
+//! Order of a run: validate → name (or `--clean`) stale files, check free space → create or
+//! open files → lay them out (unmeasured) → set the cache state (warm pre-read, cold
+//! eviction, or O_DIRECT reopen) → all jobs start together behind a barrier → ramp
+//! (unmeasured) → measured pass(es) → final fsync / close if asked → `--verify` read-back →
+//! files removed.
 
-use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
-use std::path::{Path, PathBuf};
+use std::os::fd::AsRawFd;
 use std::sync::Barrier;
-use std::time::Instant;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use nsperf_core::host::HostFacts;
 use nsperf_core::report::HostRecord;
-use nsperf_core::stats::LatencyHistogram;
 
+use crate::aggregate::{aggregate, fill_cpu};
 use crate::buffer::BufferPool;
 use crate::cache;
 use crate::config::{CacheMode, RunConfig};
 use crate::engine::{EngineKind, IoEngine, Mmap, Null, Psync, Uring};
 use crate::error::IoError;
 use crate::findings::{RunFacts, findings};
-use crate::job::{JobOutcome, JobPlan, run_job};
-use crate::result::{IoInterval, IoReport, IoSummary};
-use crate::target::{CreatedFiles, Target, cstr, open_device};
+use crate::job::{JobClock, JobOutcome, JobPlan, LiveJob, run_job};
+use crate::prepare::{RunFile, layout, prepare_cache, verify_readback};
+use crate::result::{IoReport, VerifySummary};
+use crate::space::{Need, Preflight, preflight};
+use crate::target::{CreatedFiles, Target, open_device};
+use crate::verify::Tally;
 use crate::workload::{OpStream, Workload};
-
-/// One file of the run (a created file, or the device).
-#[derive(Debug)]
-pub(crate) struct RunFile {
-    pub file: File,
-    pub path: PathBuf,
-    pub len: u64,
-}
 
 /// Decides the engine actually used: io_uring falls back to psync when the kernel refuses it,
 /// with the reason.
@@ -55,22 +51,107 @@ pub fn resolve_engine(
     }
 }
 
+/// A live view of a running pass, given to the observer of [`run_observed`] once per
+/// interval (sampled from the jobs' counters; the report's intervals are exact).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Progress {
+    /// Seconds since measuring started (negative during the ramp).
+    pub elapsed_s: f64,
+    /// When the jobs began, on the same scale (minus the ramp time; 0 without a ramp).
+    pub begin_s: f64,
+    /// Measured bytes read so far, all jobs.
+    pub read_bytes: u64,
+    /// Measured bytes written so far, all jobs.
+    pub write_bytes: u64,
+    /// Measured ops so far, all jobs.
+    pub ops: u64,
+    /// Ops of a size-bound pass, all jobs (`None` when time-bound).
+    pub total_ops: Option<u64>,
+    /// Length of the measured part when it is time-limited.
+    pub total_s: Option<f64>,
+}
+
 /// Runs one workload and returns its report. Created files are removed before returning.
 pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
+    run_observed(cfg, None)
+}
+
+/// [`run`], calling `observer` on the calling thread once per interval while the record
+/// workloads run.
+pub fn run_observed(
+    cfg: &RunConfig,
+    observer: Option<&mut dyn FnMut(&Progress)>,
+) -> Result<IoReport, IoError> {
     cfg.validate()?;
+    if matches!(cfg.target, Target::Nfs { .. }) {
+        return crate::remote::run(cfg);
+    }
+    let pre = match &cfg.target {
+        Target::Dir { path } => preflight(
+            path,
+            need(cfg),
+            cfg.space_check,
+            cfg.clean_stale,
+            cfg.engine == EngineKind::Mmap,
+        )?,
+        Target::Device { .. } | Target::Nfs { .. } => Preflight::default(),
+    };
     match cfg.workload {
-        w if w.is_block() => run_block(cfg),
-        _ => crate::suite::run_special(cfg),
+        w if w.is_block() => run_block(cfg, pre, observer),
+        _ => crate::suite::run_special(cfg, pre),
     }
 }
 
-fn run_block(cfg: &RunConfig) -> Result<IoReport, IoError> {
+/// What a run creates in its directory.
+pub fn need(cfg: &RunConfig) -> Need {
+    match cfg.workload {
+        Workload::Meta => Need {
+            bytes: cfg.meta_files as u64 * cfg.meta_file_bytes,
+            inodes: cfg.meta_files as u64 + 1,
+        },
+        Workload::CharWrite | Workload::CharRead => Need {
+            bytes: cfg.size_bytes,
+            inodes: 1,
+        },
+        _ => {
+            let files = if cfg.shared_file { 1 } else { cfg.jobs as u64 };
+            Need {
+                bytes: cfg.blocks() * cfg.bs_bytes * cfg.jobs as u64,
+                inodes: files,
+            }
+        }
+    }
+}
+
+/// The facts every io report records: host, memory, the target's file system.
+pub(crate) fn context(
+    cfg: &RunConfig,
+) -> (
+    HostFacts,
+    crate::memory::MemoryFacts,
+    Option<crate::fsinfo::FsInfo>,
+) {
     let facts = HostFacts::collect();
+    let mem = crate::memory::MemoryFacts::read(facts.mem_available_bytes);
+    let fs = match &cfg.target {
+        Target::Dir { path } => crate::fsinfo::of_path(path),
+        Target::Device { .. } | Target::Nfs { .. } => None,
+    };
+    (facts, mem, fs)
+}
+
+fn run_block(
+    cfg: &RunConfig,
+    pre: Preflight,
+    observer: Option<&mut dyn FnMut(&Progress)>,
+) -> Result<IoReport, IoError> {
+    let (facts, memory, target_fs) = context(cfg);
     let (engine, fallback) = resolve_engine(cfg.engine, Uring::probe);
     let bs = cfg.bs_bytes;
     let blocks = cfg.blocks();
     let region = blocks * bs;
-    let nfiles = if cfg.shared_file || matches!(cfg.target, Target::Device { .. }) {
+    let is_device = matches!(cfg.target, Target::Device { .. });
+    let nfiles = if cfg.shared_file || is_device {
         1
     } else {
         cfg.jobs as usize
@@ -111,11 +192,18 @@ fn run_block(cfg: &RunConfig) -> Result<IoReport, IoError> {
                 len: per_file,
             });
         }
+        Target::Nfs { .. } => return crate::remote::run(cfg),
     }
-    let is_device = matches!(cfg.target, Target::Device { .. });
+    if cfg.cache == CacheMode::RemoteWarm {
+        if let Target::Dir { path } = &cfg.target {
+            cache::require_network_fs(path)?;
+        }
+    }
+    let stamp = cfg.verify.map(|_| (bs, cfg.seed));
+    let laid_out = cfg.workload.needs_layout() && !is_device;
     for f in &files {
-        if cfg.workload.needs_layout() && !is_device {
-            layout(f.file.as_raw_fd(), f.len, &f.path)?;
+        if laid_out {
+            layout(f.file.as_raw_fd(), f.len, &f.path, stamp)?;
         } else if engine.caps().needs_full_size && !is_device {
             // A mapping cannot grow the file: give it its size first.
             // SAFETY: ftruncate on our own new file.
@@ -138,13 +226,17 @@ fn run_block(cfg: &RunConfig) -> Result<IoReport, IoError> {
     };
 
     // Measured pass.
+    let depth = cfg.depth(engine);
+    let placement = |j: u32| -> (usize, u64) {
+        if nfiles == 1 {
+            (0, j as u64 * region)
+        } else {
+            (j as usize, 0)
+        }
+    };
     let plans: Vec<JobPlan> = (0..cfg.jobs)
         .map(|j| {
-            let (fi, base) = if nfiles == 1 {
-                (0, j as u64 * region)
-            } else {
-                (j as usize, 0)
-            };
+            let (fi, base) = placement(j);
             JobPlan {
                 id: j,
                 fd: files[fi].file.as_raw_fd(),
@@ -159,29 +251,37 @@ fn run_block(cfg: &RunConfig) -> Result<IoReport, IoError> {
                     cfg.seed.wrapping_add(j as u64 * 7919),
                 ),
                 bs: bs as usize,
-                depth: if engine.caps().queued {
-                    cfg.iodepth as usize
-                } else {
-                    1
-                },
-                ops: if cfg.time.is_some() { u64::MAX } else { blocks },
+                depth,
+                ops: if cfg.time_based { u64::MAX } else { blocks },
                 fsync: cfg.fsync,
+                rate: cfg.rate,
+                verify_seed: cfg.verify.map(|_| cfg.seed),
             }
         })
         .collect();
     let report_start = Instant::now();
     let started_unix_ns = nsperf_core::clock::unix_time_ns();
-    let monitor = crate::monitor::CpuMonitor::start(report_start, cfg.interval);
+    let monitor = crate::monitor::CpuMonitor::start(
+        report_start + cfg.ramp.unwrap_or_default(),
+        cfg.interval,
+    );
     let results = match engine {
-        EngineKind::Psync => run_jobs(cfg, plans, || Ok(Psync::new())),
-        EngineKind::Uring => run_jobs(cfg, plans, || Uring::new(cfg.iodepth as usize)),
-        EngineKind::Mmap => run_jobs(cfg, plans, || Ok(Mmap::new())),
-        EngineKind::Null => run_jobs(cfg, plans, || Ok(Null::new())),
+        EngineKind::Psync => run_jobs(cfg, plans, observer, |_: &JobPlan| Ok(Psync::new())),
+        EngineKind::Uring => run_jobs(cfg, plans, observer, |_: &JobPlan| {
+            Uring::new(cfg.iodepth as usize)
+        }),
+        EngineKind::Mmap => run_jobs(cfg, plans, observer, |_: &JobPlan| Ok(Mmap::new())),
+        EngineKind::Null => run_jobs(cfg, plans, observer, |_: &JobPlan| Ok(Null::new())),
+        EngineKind::Nfs => {
+            return Err(IoError::Config(
+                "--engine nfs needs an nfs:// target".into(),
+            ));
+        }
     };
     let cpu = monitor.stop();
     let mut outcomes = Vec::with_capacity(results.len());
     for (j, r) in results.into_iter().enumerate() {
-        let fi = if nfiles == 1 { 0 } else { j };
+        let fi = placement(j as u32).0;
         match r {
             Ok(o) => outcomes.push(o),
             Err((what, source)) => {
@@ -190,18 +290,21 @@ fn run_block(cfg: &RunConfig) -> Result<IoReport, IoError> {
         }
     }
     let file_bytes: u64 = files.iter().map(|f| f.len).sum();
-    let close_ns = if cfg.include_close {
+    let close_ns = if cfg.include_close && cfg.verify.is_none() {
         let t = Instant::now();
         files.clear();
         t.elapsed().as_nanos() as u64
     } else {
         0
     };
+    let verify = match cfg.verify {
+        Some(_) => Some(read_back(cfg, &files, &outcomes, laid_out, placement)?),
+        None => None,
+    };
     drop(files);
 
-    let mut rep = IoReport::new("io", cfg.clone(), IoSummary::default());
+    let mut rep = IoReport::new("io", cfg.clone(), Default::default());
     rep.started_unix_ns = started_unix_ns;
-    let mem = facts.mem_available_bytes;
     rep.hosts.push(HostRecord {
         role: "local".into(),
         facts,
@@ -214,48 +317,97 @@ fn run_block(cfg: &RunConfig) -> Result<IoReport, IoError> {
     } else {
         0.0
     };
+    summary.verify = verify;
+    summary.memory = memory;
     fill_cpu(&mut summary, &cpu);
     rep.duration_ns = (summary.elapsed_s * 1e9) as u64;
     rep.intervals = intervals;
     let rf = RunFacts {
         file_bytes,
-        mem_available_bytes: mem,
         engine_fallback: fallback,
         device: is_device,
+        fs_after: target_fs
+            .as_ref()
+            .and_then(|_| crate::fsinfo::of_path(cfg.target.path())),
+        stale: pre.stale,
+        stale_removed: pre.removed,
     };
+    summary.target_fs = target_fs;
     rep.findings = findings(cfg, &summary, &cpu, &rf);
     rep.cpu = cpu;
     rep.summary = summary;
     Ok(rep)
 }
 
-/// Fills the CPU figures of the summary from the interval samples.
-pub(crate) fn fill_cpu(s: &mut IoSummary, cpu: &[nsperf_core::report::CpuInterval]) {
-    let total: f64 = cpu.iter().map(|c| c.length_s).sum();
-    if total <= 0.0 {
-        return;
+/// The `--verify` checks of the pass plus a read-back of every block the run wrote.
+fn read_back(
+    cfg: &RunConfig,
+    files: &[RunFile],
+    outs: &[JobOutcome],
+    laid_out: bool,
+    placement: impl Fn(u32) -> (usize, u64),
+) -> Result<VerifySummary, IoError> {
+    let mut t = Tally::default();
+    let blocks = cfg.blocks();
+    for (j, o) in outs.iter().enumerate() {
+        t.merge(&o.verify);
+        if !cfg.workload.writes() {
+            continue;
+        }
+        // Blocks that hold a stamp: all of a laid-out file; else what the ops reached.
+        let written = if laid_out || o.all_ops >= blocks {
+            blocks
+        } else {
+            match cfg.workload {
+                Workload::SeqWrite | Workload::Rewrite => o.all_ops,
+                Workload::RecRewrite => o.all_ops.min(1),
+                // Random order cut short: the written blocks are not a range; skip.
+                _ => 0,
+            }
+        };
+        let (fi, base) = placement(j as u32);
+        let f = &files[fi];
+        verify_readback(
+            f.file.as_raw_fd(),
+            &f.path,
+            base,
+            cfg.bs_bytes,
+            written,
+            cfg.seed,
+            &mut t,
+        )?;
     }
-    let w = |f: &dyn Fn(&nsperf_core::report::CpuInterval) -> f64| {
-        cpu.iter().map(|c| f(c) * c.length_s).sum::<f64>() / total
-    };
-    s.cpu_process_pct = w(&|c| c.cpu.process_pct);
-    s.cpu_busiest_core_pct = w(&|c| c.cpu.busiest().map(|b| b.busy_pct).unwrap_or(0.0));
+    Ok(VerifySummary {
+        blocks_checked: t.checked,
+        failures: t.failed,
+        first_failure_offset: t.first.map(|f| f.0),
+        first_failure: t.first.map(|f| f.1),
+    })
 }
 
-type JobResult = Result<JobOutcome, (&'static str, io::Error)>;
+pub(crate) type JobResult = Result<JobOutcome, (&'static str, io::Error)>;
 
-/// One thread per job; all start together behind a barrier.
-fn run_jobs<E: IoEngine, F>(cfg: &RunConfig, plans: Vec<JobPlan>, make: F) -> Vec<JobResult>
+/// One thread per job, each with the engine `make` builds for its plan; all start together
+/// behind a barrier. The calling thread samples the jobs' live counters for `observer` once
+/// per interval until they end.
+pub(crate) fn run_jobs<E: IoEngine, F>(
+    cfg: &RunConfig,
+    plans: Vec<JobPlan>,
+    observer: Option<&mut dyn FnMut(&Progress)>,
+    make: F,
+) -> Vec<JobResult>
 where
-    F: Fn() -> io::Result<E> + Sync,
+    F: Fn(&JobPlan) -> io::Result<E> + Sync,
 {
-    let barrier = Barrier::new(plans.len());
-    let make = &make;
-    let barrier = &barrier;
+    let barrier = Barrier::new(plans.len() + 1);
+    let live: Vec<LiveJob> = plans.iter().map(|_| LiveJob::default()).collect();
+    let total_ops = (!cfg.time_based).then(|| cfg.blocks() * cfg.jobs as u64);
+    let (make, barrier, live_ref) = (&make, &barrier, &live);
     std::thread::scope(|s| {
         let handles: Vec<_> = plans
             .into_iter()
-            .map(|plan| {
+            .enumerate()
+            .map(|(i, plan)| {
                 s.spawn(move || -> JobResult {
                     // A private copy of the descriptor table: the kernel then looks the
                     // file up without reference counting on every system call (as in a
@@ -264,18 +416,28 @@ where
                     // SAFETY: unshare(CLONE_FILES) only affects this thread's table; the
                     // job's descriptors are open already and stay valid in the copy.
                     unsafe { libc::unshare(libc::CLONE_FILES) };
-                    let engine = make();
+                    let engine = make(&plan);
                     let mut pool = BufferPool::new(plan.bs, plan.depth, cfg.seed ^ plan.id as u64);
                     barrier.wait();
                     let mut engine = engine.map_err(|e| ("engine setup", e))?;
-                    let start = Instant::now();
-                    let deadline = cfg.time.map(|t| start + t);
-                    let interval = cfg.interval;
-                    run_job(&mut engine, &mut pool, plan, start, interval, deadline)
+                    let begin = Instant::now();
+                    let measure = begin + cfg.ramp.unwrap_or_default();
+                    let clock = JobClock {
+                        begin,
+                        measure,
+                        interval: cfg.interval,
+                        deadline: cfg.time.map(|t| measure + t),
+                    };
+                    run_job(&mut engine, &mut pool, plan, clock, Some(&live_ref[i]))
                         .map_err(|e| (e.what, e.source))
                 })
             })
             .collect();
+        barrier.wait();
+        if let Some(observe) = observer {
+            let measure = Instant::now() + cfg.ramp.unwrap_or_default();
+            watch(&handles, live_ref, measure, cfg, total_ops, observe);
+        }
         handles
             .into_iter()
             .map(|h| {
@@ -286,205 +448,59 @@ where
     })
 }
 
-/// Sums the jobs' interval grids and histograms into the report's intervals and summary.
-pub(crate) fn aggregate(
+/// Calls `observe` on the interval grid from `measure` (and once per interval of the ramp)
+/// until every job has ended.
+fn watch<T>(
+    handles: &[std::thread::ScopedJoinHandle<'_, T>],
+    live: &[LiveJob],
+    measure: Instant,
     cfg: &RunConfig,
-    outs: &[JobOutcome],
-    close_ns: u64,
-) -> (Vec<IoInterval>, IoSummary) {
-    let mut s = IoSummary {
-        workload: cfg.workload.name().into(),
-        cache: cfg.cache.name().into(),
-        close_ns,
-        ..Default::default()
-    };
-    let Some(start) = outs.iter().map(|o| o.start).min() else {
-        return (Vec::new(), s);
-    };
-    let end = outs.iter().map(|o| o.end).max().unwrap_or(start);
-    let run_s = end.duration_since(start).as_secs_f64();
-    let iv = cfg.interval.as_secs_f64();
-    let mut n = outs.iter().map(|o| o.buckets.len()).max().unwrap_or(0);
-    // A trailing sliver (the ops in flight at a --time deadline) joins the interval before
-    // it, so no interval rate is computed over a few microseconds.
-    let merge_tail = n > 1 && run_s - (n - 1) as f64 * iv < 0.25 * iv;
-    let folded: Vec<Vec<(u64, u64)>> = outs
-        .iter()
-        .map(|o| {
-            let mut b = o.buckets.clone();
-            if merge_tail && b.len() == n {
-                let last = b.pop().unwrap_or_default();
-                if let Some(prev) = b.last_mut() {
-                    prev.0 += last.0;
-                    prev.1 += last.1;
-                }
-            }
-            b
-        })
-        .collect();
-    if merge_tail {
-        n -= 1;
+    total_ops: Option<u64>,
+    observe: &mut dyn FnMut(&Progress),
+) {
+    // Ticks on the measuring grid, extended back over the ramp.
+    let ramp = cfg.ramp.unwrap_or_default();
+    let begin = measure - ramp;
+    let k = (ramp.as_nanos() / cfg.interval.as_nanos().max(1)) as u32;
+    let mut next = measure - cfg.interval * k;
+    if next <= begin {
+        next += cfg.interval;
     }
-    let length = |i: usize| {
-        let st = i as f64 * iv;
-        if i + 1 == n {
-            (run_s - st).max(1e-9)
-        } else {
-            iv
+    let sample = |now: Instant| {
+        let sum = |f: fn(&LiveJob) -> u64| live.iter().map(f).sum::<u64>();
+        Progress {
+            elapsed_s: if now >= measure {
+                now.duration_since(measure).as_secs_f64()
+            } else {
+                -measure.duration_since(now).as_secs_f64()
+            },
+            begin_s: -ramp.as_secs_f64(),
+            read_bytes: sum(|l| l.read_bytes.load(Ordering::Relaxed)),
+            write_bytes: sum(|l| l.write_bytes.load(Ordering::Relaxed)),
+            ops: sum(|l| l.ops.load(Ordering::Relaxed)),
+            total_ops,
+            total_s: cfg.time.map(|t| t.as_secs_f64()),
         }
     };
-    let mk = |job: Option<u32>, i: usize, bytes: u64, ops: u64| {
-        let len = length(i);
-        IoInterval {
-            job,
-            start_s: i as f64 * iv,
-            length_s: len,
-            bytes,
-            ops,
-            throughput_bytes_per_s: bytes as f64 / len,
-            iops: ops as f64 / len,
+    let mut last: Option<Progress> = None;
+    while !handles.iter().all(|h| h.is_finished()) {
+        let now = Instant::now();
+        if now < next {
+            std::thread::sleep((next - now).min(Duration::from_millis(20)));
+            continue;
         }
-    };
-    let mut intervals = Vec::with_capacity(n * (1 + outs.len()));
-    for i in 0..n {
-        let (b, o) = folded
-            .iter()
-            .filter_map(|x| x.get(i))
-            .fold((0, 0), |a, &(b, o)| (a.0 + b, a.1 + o));
-        intervals.push(mk(None, i, b, o));
+        let p = sample(now);
+        observe(&p);
+        last = Some(p);
+        next += cfg.interval;
     }
-    if outs.len() > 1 {
-        for (j, out) in folded.iter().enumerate() {
-            for (i, &(b, o)) in out.iter().enumerate() {
-                intervals.push(mk(Some(j as u32), i, b, o));
-            }
-        }
+    // The last, partial interval, so the samples add up to the whole run.
+    let p = sample(Instant::now());
+    if last.is_none_or(|l| {
+        (l.ops, l.read_bytes, l.write_bytes) != (p.ops, p.read_bytes, p.write_bytes)
+    }) {
+        observe(&p);
     }
-    let mut hist = LatencyHistogram::new();
-    for o in outs {
-        hist.merge(&o.hist);
-        s.read_bytes += o.read_bytes;
-        s.write_bytes += o.write_bytes;
-        s.ops += o.ops;
-        s.fsync_ns = s.fsync_ns.max(o.fsync_ns);
-        s.interrupted |= o.interrupted;
-    }
-    s.bytes = s.read_bytes + s.write_bytes;
-    s.elapsed_s = run_s + close_ns as f64 / 1e9;
-    if s.elapsed_s > 0.0 {
-        s.throughput_bytes_per_s = s.bytes as f64 / s.elapsed_s;
-        s.iops = s.ops as f64 / s.elapsed_s;
-    }
-    // The peak ignores a short trailing partial interval, whose rate is noise.
-    s.peak_interval_bytes_per_s = intervals
-        .iter()
-        .filter(|x| x.job.is_none() && (x.length_s >= iv * 0.5 || n == 1))
-        .map(|x| x.throughput_bytes_per_s)
-        .fold(0.0, f64::max);
-    let l = hist.summary();
-    s.lat_count = l.count;
-    s.lat_min_ns = l.min_ns;
-    s.lat_mean_ns = l.mean_ns;
-    s.lat_p50_ns = l.p50_ns;
-    s.lat_p90_ns = l.p90_ns;
-    s.lat_p99_ns = l.p99_ns;
-    s.lat_p999_ns = l.p999_ns;
-    s.lat_max_ns = l.max_ns;
-    (intervals, s)
-}
-
-/// Writes `len` bytes of incompressible data over the file, unmeasured.
-pub(crate) fn layout(fd: RawFd, len: u64, path: &Path) -> Result<(), IoError> {
-    const CHUNK: usize = 1 << 20;
-    let mut pool = BufferPool::new(CHUNK, 1, len ^ 0xA5A5);
-    let buf = pool.buf(0, CHUNK);
-    let mut off = 0u64;
-    while off < len {
-        if nsperf_core::signal::interrupted() {
-            return Err(IoError::Interrupted);
-        }
-        let n = (len - off).min(CHUNK as u64) as usize;
-        // SAFETY: buf is valid for n <= CHUNK bytes.
-        let r = unsafe { libc::pwrite(fd, buf.as_ptr().cast(), n, off as libc::off_t) };
-        if r <= 0 {
-            return Err(IoError::last_os("write (layout)", path));
-        }
-        off += r as u64;
-    }
-    Ok(())
-}
-
-/// Reads the whole file once, unmeasured (the warm-up pass).
-pub(crate) fn read_through(fd: RawFd, len: u64, path: &Path) -> Result<(), IoError> {
-    const CHUNK: usize = 1 << 20;
-    let mut pool = BufferPool::new(CHUNK, 1, 1);
-    let buf = pool.buf(0, CHUNK);
-    let mut off = 0u64;
-    while off < len {
-        if nsperf_core::signal::interrupted() {
-            return Err(IoError::Interrupted);
-        }
-        let n = (len - off).min(CHUNK as u64) as usize;
-        // SAFETY: buf is valid for n bytes.
-        let r = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), n, off as libc::off_t) };
-        if r < 0 {
-            return Err(IoError::last_os("read (warm-up)", path));
-        }
-        if r == 0 {
-            break;
-        }
-        off += r as u64;
-    }
-    Ok(())
-}
-
-/// Sets the page-cache state of every file for the measured pass.
-fn prepare_cache(cfg: &RunConfig, files: &mut [RunFile]) -> Result<(), IoError> {
-    let reads = cfg.workload.needs_layout() && cfg.workload != Workload::Rewrite;
-    for f in files.iter() {
-        let fd = f.file.as_raw_fd();
-        if cfg.workload == Workload::Reread {
-            if cfg.cache != CacheMode::Warm {
-                cache::evict_file(fd, &f.path)?;
-            }
-            read_through(fd, f.len, &f.path)?;
-        } else if cfg.cache == CacheMode::Warm && reads {
-            read_through(fd, f.len, &f.path)?;
-        }
-        if matches!(cfg.cache, CacheMode::Cold | CacheMode::Direct)
-            && cfg.workload != Workload::Reread
-        {
-            cache::evict_file(fd, &f.path)?;
-        }
-    }
-    if cfg.drop_caches {
-        cache::drop_all_caches()?;
-    }
-    if cfg.cache == CacheMode::Direct {
-        for f in files.iter_mut() {
-            f.file = reopen_direct(&f.path)?;
-        }
-    }
-    Ok(())
-}
-
-fn reopen_direct(path: &Path) -> Result<File, IoError> {
-    let c = cstr(path);
-    // SAFETY: opening an existing file we created (or the device the user named); no
-    // O_CREAT, no O_TRUNC.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDWR | libc::O_DIRECT | libc::O_CLOEXEC) };
-    if fd < 0 {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EINVAL) {
-            return Err(IoError::Unsupported(format!(
-                "the file system of {} refuses O_DIRECT (--cache direct); use --cache cold instead",
-                path.display()
-            )));
-        }
-        return Err(IoError::os("open O_DIRECT", path, e));
-    }
-    // SAFETY: fresh descriptor we own.
-    Ok(unsafe { File::from_raw_fd(fd) })
 }
 
 #[cfg(test)]

@@ -6,34 +6,35 @@
 use std::os::fd::AsRawFd;
 use std::time::Instant;
 
-use nsperf_core::host::HostFacts;
 use nsperf_core::report::HostRecord;
-use nsperf_core::stats::LatencyHistogram;
 
+use crate::aggregate::{aggregate, fill_cpu};
 use crate::cache;
 use crate::config::{CacheMode, FsyncMode, RunConfig};
 use crate::error::IoError;
 use crate::findings::{RunFacts, findings};
 use crate::job::JobOutcome;
 use crate::monitor::CpuMonitor;
+use crate::prepare::{layout, read_through};
 use crate::result::{IoReport, IoSummary, Phase};
 use crate::rng::Permutation;
-use crate::runner::{aggregate, fill_cpu, layout, read_through};
+use crate::space::Preflight;
 use crate::target::{CreatedFiles, Target};
+use crate::workload::OpKind;
 use crate::workload::Workload;
 
 /// The stdio buffer size glibc uses for files on common file systems (`st_blksize`).
-const STDIO_BUF: usize = 4096;
+pub(crate) const STDIO_BUF: usize = 4096;
 
 /// Runs a non-record workload (`charwrite`, `charread`, `meta`) in a directory.
-pub fn run_special(cfg: &RunConfig) -> Result<IoReport, IoError> {
+pub(crate) fn run_special(cfg: &RunConfig, pre: Preflight) -> Result<IoReport, IoError> {
     let Target::Dir { path } = &cfg.target else {
         return Err(IoError::Config(format!(
             "{} needs a directory target",
             cfg.workload
         )));
     };
-    let facts = HostFacts::collect();
+    let (facts, memory, target_fs) = crate::runner::context(cfg);
     let mut guard = CreatedFiles::new(path)?;
     let started_unix_ns = nsperf_core::clock::unix_time_ns();
     let start = Instant::now();
@@ -50,7 +51,6 @@ pub fn run_special(cfg: &RunConfig) -> Result<IoReport, IoError> {
     drop(guard);
     let mut rep = IoReport::new("io", cfg.clone(), IoSummary::default());
     rep.started_unix_ns = started_unix_ns;
-    let mem = facts.mem_available_bytes;
     rep.hosts.push(HostRecord {
         role: "local".into(),
         facts,
@@ -62,43 +62,57 @@ pub fn run_special(cfg: &RunConfig) -> Result<IoReport, IoError> {
     fill_cpu(&mut s, &cpu);
     rep.duration_ns = (s.elapsed_s * 1e9) as u64;
     rep.intervals = intervals;
+    s.memory = memory;
     let rf = RunFacts {
         file_bytes: cfg.size_bytes,
-        mem_available_bytes: mem,
         engine_fallback: None,
         device: false,
+        fs_after: target_fs
+            .as_ref()
+            .and_then(|_| crate::fsinfo::of_path(path)),
+        stale: pre.stale,
+        stale_removed: pre.removed,
     };
+    s.target_fs = target_fs;
     rep.findings = findings(cfg, &s, &cpu, &rf);
     rep.cpu = cpu;
     rep.summary = s;
     Ok(rep)
 }
 
-struct Counter {
-    out: JobOutcome,
+pub(crate) struct Counter {
+    pub(crate) out: JobOutcome,
     next: Instant,
     cur: (u64, u64),
     interval: std::time::Duration,
 }
 
 impl Counter {
-    fn new(start: Instant, interval: std::time::Duration) -> Self {
+    pub(crate) fn new(start: Instant, interval: std::time::Duration) -> Self {
         Counter {
-            out: JobOutcome {
-                hist: LatencyHistogram::new(),
-                buckets: Vec::new(),
-                read_bytes: 0,
-                write_bytes: 0,
-                ops: 0,
-                start,
-                end: start,
-                fsync_ns: 0,
-                interrupted: false,
-            },
+            out: JobOutcome::new(start),
             next: start + interval,
             cur: (0, 0),
             interval,
         }
+    }
+
+    /// Counts `ops` operations of `kind` moving `bytes` that took `lat_ns` (one latency
+    /// sample: one system call), ending at `t`.
+    pub(crate) fn op(&mut self, kind: OpKind, bytes: u64, ops: u64, lat_ns: u64, t: Instant) {
+        let o = &mut self.out;
+        match kind {
+            OpKind::Read => {
+                o.read_hist.record_ns(lat_ns);
+                o.read_bytes += bytes;
+                o.read_ops += ops;
+            }
+            OpKind::Write => {
+                o.write_hist.record_ns(lat_ns);
+                o.write_bytes += bytes;
+            }
+        }
+        self.add(t, bytes, ops);
     }
 
     fn add(&mut self, t: Instant, bytes: u64, ops: u64) {
@@ -112,7 +126,7 @@ impl Counter {
         self.out.ops += ops;
     }
 
-    fn finish(mut self) -> JobOutcome {
+    pub(crate) fn finish(mut self) -> JobOutcome {
         self.out.buckets.push(self.cur);
         self.out.end = Instant::now();
         self.out
@@ -134,11 +148,14 @@ fn char_write(cfg: &RunConfig, guard: &mut CreatedFiles) -> Result<JobOutcome, I
         if r != buf.len() as isize {
             return Err(IoError::last_os("write", &path));
         }
-        c.out
-            .hist
-            .record_ns(t1.duration_since(t0).as_nanos() as u64);
-        c.out.write_bytes += buf.len() as u64;
-        c.add(t1, buf.len() as u64, buf.len() as u64);
+        let len = buf.len() as u64;
+        c.op(
+            OpKind::Write,
+            len,
+            len,
+            t1.duration_since(t0).as_nanos() as u64,
+            t1,
+        );
         Ok(())
     };
     for i in 0..cfg.size_bytes {
@@ -172,7 +189,7 @@ fn char_write(cfg: &RunConfig, guard: &mut CreatedFiles) -> Result<JobOutcome, I
 fn char_read(cfg: &RunConfig, guard: &mut CreatedFiles) -> Result<JobOutcome, IoError> {
     let (file, path) = guard.create("charread")?;
     let fd = file.as_raw_fd();
-    layout(fd, cfg.size_bytes, &path)?;
+    layout(fd, cfg.size_bytes, &path, None)?;
     match cfg.cache {
         CacheMode::Warm => read_through(fd, cfg.size_bytes, &path)?,
         _ => cache::evict_file(fd, &path)?,
@@ -197,16 +214,13 @@ fn char_read(cfg: &RunConfig, guard: &mut CreatedFiles) -> Result<JobOutcome, Io
             break;
         }
         let n = r as usize;
-        c.out
-            .hist
-            .record_ns(t1.duration_since(t0).as_nanos() as u64);
         for &b in &buf[..n] {
             // One call per byte, as getc.
             sum = sum.wrapping_add(std::hint::black_box(b) as u64);
         }
         off += n as u64;
-        c.out.read_bytes += n as u64;
-        c.add(Instant::now(), n as u64, n as u64);
+        let lat = t1.duration_since(t0).as_nanos() as u64;
+        c.op(OpKind::Read, n as u64, n as u64, lat, Instant::now());
         if nsperf_core::signal::interrupted() {
             c.out.interrupted = true;
             break;
@@ -259,16 +273,12 @@ fn meta(
                 };
                 let t1 = Instant::now();
                 r.map_err(|e| IoError::os(op_verb(op), p, e))?;
-                c.out
-                    .hist
-                    .record_ns(t1.duration_since(t0).as_nanos() as u64);
-                let bytes = if matches!(op, "create") {
-                    payload.len() as u64
-                } else {
-                    0
+                let (kind, bytes) = match op {
+                    "create" => (OpKind::Write, payload.len() as u64),
+                    "delete" => (OpKind::Write, 0),
+                    _ => (OpKind::Read, 0),
                 };
-                c.out.write_bytes += bytes;
-                c.add(t1, bytes, 1);
+                c.op(kind, bytes, 1, t1.duration_since(t0).as_nanos() as u64, t1);
                 done += 1;
             }
             let el = t_phase.elapsed().as_secs_f64();

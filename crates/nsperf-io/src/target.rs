@@ -14,7 +14,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use nsperf_nfs::NfsUrl;
+use serde::{Deserialize, Serialize};
 
 use crate::error::IoError;
 
@@ -22,7 +23,7 @@ use crate::error::IoError;
 pub const FILE_PREFIX: &str = ".nsperf-";
 
 /// The target of a run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Target {
     /// A directory in which nsperf creates (and removes) its own files.
@@ -37,13 +38,37 @@ pub enum Target {
         /// The user's explicit consent to overwrite it.
         destructive: bool,
     },
+    /// A directory on an NFS server, reached by the user-space `nfs` engine; nsperf creates
+    /// (and removes) its own `.nsperf-*` files there, as in [`Target::Dir`].
+    Nfs {
+        /// `nfs://HOST[:PORT]/EXPORT/PATH`.
+        url: NfsUrl,
+    },
 }
 
 impl Target {
-    /// The path given.
+    /// The path given: for an `nfs://` target, the path on the server.
     pub fn path(&self) -> &Path {
         match self {
             Target::Dir { path } | Target::Device { path, .. } => path,
+            Target::Nfs { url } => Path::new(url.path.as_str()),
+        }
+    }
+
+    /// The local path given, if the target is local.
+    pub fn local_path(&self) -> Option<&Path> {
+        match self {
+            Target::Dir { path } | Target::Device { path, .. } => Some(path),
+            Target::Nfs { .. } => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Dir { path } | Target::Device { path, .. } => write!(f, "{}", path.display()),
+            Target::Nfs { url } => write!(f, "{url}"),
         }
     }
 }
@@ -76,11 +101,6 @@ impl CreatedFiles {
             seq: 0,
             paths: Vec::new(),
         })
-    }
-
-    /// The directory files are created in.
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     /// The next unused path `DIR/.nsperf-PID-WHAT-N` (not yet created).
@@ -127,13 +147,9 @@ impl CreatedFiles {
     }
 
     /// Number of files and directories still registered.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.paths.len()
-    }
-
-    /// True when nothing is registered.
-    pub fn is_empty(&self) -> bool {
-        self.paths.is_empty()
     }
 }
 
@@ -202,7 +218,7 @@ pub fn open_device(path: &Path, destructive: bool) -> Result<(File, u64), IoErro
 
 fn block_size_bytes(f: &File) -> std::io::Result<u64> {
     use std::os::fd::AsRawFd;
-    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+    const BLKGETSIZE64: libc::Ioctl = 0x8008_1272u32 as libc::Ioctl;
     let mut size: u64 = 0;
     // SAFETY: BLKGETSIZE64 writes one u64 through the pointer.
     let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64, &mut size as *mut u64) };

@@ -23,6 +23,8 @@ pub enum Workload {
     RandWrite,
     /// Random reads and writes mixed (`--rwmix` % reads).
     RandRw,
+    /// Sequential reads and writes mixed (`--rwmix` % reads): fio's `rw`/`readwrite`.
+    SeqRw,
     /// Sequential read from the end of the file to its start.
     BkwdRead,
     /// Read one record, skip `--stride` bytes, wrapping around the file.
@@ -41,7 +43,7 @@ pub enum Workload {
 
 impl Workload {
     /// Every workload, in the order of `--help`.
-    pub const ALL: [Workload; 14] = [
+    pub const ALL: [Workload; 15] = [
         Workload::SeqWrite,
         Workload::Rewrite,
         Workload::SeqRead,
@@ -49,6 +51,7 @@ impl Workload {
         Workload::RandRead,
         Workload::RandWrite,
         Workload::RandRw,
+        Workload::SeqRw,
         Workload::BkwdRead,
         Workload::StrideRead,
         Workload::RecRewrite,
@@ -68,6 +71,7 @@ impl Workload {
             Workload::RandRead => "randread",
             Workload::RandWrite => "randwrite",
             Workload::RandRw => "randrw",
+            Workload::SeqRw => "seqrw",
             Workload::BkwdRead => "bkwdread",
             Workload::StrideRead => "strideread",
             Workload::RecRewrite => "recrewrite",
@@ -79,7 +83,7 @@ impl Workload {
     }
 
     /// Parses a name; also accepts the iozone and fio spellings (`write`, `read`, `randrw`,
-    /// `mixed`, `backward`, …).
+    /// `mixed`, `backward`, …). fio's `rw` and `readwrite` are *sequential* mixed I/O.
     pub fn parse(s: &str) -> Option<Workload> {
         let s = s.to_ascii_lowercase();
         Some(match s.as_str() {
@@ -89,7 +93,8 @@ impl Workload {
             "reread" => Workload::Reread,
             "randread" => Workload::RandRead,
             "randwrite" => Workload::RandWrite,
-            "randrw" | "mixed" | "rw" => Workload::RandRw,
+            "randrw" | "mixed" => Workload::RandRw,
+            "seqrw" | "rw" | "readwrite" => Workload::SeqRw,
             "bkwdread" | "backward" | "backread" => Workload::BkwdRead,
             "strideread" | "stride" => Workload::StrideRead,
             "recrewrite" | "record-rewrite" => Workload::RecRewrite,
@@ -109,6 +114,7 @@ impl Workload {
                 | Workload::Rewrite
                 | Workload::RandWrite
                 | Workload::RandRw
+                | Workload::SeqRw
                 | Workload::RecRewrite
                 | Workload::CharWrite
                 | Workload::Seeks
@@ -124,12 +130,47 @@ impl Workload {
         )
     }
 
+    /// True when the measured pass reads (entirely or partly).
+    pub fn reads(self) -> bool {
+        matches!(
+            self,
+            Workload::SeqRead
+                | Workload::Reread
+                | Workload::RandRead
+                | Workload::RandRw
+                | Workload::SeqRw
+                | Workload::BkwdRead
+                | Workload::StrideRead
+                | Workload::CharRead
+                | Workload::Seeks
+                | Workload::Meta
+        )
+    }
+
+    /// True when reads and writes are mixed in one pass (`--rwmix` applies).
+    pub fn mixed(self) -> bool {
+        matches!(self, Workload::RandRw | Workload::SeqRw)
+    }
+
     /// True for workloads done by the block engines (record-sized I/O through `--engine`).
     pub fn is_block(self) -> bool {
         !matches!(
             self,
             Workload::CharWrite | Workload::CharRead | Workload::Meta
         )
+    }
+}
+
+impl std::str::FromStr for Workload {
+    type Err = crate::IoError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Workload::parse(s).ok_or_else(|| {
+            let names: Vec<_> = Workload::ALL.iter().map(|w| w.name()).collect();
+            crate::IoError::Config(format!(
+                "unknown workload '{s}' (one of {})",
+                names.join(", ")
+            ))
+        })
     }
 }
 
@@ -191,7 +232,7 @@ impl OpStream {
             _ => Order::Forward,
         };
         let mix_read_pct = match w {
-            Workload::RandRw => mix_read_pct.min(100) as u64,
+            Workload::RandRw | Workload::SeqRw => mix_read_pct.min(100) as u64,
             // bonnie++: one seek in ten rewrites the block it read.
             Workload::Seeks => 90,
             w if w.writes() => 0,
@@ -206,11 +247,6 @@ impl OpStream {
             mix_read_pct,
             rng: SplitMix64::new(seed ^ 0x5EED),
         }
-    }
-
-    /// Number of ops in one pass.
-    pub fn ops_per_pass(&self) -> u64 {
-        self.blocks
     }
 
     /// The next op: direction and byte offset. Wraps around after a full pass.
@@ -268,6 +304,10 @@ mod tests {
             assert_eq!(Workload::parse(w.name()), Some(w));
         }
         assert_eq!(Workload::parse("mixed"), Some(Workload::RandRw));
+        // fio: rw and readwrite are sequential mixed I/O, not random.
+        assert_eq!(Workload::parse("rw"), Some(Workload::SeqRw));
+        assert_eq!(Workload::parse("readwrite"), Some(Workload::SeqRw));
+        assert_eq!(Workload::parse("trim"), None);
         assert_eq!(Workload::parse("nope"), None);
     }
 
@@ -283,6 +323,15 @@ mod tests {
         let mut r = offsets(Workload::RandRead, 50, 1);
         r.sort();
         assert_eq!(r, (0..50).map(|b| 1000 + b * 10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn seqrw_is_sequential_and_mixed() {
+        let mut s = OpStream::new(Workload::SeqRw, 0, 10, 100, 1, 50, 9);
+        let ops: Vec<(OpKind, u64)> = (0..100).map(|_| s.next_op()).collect();
+        assert!(ops.iter().enumerate().all(|(i, o)| o.1 == i as u64 * 10));
+        let reads = ops.iter().filter(|o| o.0 == OpKind::Read).count();
+        assert!((30..70).contains(&reads), "{reads}");
     }
 
     #[test]

@@ -288,13 +288,17 @@ impl LinkParams {
     }
 }
 
-/// A partial update of link parameters: only the fields given change. `from`/`to` restrict
-/// it to the directions leaving / entering those sites (default: every direction).
+/// A partial update of link parameters: only the fields given change. `link`, `from` and
+/// `to` select the directions it applies to (see [`crate::topology::Layout::select`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LinkChange {
-    /// Only directions leaving this site.
+    /// Only this link (a link name, `access`, `all`); default the lab's bottleneck.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+    /// Only directions carrying traffic from this site.
     pub from: Option<String>,
-    /// Only directions entering this site.
+    /// Only directions carrying traffic to this site.
     pub to: Option<String>,
     /// New rate in bit/s; `Some(0.0)` makes it unlimited.
     pub rate_bps: Option<f64>,
@@ -323,9 +327,9 @@ pub struct LinkChange {
 impl LinkChange {
     /// True when the change sets nothing.
     pub fn is_empty(&self) -> bool {
-        let LinkChange { from: _, to: _, .. } = self;
         *self
             == LinkChange {
+                link: self.link.clone(),
                 from: self.from.clone(),
                 to: self.to.clone(),
                 ..LinkChange::default()
@@ -369,11 +373,6 @@ impl LinkChange {
         }
     }
 
-    /// Whether the direction `from` → `to` is selected by this change's filters.
-    pub fn selects(&self, from: &str, to: &str) -> bool {
-        self.from.as_deref().is_none_or(|f| f == from) && self.to.as_deref().is_none_or(|t| t == to)
-    }
-
     /// Sets one flag from its command-line spelling (without the leading `--`); the same
     /// names and values as `nsperf lab set`. Used by the schedule parser.
     pub fn set_flag(&mut self, flag: &str, value: Option<&str>) -> Result<(), LabError> {
@@ -396,6 +395,7 @@ impl LinkChange {
             "reorder" => self.reorder = Some(parse_probability("reorder", need(value)?)?),
             "duplicate" => self.duplicate = Some(parse_probability("duplicate", need(value)?)?),
             "corrupt" => self.corrupt = Some(parse_probability("corrupt", need(value)?)?),
+            "link" => self.link = Some(parse_link_name(need(value)?)?),
             "from" => self.from = Some(parse_site_name(need(value)?)?),
             "to" => self.to = Some(parse_site_name(need(value)?)?),
             _ => return Err(LabError::value("flag", flag, "unknown link flag")),
@@ -408,6 +408,9 @@ impl LinkChange {
         let ms = |ns: u64| format!("{}ms", ns as f64 / 1e6);
         let pct = |p: f64| format!("{}%", p * 100.0);
         let mut v: Vec<String> = Vec::new();
+        if let Some(l) = &self.link {
+            v.push(format!("--link {l}"));
+        }
         if let Some(f) = &self.from {
             v.push(format!("--from {f}"));
         }
@@ -527,6 +530,20 @@ pub fn check_name(what: &'static str, s: &str) -> Result<(), LabError> {
     }
 }
 
+/// Checks a link name: a site name, `a-b` (two site names), `wan`, `access` or `all`.
+pub fn parse_link_name(s: &str) -> Result<String, LabError> {
+    let ok = s.split('-').count() <= 2 && s.split('-').all(|p| check_name("link", p).is_ok());
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(LabError::value(
+            "link",
+            s,
+            "a site name, two joined by '-' (a-b), wan, access or all",
+        ))
+    }
+}
+
 fn parse_site_name(s: &str) -> Result<String, LabError> {
     check_name("site", s)?;
     Ok(s.to_string())
@@ -581,9 +598,10 @@ mod tests {
         assert_eq!(p.loss, LossModel::Bernoulli { p: 0.01 });
         assert_eq!(p.rate_bps, None);
         assert!(p.needs_per_packet());
-        assert!(c.selects("a", "b"));
         c.set_flag("from", Some("b")).unwrap();
-        assert!(!c.selects("a", "b") && c.selects("b", "a"));
+        c.set_flag("link", Some("a-b")).unwrap();
+        assert_eq!(c.to_flags(), "--link a-b --from b --delay 25ms --loss 1%");
+        assert!(c.set_flag("link", Some("a-b-c")).is_err());
         assert!(c.set_flag("speed", Some("1")).is_err());
         assert!(c.set_flag("rate", None).is_err());
     }

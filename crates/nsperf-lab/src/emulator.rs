@@ -1,124 +1,34 @@
 //! The emulator process of one lab (started by `lab up`, kept in the background): creates
-//! the sites' TUN devices, runs one [`Forwarder`] per site, applies `lab set` requests and
-//! the fault schedule, logs every change with its time, samples queue occupancy, and answers
-//! `lab stats` over a Unix socket in the lab's state directory.
+//! the sites' TUN devices, runs one [`Forwarder`] per site over the shared [`Fabric`],
+//! applies `lab set` requests and the fault schedule, samples queue occupancy, runs link
+//! captures, and answers over a Unix socket in the lab's state directory (one JSON line per
+//! request; a capture keeps its connection until told to stop or the client goes away).
 
-use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use nsperf_core::{Clock, MonotonicClock};
+use nsperf_core::Clock;
 use serde::{Deserialize, Serialize};
 
+use crate::capture::CaptureSummary;
 use crate::config::{LinkChange, LinkParams};
 use crate::error::{LabError, Result};
+use crate::events::{EventKind, EventSource};
+use crate::fabric::{Fabric, SAMPLE_INTERVAL};
 use crate::forwarder::Forwarder;
-use crate::model::DirectionCounters;
 use crate::netns;
 use crate::schedule::Schedule;
 use crate::state::{LabState, lab_dir, write_atomic};
+use crate::stats::LabStats;
+use crate::topology::{Layout, Topology};
 use crate::tun::Tun;
 
 /// Name of the link device inside every site's namespace.
 pub const LINK_DEV: &str = "wan0";
-/// Interval of the queue-occupancy samples.
-pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
-/// Samples kept per direction (one minute).
-pub const SAMPLES_KEPT: usize = 600;
-
-/// What a forwarder publishes about one direction.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct DirectionState {
-    /// Counters so far.
-    pub counters: DirectionCounters,
-    /// Packets at the bottleneck now.
-    pub queue_packets: u64,
-    /// Bytes at the bottleneck now.
-    pub queue_bytes: u64,
-}
-
-/// State shared by the emulator's threads.
-pub struct Shared {
-    /// Site names, index = site number.
-    pub sites: Vec<String>,
-    /// Parameters per direction, index `src * n + dst`.
-    pub params: Mutex<Vec<LinkParams>>,
-    /// Bumped on every change of `params`.
-    pub generation: AtomicU64,
-    /// Published state per direction, index `src * n + dst`.
-    pub directions: Vec<Mutex<DirectionState>>,
-    /// Packets per source site that had no destination in the lab (IPv6, broadcast, …).
-    pub unroutable: Vec<AtomicU64>,
-    /// Failed writes per source site.
-    pub write_errors: Vec<AtomicU64>,
-    /// Set to stop every thread.
-    pub stop: AtomicBool,
-    /// The clock of the whole emulator.
-    pub clock: MonotonicClock,
-    events: Mutex<Vec<EventRecord>>,
-    samples: Mutex<VecDeque<QueueSample>>,
-    log_path: PathBuf,
-}
-
-/// One logged change of the link.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EventRecord {
-    /// Seconds since the emulator started.
-    pub t_s: f64,
-    /// `schedule` or `set`.
-    pub source: String,
-    /// What changed, as written.
-    pub text: String,
-}
-
-/// Queue occupancy of every direction at one time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct QueueSample {
-    /// Seconds since the emulator started.
-    pub t_s: f64,
-    /// Packets queued per direction, in the order of [`LabStats::directions`].
-    pub queue_packets: Vec<u64>,
-    /// Bytes queued per direction.
-    pub queue_bytes: Vec<u64>,
-}
-
-/// Statistics of one direction.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DirectionStats {
-    /// Source site.
-    pub from: String,
-    /// Destination site.
-    pub to: String,
-    /// Current parameters.
-    pub params: LinkParams,
-    /// Counters so far.
-    pub counters: DirectionCounters,
-    /// Packets at the bottleneck now.
-    pub queue_packets: u64,
-    /// Bytes at the bottleneck now.
-    pub queue_bytes: u64,
-}
-
-/// Everything `lab stats` reports.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LabStats {
-    /// Seconds since the emulator started.
-    pub uptime_s: f64,
-    /// Every direction.
-    pub directions: Vec<DirectionStats>,
-    /// Queue occupancy over the last minute, every 100 ms.
-    pub queue_series: Vec<QueueSample>,
-    /// Changes applied, with their times.
-    pub events: Vec<EventRecord>,
-    /// Packets that had no destination site (IPv6, broadcast), all sites together.
-    pub unroutable_packets: u64,
-    /// Writes to a TUN device that failed.
-    pub write_errors: u64,
-}
 
 /// A request on the control socket (one JSON line).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -136,10 +46,18 @@ pub enum Request {
     },
     /// Report statistics.
     Stats,
+    /// Capture a link into a pcapng file until the client writes a line or hangs up; the
+    /// emulator answers once when started and once, with the summary, when stopped.
+    Capture {
+        /// The link's name.
+        link: String,
+        /// The file to write (absolute).
+        path: PathBuf,
+    },
 }
 
 /// The answer (one JSON line).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Response {
     /// Whether the request was carried out.
     pub ok: bool,
@@ -147,18 +65,48 @@ pub struct Response {
     pub error: Option<String>,
     /// For `stats`.
     pub stats: Option<LabStats>,
+    /// For a stopped capture.
+    #[serde(default)]
+    pub capture: Option<CaptureSummary>,
+}
+
+impl Response {
+    fn done() -> Response {
+        Response {
+            ok: true,
+            ..Response::default()
+        }
+    }
+
+    fn failed(e: impl std::fmt::Display) -> Response {
+        Response {
+            ok: false,
+            error: Some(e.to_string()),
+            ..Response::default()
+        }
+    }
 }
 
 /// The initial configuration `lab up` leaves for the emulator.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct InitialConfig {
-    /// Parameters per direction, index `src * n + dst`.
+    /// The lab's shape.
+    #[serde(default)]
+    pub topology: Topology,
+    /// Parameters per direction, in the order of the topology's [`Layout`].
     pub params: Vec<LinkParams>,
     /// A schedule to start at once.
     pub schedule: Option<Schedule>,
     /// Do not hold the CPUs out of deep idle states (see [`CpuLatencyHold`]).
     #[serde(default)]
     pub allow_deep_idle: bool,
+    /// Most bytes the delay lines may hold.
+    #[serde(default = "default_memory")]
+    pub memory_bytes: u64,
+}
+
+fn default_memory() -> u64 {
+    crate::fabric::DEFAULT_MEMORY
 }
 
 pub use nsperf_core::cpu::CpuLatencyHold;
@@ -175,128 +123,76 @@ pub fn socket_path(lab: &str) -> PathBuf {
 pub fn ready_path(lab: &str) -> PathBuf {
     lab_dir(lab).join("ready")
 }
+/// Path of the lab's event log, one JSON [`crate::events::LinkEvent`] per line.
+pub fn events_path(lab: &str) -> PathBuf {
+    lab_dir(lab).join("events.jsonl")
+}
 
-impl Shared {
-    fn log_event(&self, source: &str, text: &str) {
-        let t_s = self.clock.now_ns() as f64 / 1e9;
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log_path)
-        {
-            let _ = writeln!(f, "{t_s:.6} {source} {text}");
-        }
-        if let Ok(mut e) = self.events.lock() {
-            e.push(EventRecord {
-                t_s,
-                source: source.to_string(),
-                text: text.to_string(),
-            });
+/// How long a lab may carry no packet before the CPU latency hold is let go.
+pub const HOLD_IDLE: Duration = Duration::from_secs(1);
+
+/// Holds the CPUs' idle-exit latency at 0 ([`CpuLatencyHold`]) while the lab carries
+/// traffic, so that a packet finding its forwarder asleep does not pay a deep idle state's
+/// exit; lets go after [`HOLD_IDLE`] without a packet, because the hold makes idle CPUs
+/// busy-poll (on a VM with the haltpoll driver, its POLL state): an idle lab costs no CPU.
+struct LatencyHold {
+    wanted: bool,
+    held: Option<CpuLatencyHold>,
+    seen: u64,
+    idle_since: std::time::Instant,
+    failed: bool,
+    logged: bool,
+}
+
+impl LatencyHold {
+    fn new(wanted: bool) -> Self {
+        LatencyHold {
+            wanted,
+            held: None,
+            seen: 0,
+            idle_since: std::time::Instant::now(),
+            failed: false,
+            logged: false,
         }
     }
 
-    /// Applies a change to the selected directions; errors on unknown site names.
-    pub fn apply(&self, change: &LinkChange, source: &str, text: &str) -> Result<()> {
-        for s in [&change.from, &change.to].into_iter().flatten() {
-            if !self.sites.contains(s) {
-                return Err(LabError::Usage(format!("no site named '{s}' in this lab")));
-            }
+    fn update(&mut self, f: &Fabric) {
+        if !self.wanted || self.failed {
+            return;
         }
-        let n = self.sites.len();
-        {
-            let mut p = self
-                .params
-                .lock()
-                .map_err(|_| LabError::Usage("emulator state poisoned".into()))?;
-            for a in 0..n {
-                for b in 0..n {
-                    if a != b && change.selects(&self.sites[a], &self.sites[b]) {
-                        change.apply(&mut p[a * n + b]);
+        let now = f.activity.load(Ordering::Relaxed);
+        if now != self.seen {
+            self.seen = now;
+            self.idle_since = std::time::Instant::now();
+            if self.held.is_none() {
+                match CpuLatencyHold::acquire() {
+                    Ok(h) => {
+                        self.held = Some(h);
+                        if !self.logged {
+                            self.logged = true;
+                            f.log_event(
+                                EventSource::Emulator,
+                                EventKind::Note,
+                                "CPU idle-exit latency held at 0 us while the lab carries \
+                                 traffic (let go after 1 s without)",
+                                None,
+                            );
+                        }
+                    }
+                    Err(e) => {
+                        self.failed = true;
+                        let text = format!("CPU latency hold not available: {e}");
+                        f.log_event(EventSource::Emulator, EventKind::Note, &text, None);
                     }
                 }
             }
-        }
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        self.log_event(source, text);
-        Ok(())
-    }
-
-    /// The statistics now.
-    pub fn stats(&self) -> LabStats {
-        let n = self.sites.len();
-        let params = self.params.lock().map(|p| p.clone()).unwrap_or_default();
-        let mut directions = Vec::new();
-        for a in 0..n {
-            for b in 0..n {
-                if a == b {
-                    continue;
-                }
-                let s = self.directions[a * n + b]
-                    .lock()
-                    .map(|s| *s)
-                    .unwrap_or_default();
-                directions.push(DirectionStats {
-                    from: self.sites[a].clone(),
-                    to: self.sites[b].clone(),
-                    params: params[a * n + b],
-                    counters: s.counters,
-                    queue_packets: s.queue_packets,
-                    queue_bytes: s.queue_bytes,
-                });
-            }
-        }
-        LabStats {
-            uptime_s: self.clock.now_ns() as f64 / 1e9,
-            directions,
-            queue_series: self
-                .samples
-                .lock()
-                .map(|s| s.iter().cloned().collect())
-                .unwrap_or_default(),
-            events: self.events.lock().map(|e| e.clone()).unwrap_or_default(),
-            unroutable_packets: self
-                .unroutable
-                .iter()
-                .map(|u| u.load(Ordering::Relaxed))
-                .sum(),
-            write_errors: self
-                .write_errors
-                .iter()
-                .map(|u| u.load(Ordering::Relaxed))
-                .sum(),
-        }
-    }
-
-    fn sample(&self) {
-        let n = self.sites.len();
-        let mut qp = Vec::new();
-        let mut qb = Vec::new();
-        for a in 0..n {
-            for b in 0..n {
-                if a != b {
-                    let s = self.directions[a * n + b]
-                        .lock()
-                        .map(|s| *s)
-                        .unwrap_or_default();
-                    qp.push(s.queue_packets);
-                    qb.push(s.queue_bytes);
-                }
-            }
-        }
-        if let Ok(mut s) = self.samples.lock() {
-            if s.len() >= SAMPLES_KEPT {
-                s.pop_front();
-            }
-            s.push_back(QueueSample {
-                t_s: self.clock.now_ns() as f64 / 1e9,
-                queue_packets: qp,
-                queue_bytes: qb,
-            });
+        } else if self.held.is_some() && self.idle_since.elapsed() >= HOLD_IDLE {
+            self.held = None;
         }
     }
 }
 
-fn run_schedule(shared: Arc<Shared>, schedule: Schedule) {
+fn run_schedule(shared: Arc<Fabric>, schedule: Schedule) {
     let start = shared.clock.now_ns();
     for ev in schedule.events {
         loop {
@@ -310,65 +206,132 @@ fn run_schedule(shared: Arc<Shared>, schedule: Schedule) {
             }
             std::thread::sleep(Duration::from_nanos((due - now).min(50_000_000)));
         }
-        if let Err(e) = shared.apply(&ev.change, "schedule", &ev.text) {
-            shared.log_event("schedule", &format!("{}: {e}", ev.text));
+        if let Err(e) = shared.apply(&ev.change, EventSource::Schedule, &ev.text) {
+            let text = format!("{}: {e}", ev.text);
+            shared.log_event(EventSource::Schedule, EventKind::Note, &text, None);
         }
     }
 }
 
-fn serve(shared: &Arc<Shared>, stream: UnixStream) {
+fn reply(stream: &mut UnixStream, r: &Response) {
+    if let Ok(s) = serde_json::to_string(r) {
+        let _ = writeln!(stream, "{s}");
+    }
+}
+
+fn serve(shared: &Arc<Fabric>, stream: UnixStream) {
     let mut line = String::new();
-    let mut reader = BufReader::new(match stream.try_clone() {
-        Ok(s) => s,
-        Err(_) => return,
-    });
+    let Ok(read_half) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(read_half);
     if reader.read_line(&mut line).is_err() {
         return;
     }
+    let mut w = stream;
     let resp = match serde_json::from_str::<Request>(&line) {
-        Err(e) => Response {
-            ok: false,
-            error: Some(format!("bad request: {e}")),
-            stats: None,
-        },
+        Err(e) => Response::failed(format!("bad request: {e}")),
         Ok(Request::Stats) => Response {
-            ok: true,
-            error: None,
             stats: Some(shared.stats()),
+            ..Response::done()
         },
         Ok(Request::Set { change }) => {
             let text = change.to_flags();
-            match shared.apply(&change, "set", &text) {
-                Ok(()) => Response {
-                    ok: true,
-                    error: None,
-                    stats: None,
-                },
-                Err(e) => Response {
-                    ok: false,
-                    error: Some(e.to_string()),
-                    stats: None,
-                },
+            match shared.apply(&change, EventSource::Set, &text) {
+                Ok(()) => Response::done(),
+                Err(e) => Response::failed(e),
             }
         }
         Ok(Request::Schedule { schedule }) => {
-            shared.log_event(
-                "set",
-                &format!("schedule of {} events started", schedule.events.len()),
-            );
+            let text = format!("schedule of {} events started", schedule.events.len());
+            shared.log_event(EventSource::Set, EventKind::Note, &text, None);
             let sh = shared.clone();
             std::thread::spawn(move || run_schedule(sh, schedule));
-            Response {
-                ok: true,
-                error: None,
-                stats: None,
+            Response::done()
+        }
+        Ok(Request::Capture { link, path }) => {
+            capture(shared, &link, path, &mut reader, &mut w);
+            return;
+        }
+    };
+    reply(&mut w, &resp);
+}
+
+/// Runs one capture for a client: started, then stopped when the client writes a line or
+/// hangs up; the records are written by this thread while the client waits.
+fn capture(
+    shared: &Arc<Fabric>,
+    link: &str,
+    path: PathBuf,
+    reader: &mut BufReader<UnixStream>,
+    w: &mut UnixStream,
+) {
+    let mut file = match std::fs::File::create(&path) {
+        Ok(f) => f,
+        Err(e) => {
+            return reply(
+                w,
+                &Response::failed(format!("creating {}: {e}", path.display())),
+            );
+        }
+    };
+    let sink = match shared.capture_start(link, path.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = std::fs::remove_file(&path);
+            return reply(w, &Response::failed(e));
+        }
+    };
+    reply(w, &Response::done());
+    // The client's line (or hang-up) ends the capture; meanwhile flush every 20 ms.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let waiter = {
+        let stop = stop.clone();
+        let Ok(s) = reader.get_ref().try_clone() else {
+            return;
+        };
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(s).read_line(&mut line);
+            stop.store(true, Ordering::Relaxed);
+        })
+    };
+    let mut spare = Vec::with_capacity(4 << 20);
+    let mut written = 0u64;
+    let mut failed: Option<String> = None;
+    let mut flush = |bytes: &[u8], failed: &mut Option<String>| {
+        if failed.is_none() {
+            match file.write_all(bytes) {
+                Ok(()) => written += bytes.len() as u64,
+                Err(e) => *failed = Some(format!("writing {}: {e}", path.display())),
             }
         }
     };
-    let mut w = stream;
-    if let Ok(s) = serde_json::to_string(&resp) {
-        let _ = writeln!(w, "{s}");
+    while !stop.load(Ordering::Relaxed) && !shared.stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(20));
+        let full = sink.take(std::mem::take(&mut spare));
+        flush(&full, &mut failed);
+        spare = full;
     }
+    let resp = match shared.capture_stop() {
+        Some((sink, mut summary, tail)) => {
+            let last = sink.take(Vec::new());
+            flush(&last, &mut failed);
+            flush(&tail, &mut failed);
+            summary.file_bytes = written;
+            match failed {
+                Some(e) => Response::failed(e),
+                None => Response {
+                    capture: Some(summary),
+                    ..Response::done()
+                },
+            }
+        }
+        None => Response::failed("the capture was already stopped"),
+    };
+    reply(w, &resp);
+    let _ = w.shutdown(std::net::Shutdown::Both);
+    let _ = waiter.join();
 }
 
 /// Runs the emulator of lab `name` until SIGTERM/SIGINT (the caller installs the handler
@@ -380,12 +343,14 @@ pub fn run(name: &str) -> Result<()> {
             .map_err(|e| LabError::io("reading the lab's link configuration", e))?,
     )
     .map_err(|e| LabError::Usage(format!("bad link configuration: {e}")))?;
-    let n = state.sites.len();
-    if init.params.len() != n * n {
+    let sites: Vec<String> = state.sites.iter().map(|s| s.name.clone()).collect();
+    let layout = Layout::new(&init.topology, &sites)?;
+    if init.params.len() != layout.directions.len() {
         return Err(LabError::Usage(
             "link configuration does not match the sites".into(),
         ));
     }
+    let n = sites.len();
     let mut tuns = Vec::new();
     for site in &state.sites {
         let tun = netns::run_in(&site.netns, || {
@@ -415,39 +380,18 @@ pub fn run(name: &str) -> Result<()> {
         ])?;
         tuns.push(tun);
     }
-    let shared = Arc::new(Shared {
-        sites: state.sites.iter().map(|s| s.name.clone()).collect(),
-        params: Mutex::new(init.params),
-        generation: AtomicU64::new(0),
-        directions: (0..n * n)
-            .map(|_| Mutex::new(DirectionState::default()))
-            .collect(),
-        unroutable: (0..n).map(|_| AtomicU64::new(0)).collect(),
-        write_errors: (0..n).map(|_| AtomicU64::new(0)).collect(),
-        stop: AtomicBool::new(false),
-        clock: MonotonicClock::new(),
-        events: Mutex::new(Vec::new()),
-        samples: Mutex::new(VecDeque::with_capacity(SAMPLES_KEPT)),
-        log_path: lab_dir(name).join("events.log"),
-    });
-    shared.log_event("set", "emulator started");
-    let _latency_hold = if init.allow_deep_idle {
-        None
-    } else {
-        match CpuLatencyHold::acquire() {
-            Ok(h) => {
-                shared.log_event(
-                    "set",
-                    "CPU idle-exit latency held at 0 us while the lab is up",
-                );
-                Some(h)
-            }
-            Err(e) => {
-                shared.log_event("set", &format!("CPU latency hold not available: {e}"));
-                None
-            }
-        }
-    };
+    let shared = Arc::new(Fabric::new(
+        layout,
+        init.params,
+        init.memory_bytes,
+        lab_dir(name),
+    ));
+    shared.log_event(
+        EventSource::Emulator,
+        EventKind::Note,
+        "emulator started",
+        None,
+    );
     let tuns = Arc::new(tuns);
     let mut threads = Vec::new();
     let seed = crate::rng::Rng::from_entropy().next_u64();
@@ -455,7 +399,7 @@ pub fn run(name: &str) -> Result<()> {
         let f = Forwarder::new(src, shared.clone(), tuns.clone(), seed ^ src as u64);
         threads.push(
             std::thread::Builder::new()
-                .name(format!("fwd-{}", shared.sites[src]))
+                .name(format!("fwd-{}", shared.layout.sites[src]))
                 .spawn(move || f.run())
                 .map_err(|e| LabError::io("starting a forwarder thread", e))?,
         );
@@ -470,7 +414,8 @@ pub fn run(name: &str) -> Result<()> {
         let sh = shared.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                serve(&sh, stream);
+                let sh = sh.clone();
+                std::thread::spawn(move || serve(&sh, stream));
             }
         });
     }
@@ -485,15 +430,15 @@ pub fn run(name: &str) -> Result<()> {
     }
     if let Some(s) = init.schedule {
         let sh = shared.clone();
-        sh.log_event(
-            "schedule",
-            &format!("schedule of {} events started", s.events.len()),
-        );
+        let text = format!("schedule of {} events started", s.events.len());
+        sh.log_event(EventSource::Schedule, EventKind::Note, &text, None);
         std::thread::spawn(move || run_schedule(sh, s));
     }
     write_atomic(&ready_path(name), b"ready\n")?;
+    let mut hold = LatencyHold::new(!init.allow_deep_idle);
     while !nsperf_core::signal::interrupted() {
         std::thread::sleep(Duration::from_millis(50));
+        hold.update(&shared);
     }
     shared.stop.store(true, Ordering::Relaxed);
     for t in threads {

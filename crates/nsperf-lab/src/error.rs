@@ -36,6 +36,16 @@ pub enum LabError {
     /// No lab of that name (exit 2).
     #[error("no lab named '{0}' (see `nsperf lab list`)")]
     NotFound(String),
+    /// The lab belongs to another live process (exit 10).
+    #[error(
+        "lab '{lab}' belongs to {owner}, which is still running (add --force to remove it anyway)"
+    )]
+    Owned {
+        /// The lab.
+        lab: String,
+        /// Its owner.
+        owner: nsperf_core::process::ProcessId,
+    },
     /// Labs need root (exit 4).
     #[error("{0} needs root (network namespaces and TUN devices)")]
     NeedsRoot(&'static str),
@@ -96,6 +106,7 @@ impl Classify for LabError {
             | LabError::Exists(_)
             | LabError::NotFound(_) => Failure::Usage,
             LabError::Schedule { .. } => Failure::Input,
+            LabError::Owned { .. } => Failure::Unsafe,
             LabError::NeedsRoot(_) => Failure::Permission,
             LabError::Unsupported(_) => Failure::Unsupported,
             LabError::Io { source, .. }

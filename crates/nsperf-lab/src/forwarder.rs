@@ -1,18 +1,22 @@
-//! The forwarder: one thread per source site reads that site's TUN device in batches, asks
-//! the [`LinkModel`] of the packet's direction what happens to it, holds it in a delay line
-//! until its delivery time and writes it to the destination site's TUN device. The real
-//! clock is read here and nowhere in the model.
+//! The forwarder: one thread per source site reads that site's TUN device in batches and
+//! carries each packet along its route — one direction of a mesh link, or the hops of a star
+//! or dumbbell — asking each direction's [`LinkModel`](crate::model::LinkModel) what happens
+//! to it. A packet whose time on a hop has not come waits in this thread's delay line and
+//! continues from there when it has; the last hop writes it to the destination site's TUN
+//! device. The real clock is read here and nowhere in the model.
 //!
-//! Speed: super-packets (TSO/USO, up to 64 KiB) travel as one unit while the model counts
+//! Speed: super-packets (TSO/USO, up to 64 KiB) travel as one unit while the models count
 //! their wire segments; packets due at once are written straight from the receive buffer;
-//! buffers are recycled through size-classed free lists, so the steady state allocates
-//! nothing; an idle thread busy-polls for [`SPIN_NS`] before sleeping in `ppoll` with a
-//! 1 ns timer slack, so wake-up latency stays in microseconds.
+//! held buffers are recycled through size-classed free lists and the delay line is bounded
+//! by the lab's memory budget (a packet beyond it is dropped before the link and counted as
+//! an overrun), so the steady state allocates nothing; an idle thread busy-polls for
+//! [`SPIN_NS`] before sleeping in `ppoll` with a 1 ns timer slack.
 //!
-//! With a per-packet impairment (loss, reorder, duplicate, corrupt) on a direction, the
-//! source device's segmentation offloads are turned off, so the kernel hands over wire
-//! packets and each is decided on alone; corrupt also turns checksum offload off, so the
-//! receiver verifies checksums as it would on a real wire.
+//! With a per-packet impairment (loss, reorder, duplicate, corrupt) or a capture on a
+//! direction a source's packets cross, that source device's segmentation offloads are turned
+//! off, so the kernel hands over wire packets and each is decided (and recorded) alone;
+//! corrupt also turns checksum offload off, so the receiver verifies checksums as it would
+//! on a real wire.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -21,14 +25,18 @@ use std::sync::atomic::Ordering;
 
 use nsperf_core::Clock;
 
-use crate::emulator::{DirectionState, Shared};
-use crate::model::{Delivery, LinkModel, Verdict, WirePacket};
-use crate::packet::{corrupt, ipv4_dst, wire_size};
+use crate::capture::Fate;
+use crate::fabric::Fabric;
+use crate::model::{Delivery, Verdict, WirePacket};
+use crate::packet::{corrupt, fill_checksum, ipv4_dst, wire_size};
 use crate::rng::Rng;
-use crate::tun::{Tun, VNET_HDR_LEN, offload};
+use crate::topology::Route;
+use crate::tun::{Tun, VNET_HDR_LEN, VnetHdr, offload};
 
 /// How long an idle forwarder spins before it sleeps.
 pub const SPIN_NS: u64 = 50_000;
+/// Longest sleep of an idle forwarder (it then looks for parameter changes).
+pub const IDLE_WAKE_NS: u64 = 100_000_000;
 /// Most packets read per wake-up before due packets are released again.
 pub const BATCH: usize = 64;
 
@@ -38,21 +46,39 @@ const CLASSES: [usize; 3] = [
     VNET_HDR_LEN + 65535 + 128,
 ];
 
+/// Where a packet is on its way.
+#[derive(Debug, Clone, Copy)]
+struct Trip {
+    dst: u16,
+    route: Route,
+    hop: u8,
+    /// When it entered the current hop.
+    entered_ns: u64,
+    wire: WirePacket,
+    /// Its fate on the current hop.
+    delivery: Delivery,
+    /// A hop duplicated it: write it twice at the end.
+    dup: bool,
+}
+
+enum Next {
+    Done,
+    Hold,
+    Write,
+}
+
 struct Held {
     buf: Box<[u8]>,
     class: usize,
     len: usize,
-    dst: usize,
-    wire: WirePacket,
-    delivery: Delivery,
+    trip: Trip,
 }
 
 /// The forwarding loop of one source site.
 pub struct Forwarder {
     src: usize,
-    shared: Arc<Shared>,
+    fabric: Arc<Fabric>,
     tuns: Arc<Vec<Tun>>,
-    links: Vec<LinkModel>,
     rng: Rng,
     rx: Box<[u8]>,
     held: Vec<Held>,
@@ -63,56 +89,133 @@ pub struct Forwarder {
     generation: u64,
     offloads: u32,
     unroutable: u64,
+    overrun: u64,
     write_errors: u64,
+}
+
+/// Records a packet on a captured direction (the caller holds the direction's model lock).
+fn record(fabric: &Fabric, d: usize, t_ns: u64, frame: &[u8], segments: u32, fate: Fate) {
+    let Some(sink) = fabric.sink() else { return };
+    let ip = frame.get(VNET_HDR_LEN..).unwrap_or(&[]);
+    let hdr = VnetHdr::parse(frame).unwrap_or_default();
+    sink.record(d & 1, t_ns, ip, segments, &fate, |copy| {
+        fill_checksum(copy, &hdr);
+    });
+}
+
+/// Carries a packet along its route from `trip.hop`, entering that hop at
+/// `trip.entered_ns` when `arriving`, else leaving it (its delivery time has come).
+fn cross(
+    fabric: &Fabric,
+    rng: &mut Rng,
+    now: u64,
+    frame: &mut [u8],
+    trip: &mut Trip,
+    arriving: bool,
+) -> Next {
+    let mut arriving = arriving;
+    let segs = trip.wire.segments;
+    loop {
+        let d = usize::from(trip.route.hops()[usize::from(trip.hop)]);
+        let mut m = fabric.model(d);
+        if arriving {
+            match m.offer(trip.entered_ns, trip.wire, rng) {
+                Verdict::Drop(reason) => {
+                    if fabric.captured(d) {
+                        record(
+                            fabric,
+                            d,
+                            trip.entered_ns,
+                            frame,
+                            segs,
+                            Fate::Dropped(reason),
+                        );
+                    }
+                    return Next::Done;
+                }
+                Verdict::Deliver(dl) => {
+                    trip.delivery = dl;
+                    if dl.at_ns > now {
+                        return Next::Hold;
+                    }
+                }
+            }
+        }
+        let dl = trip.delivery;
+        if !m.release(trip.wire, &dl) {
+            if fabric.captured(d) {
+                record(fabric, d, dl.at_ns, frame, segs, Fate::DroppedInFlight);
+            }
+            return Next::Done;
+        }
+        if dl.corrupt {
+            corrupt(frame, rng.next_u64());
+        }
+        if fabric.captured(d) {
+            let delay_ns = dl.at_ns.saturating_sub(trip.entered_ns);
+            for duplicate in [false, true]
+                .into_iter()
+                .take(1 + usize::from(dl.duplicate))
+            {
+                let fate = Fate::Delivered {
+                    delay_ns,
+                    duplicate,
+                    corrupted: dl.corrupt,
+                };
+                record(fabric, d, dl.at_ns, frame, segs, fate);
+            }
+        }
+        drop(m);
+        trip.dup |= dl.duplicate;
+        trip.hop += 1;
+        if usize::from(trip.hop) == trip.route.hops().len() {
+            return Next::Write;
+        }
+        trip.entered_ns = dl.at_ns;
+        arriving = true;
+    }
 }
 
 impl Forwarder {
     /// A forwarder for packets leaving site `src`.
-    pub fn new(src: usize, shared: Arc<Shared>, tuns: Arc<Vec<Tun>>, seed: u64) -> Self {
-        let n = shared.sites.len();
-        let params = shared.params.lock().map(|p| p.clone()).unwrap_or_default();
-        let links = (0..n)
-            .map(|d| LinkModel::new(params[src * n + d]))
-            .collect();
+    pub fn new(src: usize, fabric: Arc<Fabric>, tuns: Arc<Vec<Tun>>, seed: u64) -> Self {
+        let cap = 4096;
         Forwarder {
             src,
-            links,
             rng: Rng::seeded(seed),
             rx: vec![0u8; CLASSES[2]].into_boxed_slice(),
-            held: Vec::with_capacity(4096),
-            free_slots: Vec::with_capacity(4096),
+            held: Vec::with_capacity(cap),
+            free_slots: Vec::with_capacity(cap),
             free_bufs: [Vec::new(), Vec::new(), Vec::new()],
-            line: BinaryHeap::with_capacity(4096),
+            line: BinaryHeap::with_capacity(cap),
             seq: 0,
-            generation: shared.generation.load(Ordering::Acquire),
+            generation: fabric.generation.load(Ordering::Acquire),
             offloads: offload::ALL,
             unroutable: 0,
+            overrun: 0,
             write_errors: 0,
-            shared,
+            fabric,
             tuns,
         }
     }
 
+    /// Looks at the parameters again after a change: the offloads of the source device.
     fn reload(&mut self) {
-        let g = self.shared.generation.load(Ordering::Acquire);
+        let g = self.fabric.generation.load(Ordering::Acquire);
         if g == self.generation {
             return;
         }
         self.generation = g;
-        let n = self.links.len();
-        let params = match self.shared.params.lock() {
-            Ok(p) => p.clone(),
-            Err(_) => return,
-        };
         let mut per_packet = false;
         let mut corrupting = false;
-        for (d, link) in self.links.iter_mut().enumerate() {
-            let p = params[self.src * n + d];
-            if d != self.src {
-                per_packet |= p.needs_per_packet();
+        let layout = &self.fabric.layout;
+        for dst in (0..layout.sites.len()).filter(|&d| d != self.src) {
+            for &d in layout.route(self.src, dst).hops() {
+                let d = usize::from(d);
+                let p = self.fabric.params(d);
+                per_packet |= p.needs_per_packet() || self.fabric.captured(d);
                 corrupting |= p.corrupt > 0.0;
             }
-            link.set_params(p);
         }
         let want = if corrupting {
             0
@@ -124,40 +227,24 @@ impl Forwarder {
         if want != self.offloads && self.tuns[self.src].set_offload(want).is_ok() {
             self.offloads = want;
         }
+        self.fabric.applied[self.src].store(g, Ordering::Release);
     }
 
-    fn publish(&mut self, now: u64) {
-        let n = self.links.len();
-        for (d, link) in self.links.iter_mut().enumerate() {
-            if d == self.src {
-                continue;
-            }
-            let (qp, qb) = link.queue_occupancy(now);
-            if let Ok(mut s) = self.shared.directions[self.src * n + d].lock() {
-                *s = DirectionState {
-                    counters: *link.counters(),
-                    queue_packets: qp,
-                    queue_bytes: qb,
-                };
-            }
-        }
-        self.shared.unroutable[self.src].store(self.unroutable, Ordering::Relaxed);
-        self.shared.write_errors[self.src].store(self.write_errors, Ordering::Relaxed);
+    fn publish(&self) {
+        self.fabric.unroutable[self.src].store(self.unroutable, Ordering::Relaxed);
+        self.fabric.overrun[self.src].store(self.overrun, Ordering::Relaxed);
+        self.fabric.write_errors[self.src].store(self.write_errors, Ordering::Relaxed);
     }
 
-    fn write_out(&mut self, dst: usize, frame: &mut [u8], d: &Delivery) {
-        if d.corrupt {
-            corrupt(frame, self.rng.next_u64());
-        }
-        let copies = if d.duplicate { 2 } else { 1 };
-        for _ in 0..copies {
+    fn write_out(&mut self, dst: usize, frame: &[u8], dup: bool) {
+        for _ in 0..1 + usize::from(dup) {
             if self.tuns[dst].write(frame).is_err() {
                 self.write_errors += 1;
             }
         }
     }
 
-    /// Releases every held packet due at `now`; true if any was.
+    /// Carries on every held packet due at `now`; true if any was.
     fn release_due(&mut self, now: u64) -> bool {
         let mut any = false;
         while let Some(&Reverse((at, _, slot))) = self.line.peek() {
@@ -167,20 +254,44 @@ impl Forwarder {
             self.line.pop();
             any = true;
             let h = &mut self.held[slot as usize];
-            let (dst, wire, delivery, len) = (h.dst, h.wire, h.delivery, h.len);
+            let (len, class, mut trip) = (h.len, h.class, h.trip);
             let mut buf = std::mem::take(&mut h.buf);
-            if self.links[dst].release(wire, &delivery) {
-                self.write_out(dst, &mut buf[..len], &delivery);
+            match cross(
+                &self.fabric,
+                &mut self.rng,
+                now,
+                &mut buf[..len],
+                &mut trip,
+                false,
+            ) {
+                Next::Hold => {
+                    // Next hop: the same buffer waits again.
+                    let h = &mut self.held[slot as usize];
+                    h.buf = buf;
+                    h.trip = trip;
+                    self.seq += 1;
+                    self.line
+                        .push(Reverse((trip.delivery.at_ns, self.seq, slot)));
+                    continue;
+                }
+                Next::Write => self.write_out(usize::from(trip.dst), &buf[..len], trip.dup),
+                Next::Done => {}
             }
-            let class = self.held[slot as usize].class;
+            self.fabric
+                .held_bytes
+                .fetch_sub(CLASSES[class] as u64, Ordering::Relaxed);
             self.free_bufs[class].push(buf);
             self.free_slots.push(slot);
         }
         any
     }
 
-    fn hold(&mut self, len: usize, dst: usize, wire: WirePacket, delivery: Delivery) {
+    /// Moves the packet in the receive buffer into the delay line.
+    fn hold(&mut self, len: usize, trip: Trip) {
         let class = CLASSES.iter().position(|&c| len <= c).unwrap_or(2);
+        self.fabric
+            .held_bytes
+            .fetch_add(CLASSES[class] as u64, Ordering::Relaxed);
         let buf = if class == 2 {
             // Keep the large receive buffer itself; take a fresh one for the next read.
             let fresh = self.free_bufs[2]
@@ -198,9 +309,7 @@ impl Forwarder {
             buf,
             class,
             len,
-            dst,
-            wire,
-            delivery,
+            trip,
         };
         let slot = match self.free_slots.pop() {
             Some(s) => {
@@ -213,12 +322,13 @@ impl Forwarder {
             }
         };
         self.seq += 1;
-        self.line.push(Reverse((delivery.at_ns, self.seq, slot)));
+        self.line
+            .push(Reverse((trip.delivery.at_ns, self.seq, slot)));
     }
 
     fn on_packet(&mut self, now: u64, len: usize) {
         let frame = &self.rx[..len];
-        let n = self.links.len();
+        let n = self.fabric.layout.sites.len();
         let dst = match ipv4_dst(frame) {
             Some(a) if a.octets()[..3] == [10, 77, 0] => usize::from(a.octets()[3]).wrapping_sub(1),
             _ => usize::MAX,
@@ -227,17 +337,46 @@ impl Forwarder {
             self.unroutable += 1;
             return;
         }
-        let wire = wire_size(frame);
-        match self.links[dst].offer(now, wire, &mut self.rng) {
-            Verdict::Drop(_) => {}
-            Verdict::Deliver(d) if d.at_ns <= now => {
-                if self.links[dst].release(wire, &d) {
-                    let mut rx = std::mem::take(&mut self.rx);
-                    self.write_out(dst, &mut rx[..len], &d);
-                    self.rx = rx;
-                }
+        // The delay lines are bounded: with the budget held, a packet is dropped before it
+        // enters the link (the sender sees loss, as at a full router).
+        if self.fabric.held_bytes.load(Ordering::Relaxed) + CLASSES[2] as u64
+            > self.fabric.memory_limit
+        {
+            self.overrun += 1;
+            return;
+        }
+        let mut trip = Trip {
+            dst: dst as u16,
+            route: self.fabric.layout.route(self.src, dst),
+            hop: 0,
+            entered_ns: now,
+            wire: wire_size(frame),
+            delivery: Delivery {
+                at_ns: now,
+                duplicate: false,
+                corrupt: false,
+                reordered: false,
+            },
+            dup: false,
+        };
+        let mut rx = std::mem::take(&mut self.rx);
+        let next = cross(
+            &self.fabric,
+            &mut self.rng,
+            now,
+            &mut rx[..len],
+            &mut trip,
+            true,
+        );
+        self.rx = rx;
+        match next {
+            Next::Done => {}
+            Next::Write => {
+                let rx = std::mem::take(&mut self.rx);
+                self.write_out(dst, &rx[..len], trip.dup);
+                self.rx = rx;
             }
-            Verdict::Deliver(d) => self.hold(len, dst, wire, d),
+            Next::Hold => self.hold(len, trip),
         }
     }
 
@@ -255,12 +394,12 @@ impl Forwarder {
             let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
             libc::setpriority(libc::PRIO_PROCESS, tid, -20);
         }
-        let clock = self.shared.clock;
+        let clock = self.fabric.clock;
         let fd = self.tuns[self.src].raw_fd();
         let mut last_busy = 0u64;
         let mut last_publish = 0u64;
         loop {
-            if self.shared.stop.load(Ordering::Relaxed) {
+            if self.fabric.stop.load(Ordering::Relaxed) {
                 break;
             }
             self.reload();
@@ -281,9 +420,10 @@ impl Forwarder {
                 }
             }
             if busy {
+                self.fabric.activity.fetch_add(1, Ordering::Relaxed);
                 last_busy = now;
                 if now.saturating_sub(last_publish) > 1_000_000 {
-                    self.publish(now);
+                    self.publish();
                     last_publish = now;
                 }
                 continue;
@@ -295,12 +435,12 @@ impl Forwarder {
                 std::hint::spin_loop();
                 continue;
             }
-            self.publish(now);
+            self.publish();
             last_publish = now;
             let wait = next
                 .map(|at| at.saturating_sub(now) - SPIN_NS / 2)
                 .unwrap_or(u64::MAX)
-                .min(100_000_000);
+                .min(IDLE_WAKE_NS);
             let ts = libc::timespec {
                 tv_sec: (wait / 1_000_000_000) as libc::time_t,
                 tv_nsec: (wait % 1_000_000_000) as libc::c_long,
@@ -316,6 +456,6 @@ impl Forwarder {
             }
             last_busy = clock.now_ns();
         }
-        self.publish(clock.now_ns());
+        self.publish();
     }
 }

@@ -8,20 +8,27 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::capture::CaptureSummary;
 use crate::config::{LinkChange, LinkParams, MAX_MTU, MIN_MTU, check_name};
 use crate::emulator::{
-    InitialConfig, LabStats, Request, Response, initial_path, ready_path, socket_path,
+    InitialConfig, Request, Response, events_path, initial_path, ready_path, socket_path,
 };
 use crate::error::{LabError, Result};
+use crate::events::LinkEvent;
 use crate::netns;
 use crate::schedule::Schedule;
-use crate::state::{LabState, SiteState, lab_dir, process_start_ticks, write_atomic};
+use crate::state::{LabState, SiteState, lab_dir, write_atomic};
+use crate::stats::LabStats;
+use crate::topology::{Layout, Topology};
+use nsperf_core::process::{ProcessId, ancestors, start_ticks};
 
 /// Most sites (clients included) in one lab: the addresses 10.77.0.1–.254.
 pub const MAX_SITES: usize = 254;
 
-/// What `lab up` builds.
-#[derive(Debug, Clone)]
+/// What `lab up` builds: the lab's configuration, as the command line and a plan's `[lab]`
+/// table give it (every field has a default but the name).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct UpConfig {
     /// Lab name.
     pub name: String,
@@ -31,12 +38,41 @@ pub struct UpConfig {
     pub clients: usize,
     /// MTU of every link device.
     pub mtu: u32,
-    /// Link parameters, applied to the default in every selected direction.
+    /// How the sites are joined.
+    pub topology: Topology,
+    /// The link flags: every link of a mesh, the server's port of a star, the WAN of a
+    /// dumbbell (narrowed by its `link`, `from`, `to`).
     pub link: LinkChange,
+    /// The access links of a star or dumbbell (every one unless its `link` names one).
+    pub access: LinkChange,
     /// A fault schedule started once the lab is up.
     pub schedule: Option<Schedule>,
     /// Do not hold the CPUs out of deep idle states while the lab is up.
     pub allow_deep_idle: bool,
+    /// Most bytes of packets the emulator may hold in its delay lines (packets in flight
+    /// beyond it are dropped and counted as overruns): a 10 Gbit/s × 100 ms path holds
+    /// 125 MB. Default [`crate::fabric::DEFAULT_MEMORY`].
+    pub memory_bytes: u64,
+    /// The process the lab belongs to (see [`LabState::owner`]); `None` for nobody.
+    pub owner: Option<ProcessId>,
+}
+
+impl Default for UpConfig {
+    fn default() -> Self {
+        UpConfig {
+            name: String::new(),
+            sites: vec!["a".into(), "b".into()],
+            clients: 0,
+            mtu: 1500,
+            topology: Topology::Mesh,
+            link: LinkChange::default(),
+            access: LinkChange::default(),
+            schedule: None,
+            allow_deep_idle: false,
+            memory_bytes: crate::fabric::DEFAULT_MEMORY,
+            owner: None,
+        }
+    }
 }
 
 /// The namespace name of a site.
@@ -82,17 +118,45 @@ pub fn site_names(cfg: &UpConfig) -> Result<Vec<String>> {
             return Err(LabError::Usage(format!("no site named '{s}' in this lab")));
         }
     }
-    if cfg.link.up.is_some() {
+    if cfg.memory_bytes < 1 << 20 {
+        return Err(LabError::Usage("--memory must allow at least 1 MiB".into()));
+    }
+    if cfg.link.up.is_some() || cfg.access.up.is_some() {
         return Err(LabError::Usage("a lab starts with its links up".into()));
     }
     Ok(sites)
+}
+
+/// Checks the whole configuration and returns the sites, the layout and the starting
+/// parameters of every direction (no root needed: `lab up` fails here before it touches
+/// anything).
+pub fn plan(cfg: &UpConfig) -> Result<(Vec<String>, Layout, Vec<LinkParams>)> {
+    let sites = site_names(cfg)?;
+    let layout = Layout::new(&cfg.topology, &sites)?;
+    let mut params = vec![LinkParams::default(); layout.directions.len()];
+    for d in layout.select(&cfg.link)? {
+        cfg.link.apply(&mut params[d]);
+    }
+    if !cfg.access.is_empty() || cfg.access.link.is_some() {
+        if cfg.topology == Topology::Mesh {
+            return Err(LabError::Usage(
+                "access links exist in a star or dumbbell (--topology)".into(),
+            ));
+        }
+        let mut access = cfg.access.clone();
+        access.link.get_or_insert_with(|| "access".into());
+        for d in layout.select(&access)? {
+            access.apply(&mut params[d]);
+        }
+    }
+    Ok((sites, layout, params))
 }
 
 /// Creates the lab and starts its emulator with `emulator` (a command that runs
 /// [`crate::emulator::run`] for this lab, normally `nsperf lab emulate NAME`). Returns once
 /// the emulator is forwarding; on failure everything created is removed again.
 pub fn up(cfg: &UpConfig, emulator: Command) -> Result<LabState> {
-    let sites = site_names(cfg)?;
+    let (sites, layout, params) = plan(cfg)?;
     require_root("lab up")?;
     if LabState::path(&cfg.name).exists() {
         return Err(LabError::Exists(cfg.name.clone()));
@@ -117,13 +181,15 @@ pub fn up(cfg: &UpConfig, emulator: Command) -> Result<LabState> {
         created_unix_ns: nsperf_core::clock::unix_time_ns(),
         emulator_pid: None,
         emulator_start_ticks: None,
+        owner: cfg.owner,
+        topology: layout.topology.clone(),
     };
     // Recorded before anything exists, so `down` can always clean up.
     state.save()?;
-    match build(&mut state, cfg, &sites, emulator) {
+    match build(&mut state, cfg, &layout, params, emulator) {
         Ok(()) => Ok(state),
         Err(e) => {
-            let _ = down(&cfg.name);
+            let _ = down(&cfg.name, true);
             Err(e)
         }
     }
@@ -132,22 +198,16 @@ pub fn up(cfg: &UpConfig, emulator: Command) -> Result<LabState> {
 fn build(
     state: &mut LabState,
     cfg: &UpConfig,
-    sites: &[String],
+    layout: &Layout,
+    params: Vec<LinkParams>,
     mut emulator: Command,
 ) -> Result<()> {
-    let n = sites.len();
-    let mut params = vec![LinkParams::default(); n * n];
-    for a in 0..n {
-        for b in 0..n {
-            if a != b && cfg.link.selects(&sites[a], &sites[b]) {
-                cfg.link.apply(&mut params[a * n + b]);
-            }
-        }
-    }
     let init = InitialConfig {
+        topology: layout.topology.clone(),
         params,
         schedule: cfg.schedule.clone(),
         allow_deep_idle: cfg.allow_deep_idle,
+        memory_bytes: cfg.memory_bytes,
     };
     write_atomic(
         &initial_path(&cfg.name),
@@ -177,11 +237,11 @@ fn build(
     let pid = child.id();
     // Record the pid at once: `down` must find the process even if we die now.
     let t0 = Instant::now();
-    while process_start_ticks(pid).is_none() && t0.elapsed() < Duration::from_secs(1) {
+    while start_ticks(pid).is_none() && t0.elapsed() < Duration::from_secs(1) {
         std::thread::sleep(Duration::from_millis(1));
     }
     state.emulator_pid = Some(pid);
-    state.emulator_start_ticks = process_start_ticks(pid);
+    state.emulator_start_ticks = start_ticks(pid);
     state.save()?;
     let ready = ready_path(&cfg.name);
     loop {
@@ -206,9 +266,31 @@ fn build(
     }
 }
 
-/// Removes lab `name`: stops its emulator, deletes its namespaces (and with them its
-/// devices) and its state. Works on a half-built or crashed lab.
-pub fn down(name: &str) -> Result<()> {
+/// What `down` did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DownReport {
+    /// Processes that were still running inside the lab's namespaces and were stopped.
+    pub stopped: Vec<ProcessId>,
+}
+
+/// The live process lab `name` belongs to, if any: a plan runner asks this before it
+/// touches a lab it did not create.
+pub fn live_owner(name: &str) -> Result<Option<ProcessId>> {
+    check_name("lab name", name)?;
+    Ok(LabState::load(name)?.live_owner())
+}
+
+/// True when the calling process is `owner` or runs below it (a child of the plan run or
+/// script that owns the lab).
+pub fn caller_is_owned_by(owner: &ProcessId) -> bool {
+    owner.is_alive() && ancestors().contains(&owner.pid)
+}
+
+/// Removes lab `name`: stops the processes still running in its namespaces and its
+/// emulator, deletes its namespaces (and with them its devices) and its state. Works on a
+/// half-built or crashed lab. A lab whose owner is another live process is refused
+/// ([`LabError::Owned`]) unless `force`.
+pub fn down(name: &str, force: bool) -> Result<DownReport> {
     check_name("lab name", name)?;
     require_root("lab down")?;
     let state = LabState::load(name);
@@ -219,8 +301,14 @@ pub fn down(name: &str) -> Result<()> {
         Err(LabError::NotFound(_)) if !leftover.is_empty() => None,
         Err(e) => return Err(e),
     };
-    if let Some(s) = &state {
-        stop_emulator(s);
+    if let Some(owner) = state.as_ref().and_then(LabState::live_owner)
+        && !force
+        && !caller_is_owned_by(&owner)
+    {
+        return Err(LabError::Owned {
+            lab: name.to_string(),
+            owner,
+        });
     }
     let mut names: Vec<String> = state
         .iter()
@@ -234,6 +322,14 @@ pub fn down(name: &str) -> Result<()> {
             names.push(ns);
         }
     }
+    // Servers first (`lab serve`), with anything else still running in a site (a server
+    // started with `lab exec` would live on in a namespace no longer listed), then the
+    // emulator: a namespace is only gone once no process holds it.
+    let stopped: Vec<ProcessId> = names.iter().flat_map(|n| netns::processes_in(n)).collect();
+    crate::service::stop_all(name, &names, Duration::from_secs(3));
+    if let Some(s) = &state {
+        stop_emulator(s);
+    }
     let mut first_err = None;
     for ns in &names {
         if let Err(e) = netns::delete(ns) {
@@ -246,49 +342,31 @@ pub fn down(name: &str) -> Result<()> {
             first_err.get_or_insert(LabError::io(format!("removing {}", dir.display()), e));
         }
     }
-    first_err.map_or(Ok(()), Err)
+    first_err.map_or(Ok(DownReport { stopped }), Err)
 }
 
 fn stop_emulator(s: &LabState) {
-    let (Some(pid), Some(ticks)) = (s.emulator_pid, s.emulator_start_ticks) else {
-        return;
-    };
-    if process_start_ticks(pid) != Some(ticks) {
-        return;
-    }
-    // SAFETY: signalling a process we verified is the lab's emulator.
-    unsafe {
-        libc::kill(pid as libc::pid_t, libc::SIGTERM);
-    }
-    let t0 = Instant::now();
-    while process_start_ticks(pid) == Some(ticks) {
-        if t0.elapsed() > Duration::from_secs(3) {
-            // SAFETY: as above.
-            unsafe {
-                libc::kill(pid as libc::pid_t, libc::SIGKILL);
-            }
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    // Wait for SIGKILL to land.
-    let t1 = Instant::now();
-    while process_start_ticks(pid) == Some(ticks) && t1.elapsed() < Duration::from_secs(2) {
-        std::thread::sleep(Duration::from_millis(5));
+    if let (Some(pid), Some(start_ticks)) = (s.emulator_pid, s.emulator_start_ticks) {
+        netns::stop_processes(&[ProcessId { pid, start_ticks }], Duration::from_secs(3));
     }
 }
 
-/// Removes every recorded lab; returns their names.
-pub fn down_all() -> Result<Vec<String>> {
+/// Removes every recorded lab (see [`down`]); returns their names and what was stopped.
+/// Labs owned by another live process are kept unless `force`; the first refusal or
+/// failure is returned after every other lab was removed.
+pub fn down_all(force: bool) -> Result<Vec<(String, DownReport)>> {
     require_root("lab down")?;
-    let names = LabState::list_names();
+    let mut done = Vec::new();
     let mut first_err = None;
-    for n in &names {
-        if let Err(e) = down(n) {
-            first_err.get_or_insert(e);
+    for n in LabState::list_names() {
+        match down(&n, force) {
+            Ok(r) => done.push((n, r)),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
         }
     }
-    first_err.map_or(Ok(names), Err)
+    first_err.map_or(Ok(done), Err)
 }
 
 /// One lab as `lab list` shows it.
@@ -304,6 +382,8 @@ pub struct LabSummary {
     pub emulator_pid: Option<u32>,
     /// Whether the emulator is running (false after a crash: `lab down` it).
     pub running: bool,
+    /// The live process the lab belongs to, if any.
+    pub owner: Option<ProcessId>,
 }
 
 /// Every recorded lab.
@@ -313,6 +393,7 @@ pub fn list() -> Vec<LabSummary> {
         .filter_map(|n| LabState::load(&n).ok())
         .map(|s| LabSummary {
             running: s.emulator_running(),
+            owner: s.live_owner(),
             name: s.name,
             sites: s.sites,
             mtu: s.mtu,
@@ -321,35 +402,123 @@ pub fn list() -> Vec<LabSummary> {
         .collect()
 }
 
-fn request(name: &str, req: &Request) -> Result<Response> {
-    check_name("lab name", name)?;
-    let state = LabState::load(name)?;
-    if !state.emulator_running() {
-        return Err(LabError::Emulator {
+/// A connection to a lab's emulator.
+struct Control {
+    lab: String,
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl Control {
+    fn open(name: &str) -> Result<Control> {
+        check_name("lab name", name)?;
+        let state = LabState::load(name)?;
+        if !state.emulator_running() {
+            return Err(LabError::Emulator {
+                lab: name.to_string(),
+                problem: "is not running (remove the lab with `nsperf lab down`)".into(),
+            });
+        }
+        let s = UnixStream::connect(socket_path(name)).map_err(|e| LabError::Emulator {
             lab: name.to_string(),
-            problem: "is not running (remove the lab with `nsperf lab down`)".into(),
-        });
+            problem: format!("did not answer: {e}"),
+        })?;
+        s.set_read_timeout(Some(Duration::from_secs(10))).ok();
+        let reader = s
+            .try_clone()
+            .map_err(|e| LabError::io("control socket", e))?;
+        Ok(Control {
+            lab: name.to_string(),
+            reader: BufReader::new(reader),
+            writer: s,
+        })
     }
-    let path = socket_path(name);
-    let emu = |problem: String| LabError::Emulator {
-        lab: name.to_string(),
-        problem,
-    };
-    let mut s = UnixStream::connect(&path).map_err(|e| emu(format!("did not answer: {e}")))?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok();
-    let line = serde_json::to_string(req).map_err(|e| emu(e.to_string()))?;
-    writeln!(s, "{line}").map_err(|e| emu(format!("did not answer: {e}")))?;
-    let mut answer = String::new();
-    BufReader::new(s)
-        .read_line(&mut answer)
-        .map_err(|e| emu(format!("did not answer: {e}")))?;
-    let r: Response =
-        serde_json::from_str(&answer).map_err(|e| emu(format!("answered nonsense: {e}")))?;
-    if r.ok {
-        Ok(r)
+
+    fn emu(&self, problem: String) -> LabError {
+        LabError::Emulator {
+            lab: self.lab.clone(),
+            problem,
+        }
+    }
+
+    fn send(&mut self, req: &Request) -> Result<()> {
+        let line = serde_json::to_string(req).map_err(|e| self.emu(e.to_string()))?;
+        writeln!(self.writer, "{line}").map_err(|e| self.emu(format!("did not answer: {e}")))
+    }
+
+    fn answer(&mut self) -> Result<Response> {
+        let mut answer = String::new();
+        self.reader
+            .read_line(&mut answer)
+            .map_err(|e| self.emu(format!("did not answer: {e}")))?;
+        let r: Response = serde_json::from_str(&answer)
+            .map_err(|e| self.emu(format!("answered nonsense: {e}")))?;
+        if r.ok {
+            Ok(r)
+        } else {
+            Err(LabError::Usage(r.error.unwrap_or_else(|| "refused".into())))
+        }
+    }
+}
+
+fn request(name: &str, req: &Request) -> Result<Response> {
+    let mut c = Control::open(name)?;
+    c.send(req)?;
+    c.answer()
+}
+
+/// A capture running on a lab's link (see [`crate::capture`]); [`LinkCapture::stop`] ends
+/// it. Dropped without `stop`, the capture ends as the connection closes.
+pub struct LinkCapture {
+    ctl: Control,
+}
+
+/// Starts capturing link `link` of lab `name` into pcapng file `path` (relative to the
+/// current directory; written by the emulator, replaced if it exists). Returns once the
+/// capture records.
+pub fn capture(name: &str, link: &str, path: &std::path::Path) -> Result<LinkCapture> {
+    let path = if path.is_absolute() {
+        path.to_path_buf()
     } else {
-        Err(LabError::Usage(r.error.unwrap_or_else(|| "refused".into())))
+        std::env::current_dir()
+            .map_err(|e| LabError::io("finding the current directory", e))?
+            .join(path)
+    };
+    let mut ctl = Control::open(name)?;
+    ctl.send(&Request::Capture {
+        link: link.to_string(),
+        path,
+    })?;
+    ctl.answer()?;
+    Ok(LinkCapture { ctl })
+}
+
+impl LinkCapture {
+    /// Stops the capture; the file is complete when this returns.
+    pub fn stop(mut self) -> Result<CaptureSummary> {
+        writeln!(self.ctl.writer, "stop")
+            .map_err(|e| self.ctl.emu(format!("did not answer: {e}")))?;
+        self.ctl
+            .reader
+            .get_ref()
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .ok();
+        let r = self.ctl.answer()?;
+        r.capture
+            .ok_or_else(|| self.ctl.emu("sent no capture summary".into()))
     }
+}
+
+/// The events of lab `name` so far (every link change with its time), read from its event
+/// log: works while the emulator is busy, and after it died, until `lab down`.
+pub fn events(name: &str) -> Result<Vec<LinkEvent>> {
+    check_name("lab name", name)?;
+    LabState::load(name)?;
+    let p = events_path(name);
+    if !p.exists() {
+        return Ok(Vec::new());
+    }
+    crate::events::read(&p)
 }
 
 /// Changes the running lab's links and/or starts a schedule.
@@ -381,6 +550,20 @@ pub fn stats(name: &str) -> Result<LabStats> {
             lab: name.to_string(),
             problem: "sent no statistics".into(),
         })
+}
+
+/// Moves the calling (still single-threaded) process into a site of a lab: its network
+/// namespace, with `/sys` showing the site's devices, as `lab exec` gives a command.
+pub fn enter_site(name: &str, site: &str) -> Result<()> {
+    check_name("lab name", name)?;
+    let state = LabState::load(name)?;
+    let s = state
+        .sites
+        .iter()
+        .find(|s| s.name == site)
+        .ok_or_else(|| LabError::Usage(format!("lab '{name}' has no site '{site}'")))?;
+    require_root("entering a lab site")?;
+    netns::enter(&s.netns)
 }
 
 /// A command that runs `argv` inside a site's namespace (`ip netns exec`, which also gives

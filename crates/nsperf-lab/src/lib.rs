@@ -9,24 +9,33 @@
 //! after a crash.
 #![deny(missing_docs)]
 
+pub mod capture;
 pub mod config;
 pub mod emulator;
-pub mod error;
-pub mod forwarder;
+mod error;
+pub mod events;
+mod fabric;
+mod forwarder;
 pub mod lab;
-pub mod model;
+mod model;
 pub mod netns;
-pub mod packet;
-pub mod rng;
-pub mod schedule;
+mod packet;
+mod rng;
+mod schedule;
+pub mod service;
+mod setup;
 pub mod state;
-pub mod tun;
+pub mod stats;
+pub mod topology;
+mod tun;
 
 use std::net::Ipv4Addr;
 
 pub use config::{LinkChange, LinkParams};
 pub use error::LabError;
 pub use schedule::Schedule;
+pub use setup::LinkSetup;
+pub use topology::Topology;
 
 /// The IPv4 address of site number `i` (0-based, in `--sites` order) inside its namespace:
 /// 10.77.0.(i+1). Labs hold at most [`lab::MAX_SITES`] sites.

@@ -83,15 +83,28 @@ pub fn complete_checksum(frame: &mut [u8]) -> bool {
     if h.flags & F_NEEDS_CSUM == 0 {
         return true;
     }
-    let start = VNET_HDR_LEN + usize::from(h.csum_start);
+    if !fill_checksum(&mut frame[VNET_HDR_LEN..], &h) {
+        return false;
+    }
+    frame[0] &= !F_NEEDS_CSUM;
+    true
+}
+
+/// Completes the partial checksum a virtio-net header `h` describes in `ip` (the packet
+/// from its IP header on): for a copy, such as a captured packet. False if the offsets are
+/// bad; true (and nothing done) when no checksum is pending.
+pub fn fill_checksum(ip: &mut [u8], h: &VnetHdr) -> bool {
+    if h.flags & F_NEEDS_CSUM == 0 {
+        return true;
+    }
+    let start = usize::from(h.csum_start);
     let field = start + usize::from(h.csum_offset);
-    if field + 2 > frame.len() || start > frame.len() {
+    if field + 2 > ip.len() || start > ip.len() {
         return false;
     }
     // The field holds the pseudo-header sum; summing over it gives the full checksum.
-    let c = inet_checksum(&frame[start..]);
-    frame[field..field + 2].copy_from_slice(&c.to_be_bytes());
-    frame[0] &= !F_NEEDS_CSUM;
+    let c = inet_checksum(&ip[start..]);
+    ip[field..field + 2].copy_from_slice(&c.to_be_bytes());
     true
 }
 

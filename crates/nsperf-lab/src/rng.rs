@@ -61,6 +61,7 @@ impl Rng {
     }
 
     /// Uniform integer in [0, n); 0 when n is 0.
+    #[cfg(test)]
     pub fn below(&mut self, n: u64) -> u64 {
         if n == 0 {
             0

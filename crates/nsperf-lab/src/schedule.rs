@@ -102,7 +102,10 @@ impl Schedule {
                 }
                 "down" | "up" => {
                     if !change.is_empty() {
-                        return Err(err(n, format!("`{action}` takes only --from and --to")));
+                        return Err(err(
+                            n,
+                            format!("`{action}` takes only --link, --from and --to"),
+                        ));
                     }
                     change.up = Some(action == "up");
                 }
@@ -196,7 +199,10 @@ mod tests {
             (b"1s set --rate\n", "line 1: --rate needs a value"),
             (b"1s set rate 5\n", "line 1: expected a flag"),
             (b"1s set --speed 5\n", "unknown link flag"),
-            (b"1s down --rate 1g\n", "`down` takes only --from and --to"),
+            (
+                b"1s down --rate 1g\n",
+                "`down` takes only --link, --from and --to",
+            ),
             (b"1s set --loss 5\n", "write a percentage"),
             (b"\xff\n", "line 1: not UTF-8"),
         ];

@@ -5,6 +5,8 @@
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
+pub use nsperf_core::process::start_ticks as process_start_ticks;
+use nsperf_core::process::{ProcessId, start_ticks};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{LabError, Result};
@@ -39,6 +41,14 @@ pub struct LabState {
     /// Its start time in clock ticks since boot (`/proc/PID/stat` field 22), so that a
     /// recycled pid is never signalled.
     pub emulator_start_ticks: Option<u64>,
+    /// The process the lab belongs to (a plan run, a script, the shell that ran `lab up`):
+    /// while it lives, `lab down` by anyone else refuses without `--force`. `None` for labs
+    /// recorded before owners were.
+    #[serde(default)]
+    pub owner: Option<ProcessId>,
+    /// How the sites are joined (defaults filled in).
+    #[serde(default)]
+    pub topology: crate::topology::Topology,
 }
 
 /// The directory of lab `name`.
@@ -98,9 +108,14 @@ impl LabState {
     /// True when the recorded emulator process is alive (and is the one recorded).
     pub fn emulator_running(&self) -> bool {
         match (self.emulator_pid, self.emulator_start_ticks) {
-            (Some(pid), Some(ticks)) => process_start_ticks(pid) == Some(ticks),
+            (Some(pid), Some(ticks)) => start_ticks(pid) == Some(ticks),
             _ => false,
         }
+    }
+
+    /// The lab's owner while it is alive (`None` when it has exited or was never recorded).
+    pub fn live_owner(&self) -> Option<ProcessId> {
+        self.owner.filter(ProcessId::is_alive)
     }
 }
 
@@ -112,27 +127,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::rename(&tmp, path).map_err(|e| LabError::io(format!("writing {}", path.display()), e))
 }
 
-/// Start time of a live (not zombie) process in clock ticks since boot.
-pub fn process_start_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // rest starts at field 3 (state); start time is field 22.
-    if fields.first() == Some(&"Z") || fields.first() == Some(&"X") {
-        return None;
-    }
-    fields.get(19)?.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn own_start_ticks_are_readable() {
-        let me = std::process::id();
-        assert!(process_start_ticks(me).is_some());
-        assert_eq!(process_start_ticks(u32::MAX), None);
+    fn owner_is_optional_in_old_state_files() {
+        let old = r#"{"name":"t","sites":[],"mtu":1500,"created_unix_ns":1,
+            "emulator_pid":null,"emulator_start_ticks":null}"#;
+        let s: LabState = serde_json::from_str(old).unwrap();
+        assert_eq!(s.owner, None);
+        assert_eq!(s.live_owner(), None);
+        let mut s = s;
+        s.owner = Some(ProcessId::current());
+        assert_eq!(s.live_owner(), Some(ProcessId::current()));
     }
 }

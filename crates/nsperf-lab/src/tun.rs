@@ -7,9 +7,9 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use crate::error::{LabError, Result};
 
-const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
-const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
-const TUNSETVNETHDRSZ: libc::c_ulong = 0x4004_54d8;
+const TUNSETIFF: libc::Ioctl = 0x4004_54ca as libc::Ioctl;
+const TUNSETOFFLOAD: libc::Ioctl = 0x4004_54d0 as libc::Ioctl;
+const TUNSETVNETHDRSZ: libc::Ioctl = 0x4004_54d8 as libc::Ioctl;
 const IFF_TUN: libc::c_short = 0x0001;
 const IFF_NO_PI: libc::c_short = 0x1000;
 const IFF_VNET_HDR: libc::c_short = 0x4000;

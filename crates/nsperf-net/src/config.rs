@@ -36,12 +36,17 @@ pub enum Mode {
     #[default]
     Stream,
     /// Request/response: the client sends `request_bytes`, the server answers
-    /// `response_bytes`, one transaction at a time per stream.
+    /// `response_bytes`, `burst` transactions in flight per stream (netperf's `-b`).
     Rr {
         /// Request size.
         request_bytes: u32,
         /// Response size.
         response_bytes: u32,
+        /// Transactions in flight on each connection (`--burst`): the client keeps this many
+        /// requests sent and unanswered; the server answers each as it arrives. 1 = one at a
+        /// time.
+        #[serde(default = "one")]
+        burst: u32,
     },
     /// NetPIPE-style ping-pong over message sizes from `min_bytes` to `max_bytes`.
     Sweep {
@@ -50,6 +55,10 @@ pub enum Mode {
         /// Largest message.
         max_bytes: u32,
     },
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// Every parameter of one test; the client sends it to the server verbatim.
@@ -90,6 +99,13 @@ pub struct TestParams {
     /// Hold both ends' CPUs out of deep idle states for the test (`--awake`).
     #[serde(default)]
     pub awake: bool,
+    /// IP type-of-service byte of the data sockets on both ends (`-S`/`--dscp`): DSCP in the
+    /// upper six bits, ECN in the lower two.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tos: Option<u8>,
+    /// The CPU the server pins its data threads to (the second number of `-A N,M`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu: Option<u32>,
 }
 
 impl Default for TestParams {
@@ -112,6 +128,8 @@ impl Default for TestParams {
             rate_bps: 0.0,
             udp_offload: true,
             awake: false,
+            tos: None,
+            server_cpu: None,
         }
     }
 }
@@ -121,9 +139,11 @@ pub const MAX_MESSAGE: u32 = 64 << 20;
 /// Largest UDP payload over IPv4.
 pub const MAX_DATAGRAM: u32 = 65_507;
 /// Smallest UDP payload: the sequence header.
-pub const MIN_DATAGRAM: u32 = crate::udp::HEADER_LEN as u32;
+pub const MIN_DATAGRAM: u32 = crate::datagram::HEADER_LEN as u32;
 /// Most streams per direction.
 pub const MAX_STREAMS: u32 = 4096;
+/// Most request/response transactions in flight per connection (`--burst`).
+pub const MAX_BURST: u32 = 4096;
 
 impl TestParams {
     /// The CPU idle-exit latency hold `--awake` asks for on each end, when this end can have
@@ -209,6 +229,7 @@ impl TestParams {
             Mode::Rr {
                 request_bytes,
                 response_bytes,
+                burst,
             } => {
                 if self.protocol != Protocol::Tcp {
                     return Err("request/response runs over TCP".into());
@@ -217,6 +238,18 @@ impl TestParams {
                     if s == 0 || s > MAX_MESSAGE {
                         return Err(format!("request/response sizes must be 1..={MAX_MESSAGE}"));
                     }
+                }
+                if burst == 0 || burst > MAX_BURST {
+                    return Err(format!(
+                        "transactions in flight (--burst) must be 1..={MAX_BURST}, got {burst}"
+                    ));
+                }
+                // The client holds a burst of responses and of requests in memory.
+                let held = (request_bytes as u64 + response_bytes as u64) * burst as u64;
+                if held > 1 << 30 {
+                    return Err(format!(
+                        "--burst {burst} of {request_bytes}/{response_bytes} bytes would hold {held} bytes in flight; at most 1 GiB"
+                    ));
                 }
             }
             Mode::Sweep {
@@ -237,8 +270,74 @@ impl TestParams {
     }
 }
 
+/// Bytes stream `index` of `streams` sends out of a total of `bytes` (0 = unlimited).
+pub fn quota(bytes: u64, streams: u64, index: u64) -> u64 {
+    if bytes == 0 {
+        return 0;
+    }
+    let base = bytes / streams.max(1);
+    let extra = if index < bytes % streams.max(1) { 1 } else { 0 };
+    (base + extra).max(1)
+}
+
+/// Which protocol the client speaks to the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerKind {
+    /// nsperf's; when the server answers in iperf3's, reconnect speaking iperf3.
+    #[default]
+    Detect,
+    /// nsperf's only (an iperf3 server is an error).
+    Nsperf,
+    /// iperf3's (`--iperf3`): no nsperf greeting first.
+    Iperf3,
+}
+
+/// An IP version (`-4`, `-6`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IpVersion {
+    /// IPv4 only.
+    V4,
+    /// IPv6 only.
+    V6,
+}
+
+impl IpVersion {
+    /// Whether `a` is of this version.
+    pub fn matches(self, a: &std::net::SocketAddr) -> bool {
+        match self {
+            IpVersion::V4 => a.is_ipv4(),
+            IpVersion::V6 => a.is_ipv6(),
+        }
+    }
+}
+
+/// The client's own end: where its sockets start (`-B`, `--cport`, `-4`/`-6`) and where its
+/// data threads run (`-A`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LocalEnd {
+    /// Local address of every socket (`-B`).
+    pub bind: Option<std::net::IpAddr>,
+    /// Local port of the first data stream; stream `i` uses `cport + i`, as iperf3 does
+    /// (`--cport`). The control connection keeps an ephemeral port.
+    pub cport: Option<u16>,
+    /// Only this IP version (`-4`, `-6`).
+    pub version: Option<IpVersion>,
+    /// The CPU the client's data threads are pinned to (the first number of `-A N,M`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
+}
+
+impl LocalEnd {
+    /// True when nothing is asked (every field at its default).
+    pub fn is_default(&self) -> bool {
+        *self == LocalEnd::default()
+    }
+}
+
 /// How the client reaches the server.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClientConfig {
     /// Host name or address of the server.
     pub host: String,
@@ -247,13 +346,20 @@ pub struct ClientConfig {
     /// The test.
     pub params: TestParams,
     /// Pre-shared key, when the server wants one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub psk: Option<Vec<u8>>,
     /// Give up connecting after this long.
     pub connect_timeout: Duration,
+    /// nsperf's protocol, iperf3's, or detect.
+    #[serde(default)]
+    pub server_kind: ServerKind,
+    /// Local address, ports and IP version.
+    #[serde(default)]
+    pub local: LocalEnd,
 }
 
 /// The server's settings.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerConfig {
     /// Address to listen on.
     pub bind: std::net::IpAddr,
@@ -266,12 +372,28 @@ pub struct ServerConfig {
     /// Longest test, warm-up included (`--max-time`); `None` = no limit.
     pub max_time: Option<Duration>,
     /// Pre-shared key that clients must prove (`--psk-file`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub psk: Option<Vec<u8>>,
     /// Serve one client, then exit (`--one-off`).
     pub one_off: bool,
     /// Ignore clients' `--awake` (`--deny-awake`): this host's CPU power states are not
     /// the clients' to change.
     pub deny_awake: bool,
+    /// On an IPv6 address, serve IPv6 clients only (`-6`); otherwise the IPv6 wildcard takes
+    /// IPv4 clients too.
+    #[serde(default)]
+    pub ipv6_only: bool,
+    /// A test whose client goes silent (no stop and no data moving, or no stop this long
+    /// past its planned end) is ended and the client dropped (`--silent-timeout`).
+    #[serde(default = "default_silent_client")]
+    pub silent_client: Duration,
+}
+
+/// How long the server waits for a silent client by default.
+pub(crate) const DEFAULT_SILENT_CLIENT: Duration = Duration::from_secs(30);
+
+fn default_silent_client() -> Duration {
+    DEFAULT_SILENT_CLIENT
 }
 
 impl Default for ServerConfig {
@@ -285,6 +407,8 @@ impl Default for ServerConfig {
             psk: None,
             one_off: false,
             deny_awake: false,
+            ipv6_only: false,
+            silent_client: DEFAULT_SILENT_CLIENT,
         }
     }
 }
@@ -322,6 +446,13 @@ mod tests {
             })
             .contains("sweep")
         );
+    }
+
+    #[test]
+    fn quotas_add_up() {
+        let q: u64 = (0..3).map(|i| quota(10, 3, i)).sum();
+        assert_eq!(q, 10);
+        assert_eq!(quota(0, 3, 1), 0);
     }
 
     #[test]

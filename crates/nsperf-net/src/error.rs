@@ -85,6 +85,23 @@ pub enum NetError {
     /// Ctrl-C.
     #[error("interrupted")]
     Interrupted,
+    /// The server answered in iperf3's protocol (its first state byte); the client retries
+    /// speaking iperf3 unless told to speak nsperf only.
+    #[error("the server at {addr} is an iperf3 server{}", if *.busy { " (busy with another test)" } else { "" })]
+    PeerIsIperf3 {
+        /// The server.
+        addr: String,
+        /// It answered ACCESS_DENIED (busy) rather than PARAM_EXCHANGE.
+        busy: bool,
+    },
+    /// The server closed the connection before answering the greeting: not an nsperf server.
+    #[error(
+        "the server closed the connection without answering nsperf's greeting (not an nsperf or iperf3 server?): {0}"
+    )]
+    GreetingDropped(String),
+    /// An iperf3 peer failed or broke its protocol.
+    #[error("{0}")]
+    Iperf3(#[from] crate::iperf3::wire::Iperf3Error),
 }
 
 impl NetError {
@@ -124,6 +141,17 @@ impl Classify for NetError {
             NetError::Unsupported(_) | NetError::UnknownCongestion { .. } => Failure::Unsupported,
             NetError::KeyFile { .. } => Failure::Input,
             NetError::Interrupted => Failure::Interrupted,
+            NetError::PeerIsIperf3 { .. } | NetError::GreetingDropped(_) => Failure::Protocol,
+            NetError::Iperf3(e) => {
+                use crate::iperf3::wire::Iperf3Error as E;
+                match e {
+                    E::Busy | E::Server { .. } => Failure::Refused,
+                    E::ServerTerminated | E::ClientTerminated | E::Timeout { .. } => {
+                        Failure::PeerLost
+                    }
+                    _ => Failure::Protocol,
+                }
+            }
             NetError::Listen { reason, .. } if reason.contains("ermission") => Failure::Permission,
             NetError::Listen { .. }
             | NetError::Socket(_)

@@ -2,21 +2,36 @@
 //! a pure function of recorded measurements, unit-tested on fixed samples.
 
 #[cfg(test)]
-use nsperf_core::cpu::{CoreUsage, CpuSample};
+use nsperf_core::cpu::CoreUsage;
+use nsperf_core::cpu::CpuSample;
 use nsperf_core::report::{Finding, Severity, cpu_bound_finding};
 use nsperf_core::units::{BitRate, Bytes};
 
-use crate::client::ClientRun;
-use crate::report::{DirectionSummary, NetSummary, UdpSummary};
-use crate::results::SweepPoint;
+use crate::drive::ClientRun;
+use crate::results::{SideResults, StopReason, SweepPoint};
+use crate::summary::{DirectionSummary, LossSite, NetSummary, UdpSummary};
 
-/// Every finding of a run.
-pub fn all(run: &ClientRun, s: &NetSummary) -> Vec<Finding> {
+/// Every finding of a run; `loopback` when both ends ran in this one process.
+pub fn all(run: &ClientRun, s: &NetSummary, loopback: bool) -> Vec<Finding> {
     let mut v = Vec::new();
-    for side in [&run.client, &run.server] {
-        if let Some(f) = cpu_bound(&side.role, &side.cpu) {
-            v.push(f);
+    if s.one_host {
+        v.extend(cpu_bound_one_host(&run.client, &run.server, loopback));
+    } else {
+        for side in [&run.client, &run.server] {
+            v.extend(cpu_bound(&side.role, &side.cpu));
         }
+    }
+    // In one process both ends have the same quota: name it once.
+    let ends = if loopback {
+        vec![&run.client]
+    } else {
+        vec![&run.client, &run.server]
+    };
+    for side in ends {
+        v.extend(cpu_limited(
+            if loopback { "nsperf" } else { &side.role },
+            side,
+        ));
     }
     for (name, d) in [("client to server", &s.up), ("server to client", &s.down)] {
         let Some(d) = d else { continue };
@@ -33,6 +48,7 @@ pub fn all(run: &ClientRun, s: &NetSummary) -> Vec<Finding> {
         v.extend(udp_loss(u));
     }
     v.extend(sweep_saturation(&s.sweep));
+    v.extend(incomplete(run, s));
     v.extend(awake_not_held(run.params.awake, s));
     if matches!(run.params.mode, crate::config::Mode::Rr { .. }) && !run.params.awake {
         v.extend(idle_wait(s));
@@ -98,20 +114,97 @@ pub fn idle_wait(s: &NetSummary) -> Option<Finding> {
     )
 }
 
+/// Mean CPU use of an end's own process, % of one core.
+fn process_mean(samples: &[CpuSample]) -> Option<f64> {
+    let own: Vec<f64> = samples.iter().map(|s| s.process_pct).collect();
+    nsperf_core::stats::mean(&own)
+}
+
 /// A saturated core counts only when nsperf itself used at least half a core on that end:
 /// a core kept busy by other work is reported by `nsperf host`, not blamed on the test.
-pub fn cpu_bound(role: &str, samples: &[nsperf_core::cpu::CpuSample]) -> Option<Finding> {
-    let own: Vec<f64> = samples.iter().map(|s| s.process_pct).collect();
-    let own_mean = nsperf_core::stats::mean(&own)?;
+pub fn cpu_bound(role: &str, samples: &[CpuSample]) -> Option<Finding> {
+    let own_mean = process_mean(samples)?;
     if own_mean < 50.0 {
         return None;
     }
-    cpu_bound_finding(role, samples, 95.0, 0.5).map(|f| f.with("process_pct", own_mean))
+    let mut f = cpu_bound_finding(role, samples, 95.0, 0.5)?;
+    f.message.push_str(&format!(
+        "; the {role} process used {own_mean:.0} % of a core"
+    ));
+    Some(f.with("process_pct", own_mean))
+}
+
+/// Both ends on one host: their "busiest core" figures are the same cores, so one finding
+/// names the core once and attributes the CPU to the two processes.
+pub fn cpu_bound_one_host(
+    client: &SideResults,
+    server: &SideResults,
+    one_process: bool,
+) -> Option<Finding> {
+    let c = process_mean(&client.cpu)?;
+    let s = process_mean(&server.cpu).unwrap_or(0.0);
+    let ours = if one_process { c } else { c + s };
+    if ours < 50.0 {
+        return None;
+    }
+    let mut f = cpu_bound_finding("host", &client.cpu, 95.0, 0.5)?;
+    f.message.push_str(&if one_process {
+        format!(
+            "; client and server run in one process (--loopback), which used {c:.0} % of a core"
+        )
+    } else {
+        format!(
+            "; client and server run on this one host, so their busiest cores are the same \
+             cores: the client process used {c:.0} %, the server process {s:.0} % of a core"
+        )
+    });
+    Some(
+        f.with("client_process_pct", c)
+            .with("server_process_pct", s),
+    )
+}
+
+/// An end's process held to a CPU quota (cgroup `cpu.max` / `cpu.cfs_quota_us`) and using
+/// it all: the quota, not a core or the network, limits that end.
+pub fn cpu_limited(role: &str, side: &SideResults) -> Option<Finding> {
+    let lim = side.cpu_limit.as_ref()?;
+    let own = process_mean(&side.cpu)?;
+    let quota_pct = lim.quota.cores * 100.0;
+    let throttled = lim.throttled_pct.unwrap_or(0.0);
+    if own < 0.85 * quota_pct && throttled < 50.0 {
+        return None;
+    }
+    let mut msg = format!(
+        "{role} process at its CPU limit ({quota_pct:.0} % of a core, {} of cgroup {}): it \
+         used {own:.1} % of a core",
+        lim.quota.source, lim.quota.cgroup
+    );
+    if let Some(t) = lim.throttled_pct {
+        msg.push_str(&format!(", throttled in {t:.0} % of the scheduler periods"));
+    }
+    Some(
+        Finding::new("cpu_limited", Severity::Limit, msg)
+            .with("quota_pct", quota_pct)
+            .with("process_pct", own)
+            .with("throttled_pct", lim.throttled_pct.unwrap_or(f64::NAN)),
+    )
 }
 
 /// The window/RTT ceiling: a sender cannot have more than one window in flight per round
-/// trip. `window` is the `-w` request (the kernel doubles it for bookkeeping and advertises
-/// about the requested size), else half the receive buffer granted.
+/// trip. Fires only when the window was what held the sender back:
+/// - what the measured rate kept in flight (rate × smoothed RTT) fills at least 70 % of the
+///   advertised window: the sender ran out of window, and
+/// - no queue built up: the smoothed RTT stays within 20 % (+1 ms) of the path's base RTT
+///   (`tcpi_min_rtt`). A window larger than the bandwidth-delay product fills a queue at the
+///   bottleneck instead, the RTT grows to window / rate, and window / RTT is then the link
+///   rate, not a window limit; and
+/// - the kernel does not say the receive window never limited the sender
+///   (`tcpi_rwnd_limited` under 5 % of the busy time). The kernel's share is not required
+///   to be high: it counts only the moments a send was refused, and under-counts a sender
+///   that waits for acknowledgements with its socket buffer full.
+///
+/// The advice is the window the measured path needs: rate × base RTT, from the measured
+/// figures, never from an assumed link rate.
 pub fn window_limited(name: &str, d: &DirectionSummary, requested: Option<u64>) -> Option<Finding> {
     let rtt_us = d.rtt_mean_us?;
     if rtt_us < 500.0 {
@@ -121,16 +214,23 @@ pub fn window_limited(name: &str, d: &DirectionSummary, requested: Option<u64>) 
     // the receive buffer granted (the kernel keeps the other half for its bookkeeping).
     let buffer = requested.unwrap_or(d.receiver_rcvbuf_bytes / 2);
     let window = d.peer_window_bytes.filter(|&w| w > 0).unwrap_or(buffer);
-    if window == 0 {
+    if window == 0 || d.throughput_bps <= 0.0 {
         return None;
     }
-    let rtt_s = rtt_us / 1e6;
-    let ceiling = window as f64 * 8.0 / rtt_s;
-    let near_ceiling = d.throughput_bps >= 0.6 * ceiling;
-    let rwnd = d.rwnd_limited_pct.unwrap_or(0.0);
-    if !(near_ceiling || rwnd >= 50.0) {
+    let ceiling = window as f64 * 8.0 / (rtt_us / 1e6);
+    let in_flight = d.throughput_bps / 8.0 * rtt_us / 1e6;
+    let base_us = d
+        .rtt_min_us
+        .filter(|&m| m > 0.0)
+        .unwrap_or(rtt_us)
+        .min(rtt_us);
+    let queue_free = rtt_us <= 1.2 * base_us + 1000.0;
+    let never_rwnd = d.rwnd_limited_pct.is_some_and(|r| r < 5.0);
+    if in_flight < 0.7 * window as f64 || !queue_free || never_rwnd {
         return None;
     }
+    // Bytes the measured rate keeps in flight over the base RTT.
+    let bdp = d.throughput_bps / 8.0 * base_us / 1e6;
     let what = match requested {
         Some(w) => format!("socket buffer {} (-w)", Bytes(w)),
         None => format!(
@@ -138,30 +238,38 @@ pub fn window_limited(name: &str, d: &DirectionSummary, requested: Option<u64>) 
             Bytes(d.receiver_rcvbuf_bytes)
         ),
     };
+    let per_10m = 10e6 / 8.0 * base_us / 1e6;
     Some(
         Finding::new(
             "window_limited",
             Severity::Limit,
             format!(
                 "{name}: {what}, advertised window {} at {:.1} ms RTT: window-limited to {} \
-                 (window / RTT); measured {}; receive-window-limited {:.0} % of the busy time. \
-                 Going faster needs a buffer of one bandwidth-delay product (e.g. 1 Gbit/s × \
-                 {:.1} ms = {})",
+                 (window / RTT); measured {}, {} in flight per round trip ({:.0} % of the \
+                 window) and no queue (RTT {:.1} ms, base {:.1} ms). Going faster needs a \
+                 larger receive window: the rate wanted × the base RTT ({} per 10 Mbit/s; \
+                 twice the measured rate needs {})",
                 Bytes(window),
                 rtt_us / 1e3,
                 BitRate(ceiling),
                 BitRate(d.throughput_bps),
-                rwnd,
+                Bytes(in_flight as u64),
+                100.0 * in_flight / window as f64,
                 rtt_us / 1e3,
-                Bytes((1e9 / 8.0 * rtt_s) as u64),
+                base_us / 1e3,
+                Bytes(per_10m as u64),
+                Bytes((2.0 * bdp) as u64),
             ),
         )
         .with("window_bytes", window as f64)
         .with("buffer_bytes", buffer as f64)
         .with("rtt_us", rtt_us)
+        .with("base_rtt_us", base_us)
         .with("ceiling_bps", ceiling)
         .with("throughput_bps", d.throughput_bps)
-        .with("rwnd_limited_pct", rwnd),
+        .with("in_flight_bytes", in_flight)
+        .with("bdp_bytes", bdp)
+        .with("rwnd_limited_pct", d.rwnd_limited_pct.unwrap_or(f64::NAN)),
     )
 }
 
@@ -203,21 +311,46 @@ pub fn retransmissions(name: &str, d: &DirectionSummary, mss: u32) -> Option<Fin
     })
 }
 
-/// UDP loss, and whether the receiving socket overflowed (a receiver-bound test).
+/// UDP loss and where it happened: the receiving socket's buffer, the sending host, or the
+/// network (neither kernel dropped any).
 pub fn udp_loss(u: &UdpSummary) -> Option<Finding> {
     if u.lost_datagrams == 0 {
         return None;
     }
-    let mut msg = format!(
-        "UDP: {} of {} datagrams lost ({:.2} %)",
+    let site = u.lost_at.unwrap_or(LossSite::Unknown);
+    let rx = format!(
+        "the receiving socket's buffer overflowed {} times (SO_RXQ_OVFL{})",
+        u.kernel_drops,
+        u.receiver_rcvbuf_errors
+            .map(|n| format!("; host RcvbufErrors +{n}"))
+            .unwrap_or_default()
+    );
+    let tx = format!(
+        "the sending host dropped {} datagrams it had accepted (SndbufErrors)",
+        u.sender_sndbuf_errors.unwrap_or(0)
+    );
+    let where_ = match site {
+        LossSite::ReceiverBuffer => format!("lost at the receiver: {rx}; raise -w or lower -b"),
+        LossSite::Sender => format!("lost at the sender: {tx}; lower -b"),
+        LossSite::BothHosts => format!("lost in both hosts: {rx}; {tx}"),
+        LossSite::Network => "lost in the network: neither host's kernel dropped any \
+             (receiver RcvbufErrors +0 and no socket overflow, sender SndbufErrors +0)"
+            .to_string(),
+        LossSite::Unknown => {
+            "where is unknown: the kernels' UDP counters could not be read".to_string()
+        }
+    };
+    let msg = format!(
+        "UDP: {} of {} datagrams lost ({:.2} %), {where_}",
         u.lost_datagrams, u.sent_datagrams, u.loss_pct
     );
-    if u.kernel_drops > 0 {
-        msg.push_str(&format!(
-            "; the receiving socket overflowed {} times: receiver-bound (raise -w or lower -b)",
-            u.kernel_drops
-        ));
-    }
+    let site_code = match site {
+        LossSite::ReceiverBuffer => 1.0,
+        LossSite::Sender => 2.0,
+        LossSite::BothHosts => 3.0,
+        LossSite::Network => 4.0,
+        LossSite::Unknown => 0.0,
+    };
     Some(
         Finding::new(
             "udp_loss",
@@ -230,7 +363,16 @@ pub fn udp_loss(u: &UdpSummary) -> Option<Finding> {
         )
         .with("lost_datagrams", u.lost_datagrams as f64)
         .with("loss_pct", u.loss_pct)
-        .with("kernel_drops", u.kernel_drops as f64),
+        .with("kernel_drops", u.kernel_drops as f64)
+        .with(
+            "receiver_rcvbuf_errors",
+            u.receiver_rcvbuf_errors.map_or(f64::NAN, |n| n as f64),
+        )
+        .with(
+            "sender_sndbuf_errors",
+            u.sender_sndbuf_errors.map_or(f64::NAN, |n| n as f64),
+        )
+        .with("lost_at", site_code),
     )
 }
 
@@ -262,6 +404,58 @@ pub fn sweep_saturation(points: &[SweepPoint]) -> Option<Finding> {
     Some(f)
 }
 
+/// A byte count (`-n`) not sent in full, and why the test stopped before it was.
+pub fn incomplete(run: &ClientRun, s: &NetSummary) -> Option<Finding> {
+    let p = &run.params;
+    if p.bytes == 0 || p.mode != crate::config::Mode::Stream {
+        return None;
+    }
+    let directions = if p.direction == crate::config::Direction::Both {
+        2
+    } else {
+        1
+    };
+    let asked = p.bytes * directions;
+    if s.sent_bytes >= asked {
+        return None;
+    }
+    let stream_error = [&run.client, &run.server].into_iter().find_map(|side| {
+        side.streams.iter().find_map(|r| {
+            r.error
+                .as_ref()
+                .map(|e| format!("stream {} failed on the {}: {e}", r.id, side.role))
+        })
+    });
+    let why = match (
+        run.stopped_by,
+        &run.server.ended_early,
+        &run.client.ended_early,
+    ) {
+        (_, Some(note), _) | (_, _, Some(note)) => note.clone(),
+        (StopReason::Time, ..) => format!(
+            "the time limit (-t {:.1} s) came first",
+            p.duration_ns as f64 / 1e9
+        ),
+        (StopReason::Streams, ..) => {
+            stream_error.unwrap_or_else(|| "the data streams ended early".into())
+        }
+        (reason, ..) => reason.to_string(),
+    };
+    Some(
+        Finding::new(
+            "incomplete",
+            Severity::Warning,
+            format!(
+                "only {} of the {} asked for (-n) were sent: {why}",
+                Bytes(s.sent_bytes),
+                Bytes(asked)
+            ),
+        )
+        .with("sent_bytes", s.sent_bytes as f64)
+        .with("asked_bytes", asked as f64),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,6 +467,8 @@ mod tests {
             rtt_mean_us: Some(50_400.0),
             sender_sndbuf_bytes: 131_072,
             receiver_rcvbuf_bytes: 131_072,
+            rtt_min_us: Some(50_100.0),
+            peer_window_bytes: Some(65_535),
             rwnd_limited_pct: Some(87.0),
             sent_bytes: 12_600_000,
             ..Default::default()
@@ -290,13 +486,43 @@ mod tests {
         );
         assert!(f.message.contains("64 KiB"), "{}", f.message);
         assert!(f.message.contains("50.4 ms"), "{}", f.message);
+        // The advice comes from the measured 10.1 Mbit/s and 50.1 ms base RTT (twice the
+        // rate: 126 KB = 124 KiB), never from an assumed 1 Gbit/s (6 MiB).
+        assert!(f.message.contains("needs 124 KiB"), "{}", f.message);
+        assert!(!f.message.contains("MiB"), "{}", f.message);
     }
 
     #[test]
-    fn big_buffer_or_short_path_is_not() {
+    fn not_window_limited_when_the_window_is_not_used_or_never_refused() {
+        // Issue 11: it fired at "receive-window-limited 0 %".
         let mut d = wan_64k();
         d.rwnd_limited_pct = Some(0.0);
-        assert!(window_limited("x", &d, Some(4 << 20)).is_none());
+        assert!(window_limited("x", &d, Some(65_536)).is_none());
+        // The kernel's share need not be high (it under-counts, see the rule).
+        d.rwnd_limited_pct = Some(20.0);
+        assert!(window_limited("x", &d, Some(65_536)).is_some());
+        d.rwnd_limited_pct = None;
+        assert!(window_limited("x", &d, Some(65_536)).is_some());
+        // A sender that kept half the window in flight was held back by something else.
+        d.throughput_bps = 5e6;
+        assert!(window_limited("x", &d, Some(65_536)).is_none());
+    }
+
+    #[test]
+    fn window_above_the_bdp_is_not_window_limited() {
+        // 45 Mbit/s, 50 ms base RTT, a 1 MiB window: the queue holds the rest, the smoothed
+        // RTT grows to window / rate and the sender meets the receive window although the
+        // link is full (issue 11: it fired when the window exceeded the BDP).
+        let d = DirectionSummary {
+            throughput_bps: 43e6,
+            rtt_mean_us: Some(195_000.0),
+            rtt_min_us: Some(50_100.0),
+            peer_window_bytes: Some(1 << 20),
+            receiver_rcvbuf_bytes: 2 << 20,
+            rwnd_limited_pct: Some(80.0),
+            ..Default::default()
+        };
+        assert!(window_limited("x", &d, Some(1 << 20)).is_none());
         let lo = DirectionSummary {
             throughput_bps: 30e9,
             rtt_mean_us: Some(40.0),
@@ -355,17 +581,30 @@ mod tests {
     }
 
     #[test]
-    fn udp_loss_names_receiver_overflow() {
-        let u = UdpSummary {
+    fn udp_loss_says_where() {
+        let mut u = UdpSummary {
             sent_datagrams: 1000,
             received_datagrams: 900,
             lost_datagrams: 100,
             loss_pct: 10.0,
             kernel_drops: 100,
+            receiver_rcvbuf_errors: Some(100),
+            sender_sndbuf_errors: Some(0),
+            lost_at: Some(LossSite::place(100, Some(100), Some(0))),
             ..Default::default()
         };
         let f = udp_loss(&u).unwrap();
-        assert!(f.message.contains("receiver-bound"));
+        assert!(f.message.contains("lost at the receiver"), "{}", f.message);
+        u.kernel_drops = 0;
+        u.receiver_rcvbuf_errors = Some(0);
+        u.lost_at = Some(LossSite::place(0, Some(0), Some(0)));
+        let f = udp_loss(&u).unwrap();
+        assert!(f.message.contains("lost in the network"), "{}", f.message);
+        u.sender_sndbuf_errors = Some(40);
+        u.lost_at = Some(LossSite::place(0, Some(0), Some(40)));
+        assert!(udp_loss(&u).unwrap().message.contains("lost at the sender"));
+        assert_eq!(LossSite::place(0, None, None), LossSite::Unknown);
+        assert_eq!(LossSite::place(3, None, None), LossSite::ReceiverBuffer);
     }
 
     #[test]
@@ -400,5 +639,70 @@ mod tests {
         s.server_cpu_awake = false;
         let f = awake_not_held(true, &s).unwrap();
         assert!(f.message.contains("client and the server"), "{}", f.message);
+    }
+
+    fn side(role: &str, busy: f64, own: f64) -> SideResults {
+        SideResults {
+            role: role.into(),
+            cpu: (0..4)
+                .map(|_| CpuSample {
+                    per_core: vec![CoreUsage {
+                        core: 1,
+                        busy_pct: busy,
+                        ..Default::default()
+                    }],
+                    process_pct: own,
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn one_host_names_the_core_once() {
+        // Issue 11: on one host both ends reported "core 0 at 100 %: CPU-bound".
+        let (c, s) = (side("client", 100.0, 60.0), side("server", 100.0, 40.0));
+        let f = cpu_bound_one_host(&c, &s, false).unwrap();
+        assert!(f.message.contains("same cores"), "{}", f.message);
+        assert!(
+            f.message.contains("client process used 60 %"),
+            "{}",
+            f.message
+        );
+        assert!(f.message.contains("server process 40 %"), "{}", f.message);
+        let f = cpu_bound_one_host(&c, &c, true).unwrap();
+        assert!(f.message.contains("one process"), "{}", f.message);
+        let idle = side("client", 100.0, 10.0);
+        assert!(cpu_bound_one_host(&idle, &idle, false).is_none());
+    }
+
+    #[test]
+    fn a_process_at_its_quota_is_found() {
+        let quota = |cores: f64, throttled: Option<f64>| {
+            Some(crate::results::CpuLimitUse {
+                quota: nsperf_core::cgroup::CpuQuota {
+                    cgroup: "/lim".into(),
+                    cores,
+                    source: "cpu.max".into(),
+                    dir: Default::default(),
+                },
+                throttled_pct: throttled,
+            })
+        };
+        let mut s = side("server", 30.0, 2.9);
+        s.cpu_limit = quota(0.03, Some(96.0));
+        let f = cpu_limited("server", &s).unwrap();
+        assert!(
+            f.message
+                .starts_with("server process at its CPU limit (3 % of a core"),
+            "{}",
+            f.message
+        );
+        assert!(f.message.contains("throttled in 96 %"), "{}", f.message);
+        // A generous quota the process does not reach is no limit.
+        s.cpu_limit = quota(2.0, Some(0.0));
+        assert!(cpu_limited("server", &s).is_none());
+        s.cpu_limit = None;
+        assert!(cpu_limited("server", &s).is_none());
     }
 }

@@ -1,37 +1,102 @@
 //! The network engine of nsperf: `nsperf server` and `nsperf net`.
 //!
-//! - [`proto`]: the control protocol as pure state machines (no I/O, tested in memory);
-//! - [`server`]: serves many clients at once on one port, with caps and optional pre-shared
-//!   key authentication;
-//! - [`client`]: runs a test against a server and collects both ends' measurements;
-//! - [`tcp`], [`udp`], [`rr`]: the data paths (bulk TCP, UDP datagrams, request/response and
-//!   the message-size sweep);
-//! - [`report`] and [`findings`]: the result model and what the figures mean.
+//! The API: [`Server`] serves many clients at once on one port, with caps and optional
+//! pre-shared key authentication; [`run_client`] runs a test ([`ClientConfig`], its
+//! [`TestParams`]) against a server and collects both ends' measurements ([`ClientRun`]);
+//! [`run_loopback`] does both in one process; [`build_report`] turns a run into the
+//! [`NetReport`] with its findings.
 //!
-//! Both ends sample their streams (bytes, `TCP_INFO`) and CPU per interval with the same
-//! code ([`meter`]); the server sends its samples to the client at the end.
+//! Inside, modules depend in one direction (each only on those above it):
+//! - `tcpinfo`, `snmp` (the kernel's UDP counters), `datagram` (the UDP datagram format), `results` (one end's measurements);
+//! - `config` (typed parameters), `proto` (the control protocol as pure state machines, no
+//!   I/O, tested in memory), `error`;
+//! - `sock` (socket options), `meter` (per-stream counters and the interval sampler, the same
+//!   code on both ends), `control` (the control connection);
+//! - the data paths `tcp`, `udp`, `rr` (request/response), `sweep` (the NetPIPE
+//!   message-size sweep);
+//! - `connect` (the client's sockets) and `drive` (the client run's model, its data paths
+//!   and interval loop), shared by both client shells;
+//! - `iperf3::client` (iperf3's protocol), then `client` (nsperf's, and the choice between
+//!   them), `server`, `loopback`;
+//! - `summary` (the report's model), `findings` (what the figures mean), `iperf3::report`,
+//!   then `report`.
+//!
+//! `iperf3::wire`, `iperf3::session` and `iperf3::params` sit with `proto`. The direction is
+//! checked file by file (`crate::`/`super::` uses outside test modules) by
+//! `tests/module_direction.rs`.
 #![deny(missing_docs)]
 
-pub mod client;
-pub mod config;
-pub mod control;
-pub mod error;
-pub mod findings;
-pub mod loopback;
-pub mod meter;
-pub mod proto;
-pub mod report;
-pub mod results;
-pub mod rr;
-pub mod server;
-pub mod sock;
-pub mod tcp;
-pub mod tcpinfo;
-pub mod udp;
+mod bulk;
+mod client;
+mod config;
+mod connect;
+mod control;
+mod datagram;
+mod drive;
+mod error;
+mod findings;
+mod iperf3;
+mod loopback;
+mod meter;
+mod poller;
+mod proto;
+mod report;
+mod results;
+mod rr;
+mod server;
+mod snmp;
+mod sock;
+mod summary;
+mod sweep;
+mod tcp;
+mod tcpinfo;
+mod udp;
 
-pub use config::{ClientConfig, Direction, Mode, Protocol, ServerConfig, TestParams};
-pub use error::NetError;
-pub use report::{NetReport, NetSpec};
+pub use client::run as run_client;
+pub use config::{
+    ClientConfig, DEFAULT_PORT, Direction, IpVersion, LocalEnd, MAX_BURST, MAX_DATAGRAM,
+    MAX_MESSAGE, MAX_STREAMS, MIN_DATAGRAM, Mode, Protocol, ServerConfig, ServerKind, TestParams,
+};
+pub use drive::{ClientRun, LiveInterval};
+pub use error::{NetError, read_key_file};
+pub use iperf3::compat::document as iperf3_document;
+pub use iperf3::{Iperf3Shared, Results as Iperf3Results, StreamResult as Iperf3StreamResult};
+pub use loopback::run as run_loopback;
+pub use proto::PROTOCOL_VERSION;
+pub use report::build as build_report;
+pub use results::{
+    IntervalMark, STALL_TIMEOUT, SideResults, StopReason, StreamRecord, StreamSample, SweepPoint,
+    UdpCounters,
+};
+pub use server::{Logger, MAX_TEST_RECORDS, ServedTest, Server, ServerCounters, ServerTotals};
+pub use snmp::UdpHostCounters;
+pub use summary::{
+    DirectionSummary, LossSite, NetInterval, NetReport, NetSpec, NetSummary, Peer, UdpSummary,
+};
+pub use tcpinfo::TcpInfoSample;
+
+/// Feeds arbitrary bytes to the parsers of the data plane's outside bytes: a connection's data
+/// hello, UDP datagram headers (at every segment offset, as GRO batches arrive) and the
+/// receiver's sequence bookkeeping (the body of the fuzz target, also run by unit tests).
+/// Never panics.
+pub fn fuzz_datagram(data: &[u8]) {
+    if let Some(hello) = data.first_chunk::<{ proto::DataHello::LEN }>() {
+        let _ = proto::DataHello::decode(hello);
+    }
+    let mut t = datagram::SequenceTracker::new();
+    let seg = data.first().map_or(1, |&b| 1 + b as usize % 64);
+    for chunk in data.chunks(seg.max(datagram::HEADER_LEN)) {
+        if let Some(h) = datagram::Header::read(chunk) {
+            t.record(h.seq, h.tx_ns, h.tx_ns.wrapping_add(h.cookie as u64));
+        }
+    }
+}
+
+/// Feeds arbitrary bytes to both iperf3 session machines in each of their waiting states (the
+/// body of the `net_iperf3` fuzz target, also run by unit tests). Never panics.
+pub fn fuzz_iperf3_decoder(data: &[u8]) {
+    iperf3::session::fuzz(data)
+}
 
 /// Feeds arbitrary bytes to the control-protocol decoder and to both session state machines
 /// (the body of the fuzz target, also run by unit tests). Never panics.
@@ -51,7 +116,6 @@ pub fn fuzz_control_decoder(data: &[u8]) {
             max_time_ns: 1_000_000_000,
         },
         [0; 32],
-        false,
     );
     let (mut client, _) = proto::session::ClientSession::new(TestParams::default(), None);
     let mut feed = |d: &mut proto::FrameDecoder| {

@@ -210,6 +210,13 @@ pub struct Recorder {
     tcp_info: bool,
     /// All streams' latency of the current interval (request/response), allocated once.
     latency: Option<LatencyHistogram>,
+    /// UDP tests: the host's UDP counters at the start.
+    udp_host: Option<crate::snmp::UdpHostCounters>,
+    /// This process's CPU quota, with its throttling counters at the start.
+    cpu_quota: Option<(
+        nsperf_core::cgroup::CpuQuota,
+        Option<nsperf_core::cgroup::CpuThrottling>,
+    )>,
 }
 
 impl Recorder {
@@ -223,6 +230,11 @@ impl Recorder {
             .iter()
             .any(|m| m.latency.get().is_some())
             .then(LatencyHistogram::new);
+        let udp_host = meters
+            .iter()
+            .any(|m| matches!(m.socket, StreamSocket::Udp(_)))
+            .then(crate::snmp::UdpHostCounters::read)
+            .flatten();
         Recorder {
             role: role.to_string(),
             start: now,
@@ -236,12 +248,12 @@ impl Recorder {
             },
             tcp_info: true,
             latency,
+            udp_host,
+            cpu_quota: nsperf_core::cgroup::CpuQuota::of_this_process().map(|q| {
+                let t = q.throttling();
+                (q, t)
+            }),
         }
-    }
-
-    /// Seconds since the start.
-    pub fn elapsed_s(&self) -> f64 {
-        self.start.elapsed().as_secs_f64()
     }
 
     /// The start instant.
@@ -252,6 +264,13 @@ impl Recorder {
     /// All streams' latency in the interval closed last (request/response client).
     pub fn last_latency(&self) -> Option<LatencySummary> {
         self.results.latency.last().copied().flatten()
+    }
+
+    /// Each stream's `TCP_INFO` taken at the last tick (`None` for UDP, or when it failed).
+    pub fn last_tcp(&self) -> impl Iterator<Item = Option<crate::tcpinfo::TcpInfoSample>> + '_ {
+        self.records
+            .iter()
+            .map(|r| r.samples.last().and_then(|s| s.tcp))
     }
 
     /// The meters.
@@ -345,6 +364,21 @@ impl Recorder {
             rec.rcvbuf_bytes = fresh.rcvbuf_bytes;
         }
         self.results.streams = std::mem::take(&mut self.records);
+        if let Some((quota, before)) = self.cpu_quota.take() {
+            let during = before
+                .zip(quota.throttling())
+                .map(|(b, now)| now.since(&b))
+                .filter(|d| d.periods > 0);
+            self.results.cpu_limit = Some(crate::results::CpuLimitUse {
+                throttled_pct: during.map(|d| 100.0 * d.throttled as f64 / d.periods as f64),
+                quota,
+            });
+        }
+        if let Some(before) = self.udp_host
+            && let Some(now) = crate::snmp::UdpHostCounters::read()
+        {
+            self.results.udp_host = Some(now.since(&before));
+        }
         self.results.role = self.role;
         self.results
     }

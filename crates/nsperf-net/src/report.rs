@@ -2,180 +2,14 @@
 //! stream and aggregated per direction), summary and findings.
 
 use nsperf_core::report::{CpuInterval, HostRecord, Report};
-use nsperf_core::stats::{LatencySummary, summarize_series};
-use serde::{Deserialize, Serialize};
+use nsperf_core::stats::summarize_series;
 
-use crate::client::ClientRun;
-use crate::config::{Mode, TestParams};
-use crate::results::{SideResults, StreamRecord, SweepPoint, UdpCounters};
-use crate::tcpinfo::TcpInfoSample;
-
-/// The `spec` of a `net` report: the target and every test parameter.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NetSpec {
-    /// Host name or address given.
-    pub target: String,
-    /// Control port.
-    pub port: u16,
-    /// True for `--loopback` (in-process server).
-    pub loopback: bool,
-    /// The test parameters.
-    #[serde(flatten)]
-    pub params: TestParams,
-}
-
-/// One entry of the `intervals` series.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct NetInterval {
-    /// Interval start, seconds since the test started (receiver's clock).
-    pub start_s: f64,
-    /// Interval length, seconds.
-    pub length_s: f64,
-    /// Stream index; `null` for the aggregate of all streams of the direction.
-    pub stream: Option<u32>,
-    /// `up` (client to server) or `down`.
-    pub direction: String,
-    /// Payload bytes the sender wrote in the interval.
-    pub sent_bytes: u64,
-    /// Payload bytes the receiver read in the interval.
-    pub received_bytes: u64,
-    /// Receiver payload bit rate over the interval.
-    pub throughput_bps: f64,
-    /// Segments retransmitted by the sender in the interval (TCP).
-    pub retransmits: Option<u64>,
-    /// Transactions (`--rr`) or datagrams received (UDP) in the interval.
-    pub messages: Option<u64>,
-    /// Sender's `TCP_INFO` at the interval end (per stream only).
-    pub sender_tcp: Option<TcpInfoSample>,
-    /// Receiver's `TCP_INFO` at the interval end (per stream only).
-    pub receiver_tcp: Option<TcpInfoSample>,
-    /// UDP: datagrams lost in the interval (by sequence numbers).
-    pub lost: Option<u64>,
-    /// UDP: RFC 3550 jitter at the interval end, ns.
-    pub jitter_ns: Option<f64>,
-    /// Request/response: latency of the transactions completed in the interval (client's
-    /// clock; all streams in the aggregate row).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency: Option<LatencySummary>,
-}
-
-/// Totals of one direction.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct DirectionSummary {
-    /// Receiver payload bit rate after warm-up.
-    pub throughput_bps: f64,
-    /// Receiver payload bit rate over the whole test, warm-up included.
-    pub mean_bps: f64,
-    /// Highest interval rate.
-    pub peak_interval_bps: f64,
-    /// Payload bytes written by the sender.
-    pub sent_bytes: u64,
-    /// Payload bytes read by the receiver.
-    pub received_bytes: u64,
-    /// Retransmitted segments (TCP).
-    pub retransmits: u64,
-    /// Mean smoothed RTT the sender saw, µs (TCP).
-    pub rtt_mean_us: Option<f64>,
-    /// Send buffer granted on the sender (kernel's figure, doubled).
-    pub sender_sndbuf_bytes: u64,
-    /// Receive buffer granted on the receiver (kernel's figure, doubled).
-    pub receiver_rcvbuf_bytes: u64,
-    /// Mean receive window the receiver advertised, as the sender saw it (`TCP_INFO`
-    /// `snd_wnd`, kernel 5.4+).
-    pub peer_window_bytes: Option<u64>,
-    /// Share of busy time the sender was limited by the receive window, % (kernel 4.9+).
-    pub rwnd_limited_pct: Option<f64>,
-    /// Share of busy time the sender was limited by its send buffer, %.
-    pub sndbuf_limited_pct: Option<f64>,
-}
-
-/// The `summary` of a `net` report.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct NetSummary {
-    /// The headline: receiver payload bit rate after warm-up (both directions summed).
-    pub throughput_bps: f64,
-    /// Receiver payload bit rate over the whole test, warm-up included.
-    pub mean_bps: f64,
-    /// Highest aggregate interval rate.
-    pub peak_interval_bps: f64,
-    /// Payload bytes written by the senders.
-    pub sent_bytes: u64,
-    /// Payload bytes read by the receivers.
-    pub received_bytes: u64,
-    /// Retransmitted segments.
-    pub retransmits: u64,
-    /// Client to server, when that direction carried data.
-    pub up: Option<DirectionSummary>,
-    /// Server to client, when that direction carried data.
-    pub down: Option<DirectionSummary>,
-    /// Busiest core of the client, mean busy % over the test.
-    pub client_busiest_core_pct: f64,
-    /// Busiest core of the server, mean busy % over the test.
-    pub server_busiest_core_pct: f64,
-    /// The client held its CPUs out of deep idle (`--awake`).
-    #[serde(default)]
-    pub client_cpu_awake: bool,
-    /// The server held its CPUs out of deep idle (`--awake`).
-    #[serde(default)]
-    pub server_cpu_awake: bool,
-    /// Request/response: transactions per second after warm-up.
-    pub transactions_per_s: Option<f64>,
-    /// Request/response latency percentiles, ns.
-    pub lat_p50_ns: Option<u64>,
-    /// 90th percentile, ns.
-    pub lat_p90_ns: Option<u64>,
-    /// 99th percentile, ns.
-    pub lat_p99_ns: Option<u64>,
-    /// 99.9th percentile, ns.
-    pub lat_p999_ns: Option<u64>,
-    /// Mean latency, ns.
-    pub lat_mean_ns: Option<f64>,
-    /// Largest latency, ns.
-    pub lat_max_ns: Option<u64>,
-    /// Message-size sweep points.
-    pub sweep: Vec<SweepPoint>,
-    /// UDP totals, when UDP.
-    pub udp: Option<UdpSummary>,
-}
-
-/// UDP totals over all streams.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct UdpSummary {
-    /// Datagrams the senders sent.
-    pub sent_datagrams: u64,
-    /// Distinct datagrams received.
-    pub received_datagrams: u64,
-    /// Datagrams received per second after warm-up.
-    pub received_datagrams_per_s: f64,
-    /// Sent minus received (distinct).
-    pub lost_datagrams: u64,
-    /// Lost, % of sent.
-    pub loss_pct: f64,
-    /// Arrivals after a later datagram.
-    pub out_of_order: u64,
-    /// Datagrams received twice.
-    pub duplicates: u64,
-    /// Mean RFC 3550 jitter at the end of each stream, ns.
-    pub jitter_ns: f64,
-    /// Drops the receiving kernel counted on the sockets (`SO_RXQ_OVFL`).
-    pub kernel_drops: u64,
-}
-
-/// The `net` report.
-pub type NetReport = Report<NetSpec, NetInterval, NetSummary>;
-
-fn delta_bytes(rec: &StreamRecord, i: usize) -> u64 {
-    let cur = rec.samples.get(i).map(|s| s.bytes);
-    let prev = if i == 0 {
-        Some(0)
-    } else {
-        rec.samples.get(i - 1).map(|s| s.bytes)
-    };
-    match (cur, prev) {
-        (Some(c), Some(p)) => c.saturating_sub(p),
-        _ => 0,
-    }
-}
+use crate::config::{Mode, Protocol};
+use crate::drive::ClientRun;
+use crate::results::{SideResults, StreamRecord, UdpCounters};
+use crate::summary::{
+    DirectionSummary, LossSite, NetInterval, NetReport, NetSpec, NetSummary, UdpSummary,
+};
 
 fn delta_msgs(rec: &StreamRecord, i: usize) -> u64 {
     let cur = rec.samples.get(i).map(|s| s.messages).unwrap_or(0);
@@ -185,19 +19,6 @@ fn delta_msgs(rec: &StreamRecord, i: usize) -> u64 {
         rec.samples.get(i - 1).map(|s| s.messages).unwrap_or(0)
     };
     cur.saturating_sub(prev)
-}
-
-fn retrans_at(rec: &StreamRecord, i: usize) -> u64 {
-    let r = |j: usize| {
-        rec.samples
-            .get(j)
-            .and_then(|s| s.tcp)
-            .map(|t| t.total_retrans as u64)
-    };
-    match (r(i), if i == 0 { Some(0) } else { r(i - 1) }) {
-        (Some(c), Some(p)) => c.saturating_sub(p),
-        _ => 0,
-    }
 }
 
 fn udp_at(rec: &StreamRecord, i: usize) -> Option<UdpCounters> {
@@ -241,9 +62,9 @@ fn direction(
         let mut lost_total = 0u64;
         let mut any_udp = false;
         for (tx, rx) in &pairs {
-            let recv = delta_bytes(rx, i);
-            let sent = delta_bytes(tx, i);
-            let retr = retrans_at(tx, i);
+            let recv = rx.bytes_in(i);
+            let sent = tx.bytes_in(i);
+            let retr = tx.retransmits_in(i);
             let tx_tcp = tx.samples.get(i).and_then(|s| s.tcp);
             let rx_tcp = rx.samples.get(i).and_then(|s| s.tcp);
             let (lost, jitter, msgs) = match (
@@ -283,8 +104,8 @@ fn direction(
                 length_s: mark.length_s,
                 stream: Some(rx.id),
                 direction: name.to_string(),
-                sent_bytes: sent,
-                received_bytes: recv,
+                sent_bytes: Some(sent),
+                received_bytes: Some(recv),
                 throughput_bps: if mark.length_s > 0.0 {
                     recv as f64 * 8.0 / mark.length_s
                 } else {
@@ -302,8 +123,8 @@ fn direction(
                     .and_then(|s| s.latency)
                     .or_else(|| tx.samples.get(i).and_then(|s| s.latency)),
             });
-            agg.sent_bytes += sent;
-            agg.received_bytes += recv;
+            *agg.sent_bytes.get_or_insert(0) += sent;
+            *agg.received_bytes.get_or_insert(0) += recv;
             if !udp {
                 *agg.retransmits.get_or_insert(0) += retr;
             }
@@ -321,7 +142,7 @@ fn direction(
             .copied()
             .flatten();
         agg.throughput_bps = if mark.length_s > 0.0 {
-            agg.received_bytes as f64 * 8.0 / mark.length_s
+            agg.received_bytes.unwrap_or(0) as f64 * 8.0 / mark.length_s
         } else {
             0.0
         };
@@ -370,6 +191,13 @@ fn direction(
             .map(|t| t.total_retrans as u64)
             .sum(),
         rtt_mean_us: nsperf_core::stats::mean(&rtts),
+        rtt_min_us: pairs
+            .iter()
+            .flat_map(|(tx, _)| tx.samples.iter().filter_map(|s| s.tcp))
+            .map(|t| t.min_rtt_us)
+            .filter(|&m| m > 0)
+            .min()
+            .map(f64::from),
         sender_sndbuf_bytes: pairs
             .iter()
             .map(|(tx, _)| tx.sndbuf_bytes)
@@ -386,28 +214,82 @@ fn direction(
     }
 }
 
-fn busiest_mean(side: &SideResults) -> f64 {
-    let cores: std::collections::BTreeSet<u32> = side
-        .cpu
-        .iter()
-        .flat_map(|s| s.per_core.iter().map(|c| c.core))
-        .collect();
-    cores
-        .into_iter()
-        .map(|core| {
-            let v: Vec<f64> = side
-                .cpu
+/// UDP totals over all streams of a run.
+fn udp_summary(run: &ClientRun, warmup_s: f64) -> UdpSummary {
+    let mut s = UdpSummary::default();
+    let mut jitters = Vec::new();
+    let (mut rx_after, mut t_after) = (0u64, 0f64);
+    for (tx_side, rx_side) in [(&run.client, &run.server), (&run.server, &run.client)] {
+        for rx in rx_side.streams.iter().filter(|r| !r.sending) {
+            let Some(last) = rx.samples.iter().rev().find_map(|x| x.udp) else {
+                continue;
+            };
+            let sent = tx_side
+                .streams
                 .iter()
-                .filter_map(|s| {
-                    s.per_core
-                        .iter()
-                        .find(|c| c.core == core)
-                        .map(|c| c.busy_pct)
-                })
-                .collect();
-            nsperf_core::stats::mean(&v).unwrap_or(0.0)
-        })
-        .fold(0.0, f64::max)
+                .find(|t| t.id == rx.id && t.sending)
+                .and_then(|t| t.samples.last())
+                .map(|x| x.messages)
+                .unwrap_or(last.expected);
+            s.sent_datagrams += sent;
+            s.received_datagrams += last.datagrams;
+            s.out_of_order += last.out_of_order;
+            s.duplicates += last.duplicates;
+            s.kernel_drops += last.kernel_drops;
+            jitters.push(last.jitter_ns);
+            let mut prev = 0u64;
+            for (mark, sample) in rx_side.intervals.iter().zip(&rx.samples) {
+                let d = sample.udp.map(|u| u.datagrams).unwrap_or(0);
+                if mark.start_s + 1e-9 >= warmup_s {
+                    rx_after += d.saturating_sub(prev);
+                }
+                prev = d;
+            }
+        }
+        if t_after == 0.0 && rx_side.streams.iter().any(|r| !r.sending) {
+            t_after = rx_side
+                .intervals
+                .iter()
+                .filter(|m| m.start_s + 1e-9 >= warmup_s)
+                .map(|m| m.length_s)
+                .sum();
+        }
+    }
+    s.lost_datagrams = s.sent_datagrams.saturating_sub(s.received_datagrams);
+    // The hosts' counters: the receiving end's RcvbufErrors, the sending end's SndbufErrors.
+    let add = |acc: &mut Option<u64>, v: Option<u64>| {
+        if let Some(v) = v {
+            *acc = Some(acc.unwrap_or(0) + v);
+        }
+    };
+    for side in [&run.client, &run.server] {
+        let host = side.udp_host;
+        if side.streams.iter().any(|r| !r.sending) {
+            add(&mut s.receiver_rcvbuf_errors, host.map(|c| c.rcvbuf_errors));
+        }
+        if side.streams.iter().any(|r| r.sending) {
+            add(&mut s.sender_sndbuf_errors, host.map(|c| c.sndbuf_errors));
+        }
+    }
+    if s.lost_datagrams > 0 {
+        s.lost_at = Some(LossSite::place(
+            s.kernel_drops,
+            s.receiver_rcvbuf_errors,
+            s.sender_sndbuf_errors,
+        ));
+    }
+    s.loss_pct = if s.sent_datagrams > 0 {
+        100.0 * s.lost_datagrams as f64 / s.sent_datagrams as f64
+    } else {
+        0.0
+    };
+    s.jitter_ns = nsperf_core::stats::mean(&jitters).unwrap_or(0.0);
+    s.received_datagrams_per_s = if t_after > 0.0 {
+        rx_after as f64 / t_after
+    } else {
+        0.0
+    };
+    s
 }
 
 /// Builds the report of a finished client run.
@@ -416,9 +298,12 @@ pub fn build(
     spec: NetSpec,
     client_facts: nsperf_core::host::HostFacts,
 ) -> NetReport {
+    if let Some(shared) = &run.iperf3 {
+        return crate::iperf3::report::build(run, shared, spec, client_facts);
+    }
     let p = &run.params;
     let warmup_s = p.warmup_ns as f64 / 1e9;
-    let udp = p.protocol == crate::config::Protocol::Udp;
+    let udp = p.protocol == Protocol::Udp;
     let mut intervals = Vec::new();
     let ids: Vec<u32> = (0..p.stream_count()).collect();
     let up_ids: Vec<u32> = ids.iter().copied().filter(|&i| p.stream_is_up(i)).collect();
@@ -499,6 +384,14 @@ pub fn build(
         } else {
             0.0
         });
+        let total = |side: &SideResults| {
+            side.streams
+                .iter()
+                .map(|s| s.samples.last().map_or(0, |x| x.messages))
+                .sum::<u64>()
+        };
+        summary.transactions = Some(total(&run.client));
+        summary.server_transactions = Some(total(&run.server));
         if let Some(h) = &run.rr_latency {
             let l = h.summary();
             summary.lat_p50_ns = Some(l.p50_ns);
@@ -510,13 +403,16 @@ pub fn build(
         }
     }
     summary.sweep = run.sweep.clone();
-    summary.client_busiest_core_pct = busiest_mean(&run.client);
-    summary.server_busiest_core_pct = busiest_mean(&run.server);
+    summary.stopped_by = Some(run.stopped_by);
+    summary.client_busiest_core_pct = run.client.busiest_core_mean_pct();
+    summary.server_busiest_core_pct = run.server.busiest_core_mean_pct();
     summary.client_cpu_awake = run.client.cpu_awake;
     summary.server_cpu_awake = run.server.cpu_awake;
     if udp {
-        summary.udp = Some(crate::udp::summarize(run, warmup_s));
+        summary.udp = Some(udp_summary(run, warmup_s));
     }
+    let loopback = spec.loopback;
+    summary.one_host = loopback || client_facts.same_host(&run.server_facts);
     let mut r = Report::new("net", spec, summary);
     r.duration_ns = run.duration_ns;
     r.intervals = intervals;
@@ -540,6 +436,6 @@ pub fn build(
             });
         }
     }
-    r.findings = crate::findings::all(run, &r.summary);
+    r.findings = crate::findings::all(run, &r.summary, loopback);
     r
 }

@@ -65,6 +65,36 @@ pub struct StreamRecord {
     pub error: Option<String>,
 }
 
+impl StreamRecord {
+    /// Bytes moved in interval `i` (the growth of the cumulative count), 0 when unknown.
+    pub(crate) fn bytes_in(&self, i: usize) -> u64 {
+        let cur = self.samples.get(i).map(|s| s.bytes);
+        let prev = if i == 0 {
+            Some(0)
+        } else {
+            self.samples.get(i - 1).map(|s| s.bytes)
+        };
+        match (cur, prev) {
+            (Some(c), Some(p)) => c.saturating_sub(p),
+            _ => 0,
+        }
+    }
+
+    /// TCP retransmissions in interval `i`, 0 when unknown.
+    pub(crate) fn retransmits_in(&self, i: usize) -> u64 {
+        let r = |j: usize| {
+            self.samples
+                .get(j)
+                .and_then(|s| s.tcp)
+                .map(|t| t.total_retrans as u64)
+        };
+        match (r(i), if i == 0 { Some(0) } else { r(i - 1) }) {
+            (Some(c), Some(p)) => c.saturating_sub(p),
+            _ => 0,
+        }
+    }
+}
+
 /// One reporting interval of one end.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct IntervalMark {
@@ -74,19 +104,66 @@ pub struct IntervalMark {
     pub length_s: f64,
 }
 
-/// Latency measurements of request/response or sweep tests.
+/// One message size of a sweep (`--sweep`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SweepPoint {
     /// Message size.
     pub size_bytes: u32,
-    /// Round trips done.
+    /// Timed round trips done (the warm-up round trip not counted).
     pub round_trips: u64,
     /// Median round-trip time, ns.
     pub rtt_p50_ns: u64,
     /// Mean round-trip time, ns.
     pub rtt_mean_ns: f64,
-    /// One-way throughput `size / (rtt / 2)` from the median round trip (NetPIPE's figure).
+    /// Mean round trip of the best of the trials, ns (NetPIPE's figure).
+    #[serde(default)]
+    pub rtt_best_ns: f64,
+    /// One-way throughput `size / (rtt_best / 2)`: each message crossed whole before the
+    /// reply started, so half the round trip is one message's one-way time (NetPIPE's figure).
     pub throughput_bps: f64,
+}
+
+/// A byte-count test (`-n` without `-t`) that moves no data for this long stops and says so.
+pub const STALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Why the client ended the test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The planned time (`-t`) ran out.
+    Time,
+    /// This end sent every byte asked for (`-n`).
+    Bytes,
+    /// Every data stream ended by itself: the peer's senders finished (`-R -n`), the sweep
+    /// is done, or the streams failed (their errors are in the stream records).
+    Streams,
+    /// No data moved on any stream for [`STALL_TIMEOUT`] (`-n` without `-t`).
+    Stalled,
+    /// Ctrl-C (or SIGTERM).
+    Interrupted,
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StopReason::Time => "the time limit (-t) came first",
+            StopReason::Bytes => "every byte was sent",
+            StopReason::Streams => "the data streams ended",
+            StopReason::Stalled => {
+                return write!(f, "no data moved for {} s", STALL_TIMEOUT.as_secs());
+            }
+            StopReason::Interrupted => "interrupted",
+        })
+    }
+}
+
+/// An end's CPU quota and its throttling during the test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuLimitUse {
+    /// The quota: cgroup, cores, interface.
+    pub quota: nsperf_core::cgroup::CpuQuota,
+    /// Share of the scheduler periods of the test in which the cgroup ran out of quota, %.
+    pub throttled_pct: Option<f64>,
 }
 
 /// Everything one end measured.
@@ -107,6 +184,45 @@ pub struct SideResults {
     /// This end held its CPUs out of deep idle during the test (`--awake`, needs root).
     #[serde(default)]
     pub cpu_awake: bool,
+    /// Why this end ended the test before its peer asked (the server's `--max-time`, a
+    /// silent client); `None` when the test ended as planned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_early: Option<String>,
+    /// UDP tests: how much this end's host UDP error counters grew during the test
+    /// (`/proc/net/snmp` of its network namespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_host: Option<crate::snmp::UdpHostCounters>,
+    /// This end's CPU quota (cgroup) and how it was throttled during the test, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_limit: Option<CpuLimitUse>,
+}
+
+impl SideResults {
+    /// The mean busy percentage of this end's busiest core over the test (0 without CPU
+    /// samples).
+    pub(crate) fn busiest_core_mean_pct(&self) -> f64 {
+        let cores: std::collections::BTreeSet<u32> = self
+            .cpu
+            .iter()
+            .flat_map(|s| s.per_core.iter().map(|c| c.core))
+            .collect();
+        cores
+            .into_iter()
+            .map(|core| {
+                let v: Vec<f64> = self
+                    .cpu
+                    .iter()
+                    .filter_map(|s| {
+                        s.per_core
+                            .iter()
+                            .find(|c| c.core == core)
+                            .map(|c| c.busy_pct)
+                    })
+                    .collect();
+                nsperf_core::stats::mean(&v).unwrap_or(0.0)
+            })
+            .fold(0.0, f64::max)
+    }
 }
 
 /// Folds the latency of a short last interval into the one before: counts and the mean add

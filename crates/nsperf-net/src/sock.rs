@@ -39,6 +39,96 @@ pub fn set_int(
     }
 }
 
+/// `SO_MAX_PACING_RATE`: the kernel paces the socket's sends to this many bytes per second
+/// (TCP paces by itself since Linux 4.13, no `fq` qdisc needed).
+const SO_MAX_PACING_RATE: libc::c_int = 47;
+
+/// Paces a socket's sends to `bps` bits per second (headers included, as the kernel counts).
+pub fn set_pacing(fd: RawFd, bps: f64) -> io::Result<()> {
+    let bytes = (bps / 8.0).round().max(1.0);
+    if bytes < u32::MAX as f64 {
+        return set_int(
+            fd,
+            libc::SOL_SOCKET,
+            SO_MAX_PACING_RATE,
+            bytes as u32 as libc::c_int,
+        );
+    }
+    // Above 4 GB/s the kernel (4.20+) takes a 64-bit value.
+    let v = bytes as u64;
+    // SAFETY: passes a pointer to a live u64 of the stated size.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            SO_MAX_PACING_RATE,
+            (&v as *const u64).cast(),
+            std::mem::size_of::<u64>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Raises this process's soft limit of open descriptors to its hard limit (a test of many
+/// streams needs one per stream and end) and returns the soft limit now.
+pub fn raise_fd_limit() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: get/setrlimit read or write one rlimit struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 1024;
+        }
+        if r.rlim_cur < r.rlim_max {
+            let want = libc::rlimit {
+                rlim_cur: r.rlim_max,
+                rlim_max: r.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
+                r.rlim_cur = r.rlim_max;
+            }
+        }
+    }
+    #[allow(clippy::unnecessary_cast)] // rlim_t is 32 bits on 32-bit glibc targets
+    let soft = r.rlim_cur as u64;
+    soft
+}
+
+/// Fails with a clear line when `need` descriptors exceed what this process may open.
+pub fn ensure_fds(need: u64, what: &str) -> Result<(), NetError> {
+    let limit = raise_fd_limit();
+    if need > limit {
+        return Err(NetError::Socket(format!(
+            "{what} needs about {need} file descriptors but this process may open {limit} \
+             (raise the hard limit: ulimit -Hn)"
+        )));
+    }
+    Ok(())
+}
+
+/// Sets the IP type-of-service byte (`IP_TOS`, or `IPV6_TCLASS` on an IPv6 socket, which
+/// also covers IPv4-mapped peers).
+pub fn set_tos(fd: RawFd, ipv6: bool, tos: u8) -> Result<(), NetError> {
+    let r = if ipv6 {
+        let _ = set_int(fd, libc::IPPROTO_IP, libc::IP_TOS, tos as libc::c_int);
+        set_int(
+            fd,
+            libc::IPPROTO_IPV6,
+            libc::IPV6_TCLASS,
+            tos as libc::c_int,
+        )
+    } else {
+        set_int(fd, libc::IPPROTO_IP, libc::IP_TOS, tos as libc::c_int)
+    };
+    r.map_err(|e| NetError::Socket(format!("cannot set the IP TOS byte to {tos:#04x}: {e}")))
+}
+
 /// Reads an integer socket option.
 pub fn get_int(fd: RawFd, level: libc::c_int, opt: libc::c_int) -> io::Result<libc::c_int> {
     let mut val: libc::c_int = 0;

@@ -1,4 +1,4 @@
-//! TCP bulk data path: one thread per stream, blocking `write(2)` (or `sendfile(2)` from a
+//! TCP bulk data path of one stream on its own thread (see `bulk` for many): blocking `write(2)` (or `sendfile(2)` from a
 //! memory file with `--zerocopy`) on the sender, large `read(2)` on the receiver. Buffers are
 //! allocated once per stream; the loops do no allocation.
 
@@ -13,18 +13,29 @@ use crate::meter::StreamMeter;
 /// How often a blocked data thread looks at the abort flag.
 pub const POLL: Duration = Duration::from_millis(200);
 
-/// Flags one end raises to its data threads.
+/// Flags one end raises to its data threads (the end's control loop turns Ctrl-C into
+/// them, so an in-process server keeps serving its client's stop), and where they run.
 #[derive(Debug, Default)]
 pub struct Control {
     /// Senders stop at the next write and close their side.
     pub stop: AtomicBool,
     /// Everything ends now (peer gone, Ctrl-C).
     pub abort: AtomicBool,
+    /// The CPU every data thread of this end is pinned to (`-A`), `None` = anywhere.
+    pub cpu: Option<u32>,
 }
 
 impl Control {
+    /// Flags for data threads pinned to `cpu` (`-A`), or free to run anywhere.
+    pub fn on_cpu(cpu: Option<u32>) -> Control {
+        Control {
+            cpu,
+            ..Control::default()
+        }
+    }
+
     fn halted(&self) -> bool {
-        self.abort.load(Ordering::Relaxed) || nsperf_core::signal::interrupted()
+        self.abort.load(Ordering::Relaxed)
     }
 }
 
@@ -36,7 +47,7 @@ fn would_block(e: &io::Error) -> bool {
 }
 
 /// A memory file of `len` bytes to `sendfile(2)` from.
-fn memfd(len: usize) -> io::Result<OwnedFd> {
+pub(crate) fn memfd(len: usize) -> io::Result<OwnedFd> {
     // SAFETY: a NUL-terminated name and no flags that need anything.
     let fd = unsafe { libc::memfd_create(c"nsperf-zerocopy".as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
@@ -165,7 +176,7 @@ const RETUNE: Duration = Duration::from_millis(50);
 /// receivers already share the cores with the senders and are woken late by the scheduler;
 /// a large mark there only lets data go cold in the queue (2, 4 and 8 streams lost about 14 %
 /// with 256 KiB, nothing with 16 KiB; docs/performance.md).
-fn mark_cap(streams: u32, read_len: usize) -> usize {
+pub(crate) fn mark_cap(streams: u32, read_len: usize) -> usize {
     let cap = if streams <= 1 { 256 * 1024 } else { 16 * 1024 };
     cap.min(read_len)
 }
@@ -177,7 +188,7 @@ fn mark_cap(streams: u32, read_len: usize) -> usize {
 /// granted receive buffer, so the kernel never grows the buffer or clamps the window for it
 /// (`tcp_set_rcvlowat` does both when the mark nears the buffer), and every read returns
 /// within [`POLL`] whatever the mark (`recv` returns what it has when the timeout fires).
-struct LowWater {
+pub(crate) struct LowWater {
     fd: RawFd,
     cap: usize,
     mark: usize,
@@ -186,7 +197,7 @@ struct LowWater {
 }
 
 impl LowWater {
-    fn new(fd: RawFd, cap: usize) -> LowWater {
+    pub(crate) fn new(fd: RawFd, cap: usize) -> LowWater {
         LowWater {
             fd,
             cap,
@@ -203,7 +214,7 @@ impl LowWater {
     }
 
     /// Counts `n` bytes read; re-measures every [`RETUNE`].
-    fn read(&mut self, n: usize) {
+    pub(crate) fn read(&mut self, n: usize) {
         self.bytes += n as u64;
         let dt = self.since.elapsed();
         if dt < RETUNE {
@@ -250,20 +261,135 @@ pub fn receive(meter: &StreamMeter, mut sock: &TcpStream, len: usize, streams: u
     meter.finish(err);
 }
 
-/// Spawns a data thread with a small stack (hundreds of streams stay cheap).
-pub fn spawn(
+/// Spawns a data thread with a small stack (hundreds of streams stay cheap), pinned to `cpu`
+/// when given (`-A`): the spawner pins it (`pthread_setaffinity_np`), so a CPU the thread may
+/// not use is an error here, never a thread silently running elsewhere.
+pub fn spawn<T: Send + 'static>(
     name: String,
-    f: impl FnOnce() + Send + 'static,
-) -> io::Result<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new()
+    cpu: Option<u32>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> io::Result<std::thread::JoinHandle<T>> {
+    let h = std::thread::Builder::new()
         .name(name)
         .stack_size(256 * 1024)
-        .spawn(f)
+        .spawn(f)?;
+    if let Some(cpu) = cpu {
+        use std::os::unix::thread::JoinHandleExt;
+        let set = cpu_set(cpu)?;
+        // SAFETY: the thread is alive (joined only by the caller, later), `set` is a valid
+        // cpu_set_t of the size passed.
+        // std's raw pthread is an integer; libc's `pthread_t` is one on glibc and a pointer
+        // on musl (the static builds).
+        #[allow(clippy::unnecessary_cast)]
+        let thread = h.as_pthread_t() as libc::pthread_t;
+        let rc = unsafe {
+            libc::pthread_setaffinity_np(thread, std::mem::size_of::<libc::cpu_set_t>(), &set)
+        };
+        // ESRCH: the thread already ended (a stream that failed at once): nothing to pin.
+        if rc != 0 && rc != libc::ESRCH {
+            return Err(io::Error::other(format!(
+                "cannot pin a data thread to CPU {cpu}: {}",
+                io::Error::from_raw_os_error(rc)
+            )));
+        }
+    }
+    Ok(h)
+}
+
+fn cpu_set(cpu: u32) -> io::Result<libc::cpu_set_t> {
+    if cpu as usize >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::other(format!("CPU {cpu} is out of range")));
+    }
+    // SAFETY: cpu_set_t is plain bits; zeroed is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` is below CPU_SETSIZE, checked above.
+    unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    Ok(set)
+}
+
+/// The CPUs this process may run on (`sched_getaffinity`), in order.
+pub fn allowed_cpus() -> Vec<u32> {
+    // SAFETY: cpu_set_t is plain bits; the kernel fills at most its size.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: pid 0 is this thread; `set` is valid for the size passed.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as u32)
+        // SAFETY: every index is below CPU_SETSIZE.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) })
+        .collect()
+}
+
+/// Checks that this host lets the process run on `cpu` (`-A`); the message names the CPUs
+/// it may use. `end` says whose CPU it is (`client`, `server`).
+pub fn check_cpu(cpu: u32, end: &str) -> Result<(), String> {
+    let allowed = allowed_cpus();
+    if allowed.contains(&cpu) {
+        return Ok(());
+    }
+    Err(format!(
+        "-A: CPU {cpu} is not available on the {end} (it may use {})",
+        cpu_list(&allowed)
+    ))
+}
+
+/// `0-3,6` for a sorted CPU list.
+fn cpu_list(cpus: &[u32]) -> String {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    if out.is_empty() {
+        "none".into()
+    } else {
+        out.join(",")
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pinned_threads_run_where_asked_and_bad_cpus_are_named() {
+        let allowed = allowed_cpus();
+        let cpu = *allowed.last().expect("this process runs somewhere");
+        let h = spawn("pin-test".into(), Some(cpu), move || {
+            // The spawner pins after the start: wait until it shows.
+            let t0 = Instant::now();
+            loop {
+                let now = allowed_cpus();
+                if now == [cpu] || t0.elapsed() > Duration::from_secs(5) {
+                    return now;
+                }
+                std::thread::yield_now();
+            }
+        })
+        .unwrap();
+        assert_eq!(h.join().unwrap(), [cpu]);
+        let bad = (0..1024).find(|c| !allowed.contains(c)).unwrap();
+        assert!(
+            check_cpu(bad, "client")
+                .unwrap_err()
+                .contains(&format!("CPU {bad} is not"))
+        );
+        assert!(spawn("pin-bad".into(), Some(bad), || ()).is_err());
+        assert_eq!(cpu_list(&[0, 1, 2, 3, 6]), "0-3,6");
+        assert_eq!(cpu_list(&[1]), "1");
+    }
 
     #[test]
     fn low_water_mark_follows_rate_and_stays_under_the_buffer() {

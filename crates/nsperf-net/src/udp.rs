@@ -2,8 +2,8 @@
 //! where the kernel has it) and received in batches (`recvmmsg(2)`, with UDP GRO), paced to
 //! the target rate; loss, reordering, duplicates and RFC 3550 jitter on the receiver.
 //!
-//! Every datagram starts with a [`HEADER_LEN`]-byte header; the payload after it is filler.
-//! Buffers are allocated once per stream; the loops only rewrite headers in place.
+//! The datagram format is in `datagram`. Buffers are allocated once per stream; the loops
+//! only rewrite headers in place.
 
 use std::io;
 use std::net::UdpSocket;
@@ -11,17 +11,9 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::client::ClientRun;
+use crate::datagram::{Format, SequenceTracker};
 use crate::meter::StreamMeter;
-use crate::report::UdpSummary;
 use crate::tcp::Control;
-
-/// Bytes of the header at the start of every datagram: sequence number (u64), send time in
-/// ns of CLOCK_REALTIME (u64), stream id (u32), test cookie low bits (u32), big endian.
-pub const HEADER_LEN: usize = 24;
-
-/// Sequence number of the hello datagrams that tell the server where the client's socket is.
-pub const HELLO_SEQ: u64 = u64::MAX;
 
 const SOL_UDP: libc::c_int = 17;
 const UDP_SEGMENT: libc::c_int = 103;
@@ -34,40 +26,6 @@ const GSO_MAX_SEGMENTS: usize = 64;
 /// Largest GSO send.
 const GSO_MAX_BYTES: usize = 65_000;
 
-/// The header of one datagram.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header {
-    /// Sequence number within the stream, from 0.
-    pub seq: u64,
-    /// Send time, ns of CLOCK_REALTIME.
-    pub tx_ns: u64,
-    /// Stream id.
-    pub stream: u32,
-    /// Low 32 bits of the test cookie.
-    pub cookie: u32,
-}
-
-impl Header {
-    /// Writes the header into the first [`HEADER_LEN`] bytes of `b` (which must be that long).
-    pub fn write(&self, b: &mut [u8]) {
-        b[0..8].copy_from_slice(&self.seq.to_be_bytes());
-        b[8..16].copy_from_slice(&self.tx_ns.to_be_bytes());
-        b[16..20].copy_from_slice(&self.stream.to_be_bytes());
-        b[20..24].copy_from_slice(&self.cookie.to_be_bytes());
-    }
-
-    /// Reads a header; `None` when `b` is shorter than [`HEADER_LEN`].
-    pub fn read(b: &[u8]) -> Option<Header> {
-        let b = b.get(..HEADER_LEN)?;
-        Some(Header {
-            seq: u64::from_be_bytes(b[0..8].try_into().ok()?),
-            tx_ns: u64::from_be_bytes(b[8..16].try_into().ok()?),
-            stream: u32::from_be_bytes(b[16..20].try_into().ok()?),
-            cookie: u32::from_be_bytes(b[20..24].try_into().ok()?),
-        })
-    }
-}
-
 /// CLOCK_REALTIME in ns (the receiver's kernel timestamps use the same clock).
 fn realtime_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -77,104 +35,6 @@ fn realtime_ns() -> u64 {
     // SAFETY: writes one timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Receive-side bookkeeping of one stream: distinct datagrams, loss by sequence numbers,
-/// late arrivals, duplicates (within a window of [`SequenceTracker::WINDOW`] sequence
-/// numbers) and RFC 3550 interarrival jitter.
-#[derive(Debug, Clone)]
-pub struct SequenceTracker {
-    /// Highest sequence seen + 1.
-    pub expected: u64,
-    /// Distinct datagrams.
-    pub received: u64,
-    /// Arrivals with a sequence below one already seen.
-    pub out_of_order: u64,
-    /// Datagrams seen twice.
-    pub duplicates: u64,
-    /// RFC 3550 jitter estimate, ns.
-    pub jitter_ns: f64,
-    last_transit: Option<i64>,
-    seen: Box<[u64]>,
-}
-
-impl Default for SequenceTracker {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl SequenceTracker {
-    /// Sequence numbers remembered for duplicate detection.
-    pub const WINDOW: u64 = 1 << 16;
-
-    /// A fresh tracker.
-    pub fn new() -> Self {
-        SequenceTracker {
-            expected: 0,
-            received: 0,
-            out_of_order: 0,
-            duplicates: 0,
-            jitter_ns: 0.0,
-            last_transit: None,
-            seen: vec![0u64; (Self::WINDOW / 64) as usize].into_boxed_slice(),
-        }
-    }
-
-    fn bit(&self, seq: u64) -> bool {
-        let i = (seq % Self::WINDOW) as usize;
-        self.seen[i / 64] & (1 << (i % 64)) != 0
-    }
-
-    fn set(&mut self, seq: u64, on: bool) {
-        let i = (seq % Self::WINDOW) as usize;
-        if on {
-            self.seen[i / 64] |= 1 << (i % 64);
-        } else {
-            self.seen[i / 64] &= !(1 << (i % 64));
-        }
-    }
-
-    /// Datagrams missing so far (by sequence numbers; late arrivals reduce it).
-    pub fn lost(&self) -> u64 {
-        self.expected.saturating_sub(self.received)
-    }
-
-    /// Accounts one datagram sent at `tx_ns` and received at `rx_ns`.
-    pub fn record(&mut self, seq: u64, tx_ns: u64, rx_ns: u64) {
-        if seq >= self.expected {
-            // Clear the bits of the sequence numbers skipped (they are missing for now).
-            let gap = seq - self.expected;
-            if gap >= Self::WINDOW {
-                self.seen.fill(0);
-            } else {
-                for s in self.expected..seq {
-                    self.set(s, false);
-                }
-            }
-            self.set(seq, true);
-            self.expected = seq + 1;
-            self.received += 1;
-        } else if self.expected - seq >= Self::WINDOW {
-            // Too old to tell a duplicate: count it as a late arrival.
-            self.out_of_order += 1;
-            self.received += 1;
-        } else if self.bit(seq) {
-            self.duplicates += 1;
-            return;
-        } else {
-            self.set(seq, true);
-            self.out_of_order += 1;
-            self.received += 1;
-        }
-        // RFC 3550 §6.4.1 and A.8: J += (|D| - J) / 16 over the transit-time differences.
-        let transit = rx_ns as i64 - tx_ns as i64;
-        if let Some(prev) = self.last_transit {
-            let d = (transit - prev).unsigned_abs() as f64;
-            self.jitter_ns += (d - self.jitter_ns) / 16.0;
-        }
-        self.last_transit = Some(transit);
-    }
 }
 
 /// Sets the socket buffers of a UDP data socket: `-w` when given, else large ones so the
@@ -231,10 +91,8 @@ pub struct SendPlan {
     pub quota: u64,
     /// Use UDP GSO when the kernel has it.
     pub offload: bool,
-    /// Stream id.
-    pub stream: u32,
-    /// Test cookie.
-    pub cookie: u64,
+    /// The datagram header (nsperf's, with the stream and cookie, or iperf3's).
+    pub format: Format,
 }
 
 /// What a sender does next.
@@ -269,7 +127,6 @@ impl Pace {
     fn next(&self, ctl: &Control, bytes: u64) -> Next {
         if ctl.stop.load(Ordering::Relaxed)
             || ctl.abort.load(Ordering::Relaxed)
-            || nsperf_core::signal::interrupted()
             || (self.quota > 0 && bytes >= self.quota)
         {
             return Next::Stop;
@@ -334,7 +191,6 @@ fn send_loop(
         .collect();
     // SAFETY: mmsghdr is plain data; zero is a valid "no address, no control" header.
     let mut hdrs: Vec<libc::mmsghdr> = (0..msgs).map(|_| unsafe { std::mem::zeroed() }).collect();
-    let cookie = plan.cookie as u32;
     let pace = Pace::new(&plan, Instant::now());
     let mut seq = 0u64;
     let mut bytes = 0u64;
@@ -355,13 +211,8 @@ fn send_loop(
         let nmsg = want.div_ceil(seg);
         for i in 0..want {
             let off = i * len;
-            Header {
-                seq: seq + i as u64,
-                tx_ns,
-                stream: plan.stream,
-                cookie,
-            }
-            .write(&mut buf[off..off + HEADER_LEN]);
+            plan.format
+                .write(seq + i as u64, tx_ns, &mut buf[off..off + len]);
         }
         for (m, h) in hdrs.iter_mut().enumerate().take(nmsg) {
             let n_seg = (want - m * seg).min(seg);
@@ -416,13 +267,7 @@ fn fallback_plain(
             Next::Wait => continue,
             Next::Send => {}
         }
-        Header {
-            seq,
-            tx_ns: realtime_ns(),
-            stream: plan.stream,
-            cookie: plan.cookie as u32,
-        }
-        .write(&mut buf[..HEADER_LEN]);
+        plan.format.write(seq, realtime_ns(), &mut buf);
         match sock.send(&buf) {
             Ok(_) => {
                 seq += 1;
@@ -448,10 +293,10 @@ pub fn receive(
     sock: &UdpSocket,
     len: usize,
     offload: bool,
-    cookie: u64,
+    format: Format,
     ctl: &Control,
 ) {
-    let r = receive_loop(meter, sock, len, offload, cookie, ctl);
+    let r = receive_loop(meter, sock, len, offload, format, ctl);
     if let Some(d) = socket_drops(sock) {
         meter.udp.kernel_drops.store(d, Ordering::Relaxed);
     }
@@ -468,7 +313,7 @@ fn receive_loop(
     sock: &UdpSocket,
     len: usize,
     offload: bool,
-    cookie: u64,
+    format: Format,
     ctl: &Control,
 ) -> io::Result<()> {
     let fd = sock.as_raw_fd();
@@ -476,7 +321,7 @@ fn receive_loop(
     let (msgs, slot) = if gro {
         (16, 65_536)
     } else {
-        (64, len.max(HEADER_LEN))
+        (64, len.max(format.header_len()))
     };
     let _ = sock.set_read_timeout(Some(Duration::from_millis(50)));
     let mut buf = vec![0u8; msgs * slot];
@@ -491,7 +336,6 @@ fn receive_loop(
         .collect();
     // SAFETY: zeroed mmsghdr is a valid empty header.
     let mut hdrs: Vec<libc::mmsghdr> = (0..msgs).map(|_| unsafe { std::mem::zeroed() }).collect();
-    let cookie = cookie as u32;
     let mut t = SequenceTracker::new();
     let mut bytes = 0u64;
     let mut drops = 0u64;
@@ -511,14 +355,14 @@ fn receive_loop(
                 fd,
                 hdrs.as_mut_ptr(),
                 msgs as libc::c_uint,
-                libc::MSG_WAITFORONE,
+                libc::MSG_WAITFORONE as _,
                 std::ptr::null_mut(),
             )
         };
         if rc <= 0 {
             let e = io::Error::last_os_error();
             if rc == 0 || would_block(&e) || e.raw_os_error() == Some(libc::ECONNREFUSED) {
-                if ctl.abort.load(Ordering::Relaxed) || nsperf_core::signal::interrupted() {
+                if ctl.abort.load(Ordering::Relaxed) {
                     return Ok(());
                 }
                 if ctl.stop.load(Ordering::Relaxed) {
@@ -565,11 +409,8 @@ fn receive_loop(
             let mut off = 0;
             while off < data.len() {
                 let end = (off + seg_size).min(data.len());
-                if let Some(hd) = Header::read(&data[off..end])
-                    && hd.cookie == cookie
-                    && hd.seq != HELLO_SEQ
-                {
-                    t.record(hd.seq, hd.tx_ns, rx_ns);
+                if let Some((seq, tx_ns)) = format.read(&data[off..end]) {
+                    t.record(seq, tx_ns, rx_ns);
                     bytes += (end - off) as u64;
                 }
                 off = end;
@@ -585,123 +426,5 @@ fn receive_loop(
         u.jitter_bits
             .store(t.jitter_ns.to_bits(), Ordering::Relaxed);
         u.kernel_drops.store(drops, Ordering::Relaxed);
-    }
-}
-
-/// Encodes a hello datagram for `stream` of the test `cookie`.
-pub fn hello(stream: u32, cookie: u64) -> [u8; HEADER_LEN] {
-    let mut b = [0u8; HEADER_LEN];
-    Header {
-        seq: HELLO_SEQ,
-        tx_ns: 0,
-        stream,
-        cookie: cookie as u32,
-    }
-    .write(&mut b);
-    b
-}
-
-/// UDP totals over all streams of a run.
-pub fn summarize(run: &ClientRun, warmup_s: f64) -> UdpSummary {
-    let mut s = UdpSummary::default();
-    let mut jitters = Vec::new();
-    let (mut rx_after, mut t_after) = (0u64, 0f64);
-    for (tx_side, rx_side) in [(&run.client, &run.server), (&run.server, &run.client)] {
-        for rx in rx_side.streams.iter().filter(|r| !r.sending) {
-            let Some(last) = rx.samples.iter().rev().find_map(|x| x.udp) else {
-                continue;
-            };
-            let sent = tx_side
-                .streams
-                .iter()
-                .find(|t| t.id == rx.id && t.sending)
-                .and_then(|t| t.samples.last())
-                .map(|x| x.messages)
-                .unwrap_or(last.expected);
-            s.sent_datagrams += sent;
-            s.received_datagrams += last.datagrams;
-            s.out_of_order += last.out_of_order;
-            s.duplicates += last.duplicates;
-            s.kernel_drops += last.kernel_drops;
-            jitters.push(last.jitter_ns);
-            let mut prev = 0u64;
-            for (mark, sample) in rx_side.intervals.iter().zip(&rx.samples) {
-                let d = sample.udp.map(|u| u.datagrams).unwrap_or(0);
-                if mark.start_s + 1e-9 >= warmup_s {
-                    rx_after += d.saturating_sub(prev);
-                }
-                prev = d;
-            }
-        }
-        if t_after == 0.0 && rx_side.streams.iter().any(|r| !r.sending) {
-            t_after = rx_side
-                .intervals
-                .iter()
-                .filter(|m| m.start_s + 1e-9 >= warmup_s)
-                .map(|m| m.length_s)
-                .sum();
-        }
-    }
-    s.lost_datagrams = s.sent_datagrams.saturating_sub(s.received_datagrams);
-    s.loss_pct = if s.sent_datagrams > 0 {
-        100.0 * s.lost_datagrams as f64 / s.sent_datagrams as f64
-    } else {
-        0.0
-    };
-    s.jitter_ns = nsperf_core::stats::mean(&jitters).unwrap_or(0.0);
-    s.received_datagrams_per_s = if t_after > 0.0 {
-        rx_after as f64 / t_after
-    } else {
-        0.0
-    };
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn header_round_trips_and_short_is_none() {
-        let h = Header {
-            seq: 5,
-            tx_ns: 77,
-            stream: 3,
-            cookie: 9,
-        };
-        let mut b = [0u8; 30];
-        h.write(&mut b);
-        assert_eq!(Header::read(&b), Some(h));
-        assert_eq!(Header::read(&b[..23]), None);
-    }
-
-    #[test]
-    fn tracker_counts_loss_reorder_duplicates() {
-        let mut t = SequenceTracker::new();
-        for s in [0, 1, 2, 5, 3, 3, 7] {
-            t.record(s, 0, 0);
-        }
-        // 0,1,2,3,5,7 distinct; 4 and 6 missing; 3 late and once duplicated.
-        assert_eq!(t.received, 6);
-        assert_eq!(t.expected, 8);
-        assert_eq!(t.lost(), 2);
-        assert_eq!(t.out_of_order, 1);
-        assert_eq!(t.duplicates, 1);
-        // A jump beyond the window and an ancient straggler do not panic.
-        t.record(1 << 40, 0, 0);
-        t.record(10, 0, 0);
-        assert_eq!(t.out_of_order, 2);
-    }
-
-    #[test]
-    fn jitter_follows_rfc3550() {
-        let mut t = SequenceTracker::new();
-        // Constant transit: no jitter. Then one 1.6 ms excursion: J = 1.6 ms / 16.
-        for i in 0..10u64 {
-            t.record(i, i * 1_000_000, i * 1_000_000 + 500);
-        }
-        assert_eq!(t.jitter_ns, 0.0);
-        t.record(10, 10_000_000, 10_000_000 + 500 + 1_600_000);
-        assert!((t.jitter_ns - 100_000.0).abs() < 1e-6, "{}", t.jitter_ns);
     }
 }

@@ -1,4 +1,4 @@
-//! The errors of plan loading, running and storing, each with its exit-code class.
+//! The errors of plan loading and running, each with its exit-code class.
 
 use nsperf_core::Failure;
 use nsperf_core::failure::Classify;
@@ -68,6 +68,20 @@ pub enum ExecError {
     /// Interrupted by a signal.
     #[error("interrupted")]
     Interrupted,
+    /// The plan's lab name is taken by a lab another live process owns (another `nsperf
+    /// run` of a plan with the same `[lab] name`, say): that lab is never touched.
+    #[error(
+        "lab {lab} belongs to another running process (pid {pid}); give the plan another [lab] name or leave it out"
+    )]
+    LabTaken {
+        /// The lab name.
+        lab: String,
+        /// The owner's process id.
+        pid: u32,
+    },
+    /// A host of `[hosts]` could not be reached, refused, or was lost.
+    #[error("{0}")]
+    Host(#[from] crate::agent::HostFailure),
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -78,40 +92,30 @@ impl Classify for ExecError {
         match self {
             ExecError::Interrupted => Failure::Interrupted,
             ExecError::Skip(_) => Failure::Permission,
+            ExecError::LabTaken { .. } => Failure::Unsafe,
+            ExecError::Host(h) => h.class(),
             _ => Failure::Runtime,
         }
     }
 }
 
-/// A result-store failure.
+/// Why a plan's execution stopped before it began or could not be stored.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum StoreError {
-    /// SQLite refused an operation.
-    #[error("result store {path}: {source}")]
-    Sqlite {
-        /// The database file.
-        path: String,
-        /// The SQLite error.
-        source: rusqlite::Error,
-    },
-    /// No experiment with that id (or none at all for `latest`).
-    #[error("no experiment {0} in the result store")]
-    NoExperiment(String),
-    /// `--resume` found nothing to resume.
-    #[error("nothing to resume: {0}")]
-    NothingToResume(String),
-    /// A stored value could not be decoded.
-    #[error("result store holds a bad value: {0}")]
-    Corrupt(String),
+pub enum RunError {
+    /// The result store failed.
+    #[error(transparent)]
+    Store(#[from] nsperf_results::StoreError),
+    /// The run was refused before any step: nothing was written to the store.
+    #[error(transparent)]
+    Refused(ExecError),
 }
 
-impl Classify for StoreError {
+impl Classify for RunError {
     fn failure(&self) -> Failure {
         match self {
-            StoreError::NoExperiment(_) | StoreError::NothingToResume(_) => Failure::Usage,
-            StoreError::Corrupt(_) => Failure::Input,
-            StoreError::Sqlite { .. } => Failure::Runtime,
+            RunError::Store(e) => e.failure(),
+            RunError::Refused(e) => e.failure(),
         }
     }
 }

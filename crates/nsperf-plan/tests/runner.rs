@@ -2,9 +2,9 @@
 
 use nsperf_plan::exec::mock::MockExecutor;
 use nsperf_plan::runner::NoProgress;
-use nsperf_plan::stats::group_stats;
-use nsperf_plan::store::RunStatus;
-use nsperf_plan::{Plan, RunOptions, Store, run_plan};
+use nsperf_plan::{Plan, RunOptions, run_plan};
+use nsperf_results::stats::group_stats;
+use nsperf_results::{ExperimentStatus, RunStatus, Store};
 
 const PLAN: &str = r#"
 name = "mocked"
@@ -68,10 +68,10 @@ fn runs_in_order_with_phases_and_exact_stats() {
     assert_eq!((s.skipped, s.failed), (0, 0));
     // The lab goes up once, is changed once (10ms -> 50ms), and comes down.
     assert_eq!(ex.log.iter().filter(|l| l.starts_with("lab_up")).count(), 1);
-    assert!(ex.log[0].contains("--rtt 10000us"), "{}", ex.log[0]);
+    assert!(ex.log[0].contains("--delay 5ms"), "{}", ex.log[0]);
     let sets: Vec<_> = ex.log.iter().filter(|l| l.starts_with("lab_set")).collect();
     assert_eq!(sets.len(), 1);
-    assert!(sets[0].contains("--rtt 50000us"));
+    assert!(sets[0].contains("--delay 25ms"), "{}", sets[0]);
     assert_eq!(ex.log.last().unwrap(), "lab_down mocklab");
     // cold: drop then measure; warm directly after cold: no extra run; remote-warm: drop,
     // prime on the other site, measure.
@@ -99,13 +99,16 @@ fn runs_in_order_with_phases_and_exact_stats() {
     assert_eq!(tcp10.summary.mean, 42e6);
     assert_eq!(tcp10.summary.median, 42e6);
     assert_eq!(tcp10.summary.stddev, 1e6);
+    // Positive values: the log-normal interval, within t's width of the mean.
     let half = 4.303 * 1e6 / 3f64.sqrt();
-    assert!((tcp10.summary.ci95_hi - (42e6 + half)).abs() < 1e-3);
+    let s = &tcp10.summary;
+    assert!(s.ci95_lo > 42e6 - half && s.ci95_lo < 42e6, "{s:?}");
+    assert!(s.ci95_hi > 42e6 && s.ci95_hi < 42e6 + half * 1.05, "{s:?}");
     // Mock series: 0.5v, v, 1.1v, 0.9v -> peak 1.1 * 43e6 over the repetitions.
     assert!((tcp10.peak_interval.unwrap() - 1.1 * 43e6).abs() < 1e-3);
     assert_eq!(tcp10.params.get("rtt").map(String::as_str), Some("10ms"));
     let exp = store.experiment("latest").unwrap();
-    assert_eq!(exp.status, "complete");
+    assert_eq!(exp.status, ExperimentStatus::Complete);
     assert_eq!(store.cpu(runs[0].id).unwrap().len(), 8);
     assert_eq!(store.nic(runs[0].id).unwrap().len(), 1);
 }
@@ -130,7 +133,10 @@ fn no_root_skips_the_lab_and_resume_completes_only_missing_runs() {
     // tcp fails 6 times; read: cold and remote-warm skipped (12), warm measured (6).
     assert_eq!((s.measured, s.skipped, s.failed), (6, 12, 6));
     assert_eq!(s.skip_reasons, ["read: a cold cache needs root"]);
-    assert_eq!(store.experiment("latest").unwrap().status, "partial");
+    assert_eq!(
+        store.experiment("latest").unwrap().status,
+        ExperimentStatus::Partial
+    );
 
     // Resume with a working executor: only the 18 missing runs, none twice.
     let mut ex2 = mock();
@@ -148,20 +154,16 @@ fn no_root_skips_the_lab_and_resume_completes_only_missing_runs() {
     assert_eq!(runs.len(), 24);
     let mut keys: Vec<_> = runs
         .iter()
-        .map(|r| {
-            (
-                r.cell.clone(),
-                r.step.clone(),
-                r.phase.clone(),
-                r.repetition,
-            )
-        })
+        .map(|r| (r.cell.clone(), r.step.clone(), r.phase, r.repetition))
         .collect();
     keys.sort();
     keys.dedup();
     assert_eq!(keys.len(), 24);
     assert!(runs.iter().all(|r| r.status == RunStatus::Ok));
-    assert_eq!(store.experiment("latest").unwrap().status, "complete");
+    assert_eq!(
+        store.experiment("latest").unwrap().status,
+        ExperimentStatus::Complete
+    );
     // Nothing left to resume; a new run makes a new experiment.
     assert!(
         run_plan(
@@ -207,4 +209,95 @@ fn lab_without_root_is_skipped_with_reason() {
             .all(|r| r.contains("the lab needs root"))
     );
     assert!(!ex.log.iter().any(|l| l.starts_with("lab_down")));
+}
+
+/// Issue #10: `--mtu` in a matrix runs: the lab is rebuilt when the MTU changes (only
+/// `lab up` sets it) and changed in place otherwise.
+#[test]
+fn mtu_change_rebuilds_the_lab() {
+    let plan = Plan::parse(
+        br#"
+name = "jumbo"
+repetitions = 1
+[lab]
+sites = ["a", "b"]
+link_args = ["--mtu", "{mtu}", "--delay", "{d}"]
+[matrix]
+mtu = [1500, 9000]
+d = ["1ms", "2ms"]
+[[step]]
+name = "t"
+type = "net"
+client = "a"
+server = "b"
+"#,
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+    let mut ex = mock();
+    let s = run_plan(
+        &plan,
+        &mut store,
+        &mut ex,
+        &RunOptions::default(),
+        &mut NoProgress,
+    )
+    .unwrap();
+    assert_eq!(s.measured, 4);
+    let lab = s.lab.clone().unwrap();
+    assert!(lab.starts_with('r'), "a unique name per run: {lab}");
+    let ops: Vec<&str> = ex
+        .log
+        .iter()
+        .filter(|l| l.starts_with("lab_"))
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            "lab_up", "lab_set", "lab_down", "lab_up", "lab_set", "lab_down"
+        ],
+        "{:?}",
+        ex.log
+    );
+    assert!(
+        ex.log
+            .iter()
+            .any(|l| l.starts_with("lab_up") && l.contains("--mtu 9000"))
+    );
+}
+
+/// Issue #13: a plan whose named lab another live run holds is refused before anything is
+/// stored or built (the lab is never touched).
+#[test]
+fn a_lab_held_by_another_run_is_refused_before_anything_is_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+    let plan = Plan::parse(PLAN.as_bytes()).unwrap();
+    let mut ex = mock();
+    ex.lab_taken_by = Some(4242);
+    let e = run_plan(
+        &plan,
+        &mut store,
+        &mut ex,
+        &RunOptions::default(),
+        &mut NoProgress,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "lab mocklab belongs to another running process (pid 4242); give the plan another [lab] \
+         name or leave it out"
+    );
+    assert_eq!(
+        nsperf_core::failure::Classify::failure(&e),
+        nsperf_core::Failure::Unsafe
+    );
+    assert!(
+        ex.log.is_empty(),
+        "the executor was asked to act: {:?}",
+        ex.log
+    );
+    assert!(store.experiments().unwrap().is_empty());
 }

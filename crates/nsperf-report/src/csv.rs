@@ -1,19 +1,12 @@
 //! CSV: one row per run, the step's parameters as columns (RFC 4180 quoting).
 
+use nsperf_core::csv::CsvWriter;
+
 use crate::{ExperimentData, Exporter, ReportError};
 
 /// CSV exporter.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CsvExporter;
-
-/// Quotes a field when it holds a comma, a quote or a line break (RFC 4180).
-pub fn field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
 
 fn num(v: Option<f64>) -> String {
     v.map(|x| format!("{x}")).unwrap_or_default()
@@ -42,9 +35,8 @@ impl Exporter for CsvExporter {
             .collect();
         head.extend(params.iter().cloned());
         head.extend(crate::RUN_COLUMNS.iter().map(|s| s.to_string()));
-        let mut out = String::new();
-        out.push_str(&head.iter().map(|h| field(h)).collect::<Vec<_>>().join(","));
-        out.push_str("\r\n");
+        let mut out = CsvWriter::new();
+        out.record(&head);
         for r in &data.runs {
             let mut row = vec![
                 r.experiment_id.to_string(),
@@ -56,9 +48,9 @@ impl Exporter for CsvExporter {
                 row.push(r.params.get(p).cloned().unwrap_or_default());
             }
             row.extend([
-                r.phase.clone(),
+                r.phase.to_string(),
                 r.repetition.to_string(),
-                format!("{:?}", r.status).to_lowercase(),
+                r.status.to_string(),
                 r.metric.clone().unwrap_or_default(),
                 num(r.value),
                 r.payload_bytes.map(|b| b.to_string()).unwrap_or_default(),
@@ -66,21 +58,8 @@ impl Exporter for CsvExporter {
                 format!("{}", r.duration_ns as f64 / 1e9),
                 r.error.clone().unwrap_or_default(),
             ]);
-            out.push_str(&row.iter().map(|c| field(c)).collect::<Vec<_>>().join(","));
-            out.push_str("\r\n");
+            out.record(&row);
         }
-        Ok(out.into_bytes())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quoting() {
-        assert_eq!(field("a"), "a");
-        assert_eq!(field("a,b"), "\"a,b\"");
-        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        Ok(out.into_string().into_bytes())
     }
 }

@@ -2,27 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use nsperf_plan::exec::SeriesPoint;
-use nsperf_plan::plan::{Action, Plan};
-use nsperf_plan::stats::{GroupStats, group_stats};
-use nsperf_plan::store::{CpuRow, ExperimentRecord, RunRecord};
-use nsperf_plan::{Store, StoreError};
-
-/// What the plan says about one statistics group: link settings and resolved step values,
-/// for the ceilings and the heatmap.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct GroupContext {
-    /// Link rate, bit/s (lab plans).
-    pub link_rate_bps: Option<f64>,
-    /// Link RTT, s (lab plans).
-    pub rtt_s: Option<f64>,
-    /// Socket buffer asked for, bytes (network steps with an explicit window).
-    pub window_bytes: Option<u64>,
-    /// True for a network step between two lab sites.
-    pub in_lab: bool,
-    /// io: workload, file size, record size.
-    pub io: Option<(String, u64, u64)>,
-}
+use nsperf_results::stats::{GroupStats, group_stats};
+use nsperf_results::{
+    CpuRow, ExperimentRecord, HostPart, RunConditions, RunRecord, SeriesPoint, Store, StoreError,
+};
 
 /// One experiment with its runs, statistics, series and CPU samples.
 #[derive(Debug, Clone)]
@@ -37,10 +20,13 @@ pub struct ExperimentData {
     pub series: BTreeMap<i64, Vec<SeriesPoint>>,
     /// CPU rows per run id.
     pub cpu: BTreeMap<i64, Vec<CpuRow>>,
-    /// Plan context per statistics group (same order as `stats`).
-    pub context: Vec<GroupContext>,
+    /// What each statistics group was measured under (same order as `stats`; the default
+    /// for runs stored before the store recorded it).
+    pub context: Vec<RunConditions>,
     /// `nsperf trace --json` of the capture taken during a run, per run id.
     pub traces: BTreeMap<i64, serde_json::Value>,
+    /// Per-host parts of runs on several hosts, per run id (runs on one host have none).
+    pub hosts: BTreeMap<i64, Vec<HostPart>>,
 }
 
 impl ExperimentData {
@@ -51,7 +37,12 @@ impl ExperimentData {
         let mut series = BTreeMap::new();
         let mut cpu = BTreeMap::new();
         let mut traces = BTreeMap::new();
+        let mut hosts = BTreeMap::new();
         for r in &runs {
+            let parts = store.hosts(r.id)?;
+            if !parts.is_empty() {
+                hosts.insert(r.id, parts);
+            }
             series.insert(r.id, store.series(r.id)?);
             cpu.insert(r.id, store.cpu(r.id)?);
             if let (_, Some(t)) = store.raw_json(r.id)?
@@ -61,8 +52,15 @@ impl ExperimentData {
             }
         }
         let stats = group_stats(&runs, &|id| series.get(&id).cloned().unwrap_or_default());
-        let plan = Plan::parse(experiment.plan_toml.as_bytes()).ok();
-        let context = stats.iter().map(|g| context_of(plan.as_ref(), g)).collect();
+        let context = stats
+            .iter()
+            .map(|g| {
+                runs.iter()
+                    .find(|r| g.run_ids.first() == Some(&r.id))
+                    .and_then(|r| r.conditions.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
         Ok(ExperimentData {
             experiment,
             runs,
@@ -71,6 +69,7 @@ impl ExperimentData {
             cpu,
             context,
             traces,
+            hosts,
         })
     }
 
@@ -97,34 +96,4 @@ impl ExperimentData {
         v.dedup();
         v
     }
-}
-
-fn context_of(plan: Option<&Plan>, g: &GroupStats) -> GroupContext {
-    let Some(plan) = plan else {
-        return GroupContext::default();
-    };
-    let Some(cell) = plan.cells.iter().find(|c| c.key() == g.cell) else {
-        return GroupContext::default();
-    };
-    let Some(step) = cell.steps.iter().find(|s| s.name == g.step) else {
-        return GroupContext::default();
-    };
-    let mut ctx = GroupContext::default();
-    match &step.action {
-        Action::Net(n) => {
-            ctx.in_lab = matches!(n.target, nsperf_plan::plan::Target::Lab { .. });
-            ctx.window_bytes = n.window.map(|w| w.0);
-            if ctx.in_lab
-                && let Some(l) = &cell.link
-            {
-                ctx.link_rate_bps = l.rate.map(|r| r.bps()).filter(|r| *r > 0.0);
-                ctx.rtt_s = l.rtt.map(|t| t.as_secs_f64());
-            }
-        }
-        Action::Io(io) => {
-            ctx.io = Some((io.workload.clone(), io.size.0, io.bs.0));
-        }
-        Action::Exec(_) => {}
-    }
-    ctx
 }

@@ -12,16 +12,18 @@
 //! - `latency`: p50 / p99 / p99.9 per group, where the engine reported them;
 //! - `cpu`: mean busy % per core for each step.
 //!
+//! After the run table, every run that took a packet capture gets its analysis: the trace
+//! findings and the diagnosed limit of its busiest connections (`capture.rs`).
+//!
 //! A small inline script counts the drawn shapes of each chart on load and writes the count
 //! into `data-drawn` (used by the browser test; the report is complete without it).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use nsperf_plan::stats::{format_metric, series_stats};
-use nsperf_plan::store::RunStatus;
+use nsperf_results::stats::{format_metric, series_stats};
+use nsperf_results::{Phase, RunStatus};
 
-use crate::data::GroupContext;
 use crate::svg::{self, Bars, HLine, Heatmap, Line, Marker, Plot, esc};
 use crate::{ExperimentData, Exporter, ReportError};
 
@@ -79,7 +81,7 @@ fn figure(out: &mut String, kind: &str, svg: &str, caption: &str) {
 }
 
 fn throughput_vs_parameter(d: &ExperimentData, step: &str, out: &mut String) {
-    let groups: Vec<(usize, &nsperf_plan::stats::GroupStats)> = d
+    let groups: Vec<(usize, &nsperf_results::stats::GroupStats)> = d
         .stats
         .iter()
         .enumerate()
@@ -114,7 +116,7 @@ fn throughput_vs_parameter(d: &ExperimentData, step: &str, out: &mut String) {
     };
     let metric = groups[0].1.metric.clone();
     // Series: other parameters + phase.
-    type Point<'a> = (f64, f64, (f64, f64), &'a GroupContext);
+    type Point<'a> = (f64, f64, (f64, f64), &'a nsperf_results::RunConditions);
     let mut series: BTreeMap<String, Vec<Point<'_>>> = BTreeMap::new();
     for (i, g) in &groups {
         if g.metric != metric {
@@ -124,7 +126,7 @@ fn throughput_vs_parameter(d: &ExperimentData, step: &str, out: &mut String) {
             continue;
         };
         let mut name = params_label(&g.params, &xname);
-        if g.phase != "-" {
+        if g.phase != Phase::None {
             name = format!("{name} {}", g.phase);
         }
         series.entry(name).or_default().push((
@@ -281,13 +283,13 @@ fn throughput_over_time(d: &ExperimentData, step: &str, out: &mut String) {
 }
 
 fn heatmaps(d: &ExperimentData, out: &mut String) {
-    type Key = (String, String, String);
+    type Key = (String, String, Phase);
     let mut by: BTreeMap<Key, Vec<(u64, u64, f64)>> = BTreeMap::new();
     for (i, g) in d.stats.iter().enumerate() {
-        if let Some((w, size, bs)) = &d.context[i].io {
-            by.entry((g.step.clone(), w.clone(), g.phase.clone()))
+        if let Some(io) = &d.context[i].io {
+            by.entry((g.step.clone(), io.workload.clone(), g.phase))
                 .or_default()
-                .push((*size, *bs, g.summary.mean));
+                .push((io.size_bytes, io.bs_bytes, g.summary.mean));
         }
     }
     for ((step, workload, phase), cells) in by {
@@ -305,7 +307,7 @@ fn heatmaps(d: &ExperimentData, out: &mut String) {
                     .collect()
             })
             .collect();
-        let phase = if phase == "-" {
+        let phase = if phase == Phase::None {
             String::new()
         } else {
             format!(" ({phase})")
@@ -365,7 +367,7 @@ fn latency(d: &ExperimentData, out: &mut String) {
                 .collect();
             if row.iter().any(|v| v.is_finite()) {
                 let mut c = params_label(&g.params, "");
-                if g.phase != "-" {
+                if g.phase != Phase::None {
                     c = format!("{c} {}", g.phase);
                 }
                 cats.push(c);
@@ -451,7 +453,7 @@ figcaption{font-size:12px;color:#555}
 table{border-collapse:collapse;font-size:12px;margin:8px 0}
 th,td{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f3f3f3}
 td.t,th.t{text-align:left}pre{background:#f7f7f7;padding:8px;font-size:12px;overflow:auto}
-.skip{color:#a60}";
+.skip{color:#a60}h3{font-size:14px;margin:16px 0 4px}ul.findings{font-size:13px}";
 
 const CHECK_SCRIPT: &str = "<script>
 window.addEventListener('load',function(){var figs=document.querySelectorAll('figure.chart');
@@ -489,13 +491,23 @@ impl Exporter for HtmlExporter {
             .iter()
             .filter(|r| r.status == RunStatus::Failed)
             .count();
+        let partial = d
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Partial)
+            .count();
+        let partial = if partial > 0 {
+            format!(", {partial} partial (some hosts failed)")
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             o,
-            "<h1>nsperf experiment {}: {}</h1><p>{}</p><p>status <b>{}</b>; {ok} of {} runs measured, {skipped} skipped, {failed} failed; nsperf {}</p>",
+            "<h1>nsperf experiment {}: {}</h1><p>{}</p><p>status <b>{}</b>; {ok} of {} runs measured, {skipped} skipped, {failed} failed{partial}; nsperf {}</p>",
             e.id,
             esc(&e.plan_name),
             esc(e.description.as_deref().unwrap_or("")),
-            esc(&e.status),
+            e.status,
             e.total_runs,
             esc(&e.nsperf_version)
         );
@@ -510,15 +522,15 @@ impl Exporter for HtmlExporter {
         heatmaps(d, &mut o);
         latency(d, &mut o);
         cpu(d, &mut o);
-        o.push_str("<h2>Statistics over repetitions</h2>\n<table><tr><th class=\"t\">step</th><th class=\"t\">parameters</th><th class=\"t\">phase</th><th>n</th><th>mean</th><th>95 % CI</th><th>median</th><th>stddev</th><th>peak interval</th><th>sustained</th><th>payload</th><th>wire</th><th class=\"t\">outliers</th></tr>\n");
+        o.push_str("<h2>Statistics over repetitions</h2>\n<table><tr><th class=\"t\">step</th><th class=\"t\">parameters</th><th class=\"t\">phase</th><th>n</th><th>mean</th><th>95 % CI</th><th>median</th><th>stddev</th><th>peak interval</th><th>sustained</th><th>payload</th><th>wire</th><th class=\"t\">outliers</th><th class=\"t\">noise</th></tr>\n");
         for g in &d.stats {
             let f = |v: f64| format_metric(&g.metric, v);
             let _ = writeln!(
                 o,
-                "<tr><td class=\"t\">{}</td><td class=\"t\">{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td><td>{} .. {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"t\">{}</td></tr>",
+                "<tr><td class=\"t\">{}</td><td class=\"t\">{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td><td>{} .. {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"t\">{}</td><td class=\"t\">{}</td></tr>",
                 esc(&g.step),
                 esc(&params_label(&g.params, "")),
-                esc(&g.phase),
+                g.phase,
                 g.summary.n,
                 f(g.summary.mean),
                 f(g.summary.ci95_lo),
@@ -537,7 +549,8 @@ impl Exporter for HtmlExporter {
                     .iter()
                     .map(|r| format!("#{r}"))
                     .collect::<Vec<_>>()
-                    .join(" ")
+                    .join(" "),
+                esc(&g.summary.noise_note().unwrap_or_default())
             );
         }
         o.push_str("</table>\n<h2>Runs</h2>\n<table><tr><th>run</th><th class=\"t\">step</th><th class=\"t\">parameters</th><th class=\"t\">phase</th><th>rep</th><th class=\"t\">status</th><th>value</th><th>duration</th><th class=\"t\">note</th></tr>\n");
@@ -548,9 +561,9 @@ impl Exporter for HtmlExporter {
                 r.id,
                 esc(&r.step),
                 esc(&params_label(&r.params, "")),
-                esc(&r.phase),
+                r.phase,
                 r.repetition,
-                format!("{:?}", r.status).to_lowercase(),
+                r.status,
                 match (&r.metric, r.value) {
                     (Some(m), Some(v)) => esc(&format_metric(m, v)),
                     _ => String::new(),
@@ -559,7 +572,9 @@ impl Exporter for HtmlExporter {
                 esc(r.error.as_deref().unwrap_or(""))
             );
         }
-        o.push_str("</table>\n<h2>Host</h2>\n");
+        o.push_str("</table>\n");
+        crate::capture::section(d, &mut o);
+        o.push_str("<h2>Host</h2>\n");
         let host: serde_json::Value =
             serde_json::from_str(&e.host_json).unwrap_or(serde_json::Value::Null);
         let _ = writeln!(

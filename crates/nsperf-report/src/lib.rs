@@ -7,14 +7,15 @@
 //! command-line types.
 #![deny(missing_docs)]
 
-pub mod csv;
+mod capture;
+mod csv;
 mod data;
-pub mod html;
-pub mod json;
-pub mod svg;
-pub mod xlsx;
+mod html;
+mod json;
+mod svg;
+mod xlsx;
 
-pub use data::{ExperimentData, GroupContext};
+pub use data::ExperimentData;
 
 /// The columns of one stored run after its parameters, in the CSV export and in each
 /// step's sheet of the XLSX export.
@@ -53,7 +54,7 @@ pub enum ReportError {
     UnknownFormat(String),
     /// Reading the store failed.
     #[error(transparent)]
-    Store(#[from] nsperf_plan::StoreError),
+    Store(#[from] nsperf_results::StoreError),
 }
 
 impl Classify for ReportError {

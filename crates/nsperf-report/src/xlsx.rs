@@ -88,7 +88,7 @@ impl Exporter for XlsxExporter {
                     .join(",");
                 ws.write_string(r, 0, &g.step).map_err(x)?;
                 ws.write_string(r, 1, &params).map_err(x)?;
-                ws.write_string(r, 2, &g.phase).map_err(x)?;
+                ws.write_string(r, 2, g.phase.to_string()).map_err(x)?;
                 ws.write_string(r, 3, &g.metric).map_err(x)?;
                 ws.write_number(r, 4, g.summary.n as f64).map_err(x)?;
                 let s = &g.summary;
@@ -137,10 +137,10 @@ impl Exporter for XlsxExporter {
                     .map_err(x)?;
                 }
                 let c = 1 + np;
-                ws.write_string(row, c, &r.phase).map_err(x)?;
+                ws.write_string(row, c, r.phase.to_string()).map_err(x)?;
                 ws.write_number(row, c + 1, r.repetition as f64)
                     .map_err(x)?;
-                ws.write_string(row, c + 2, format!("{:?}", r.status).to_lowercase())
+                ws.write_string(row, c + 2, r.status.to_string())
                     .map_err(x)?;
                 ws.write_string(row, c + 3, r.metric.as_deref().unwrap_or(""))
                     .map_err(x)?;

@@ -7,8 +7,12 @@ use std::process::Command;
 use calamine::{Reader, Xlsx, open_workbook};
 use nsperf_plan::exec::mock::MockExecutor;
 use nsperf_plan::runner::NoProgress;
-use nsperf_plan::{Plan, RunOptions, Store, run_plan};
+use nsperf_plan::{Plan, RunOptions, run_plan};
 use nsperf_report::{ExperimentData, exporter};
+use nsperf_results::Store;
+
+#[path = "../../nsperf/tests/common/skip.rs"]
+mod skip;
 
 const PLAN: &str = r#"
 name = "report-test"
@@ -53,11 +57,12 @@ fn value(ctx: &nsperf_plan::exec::RunContext<'_>, step: &nsperf_plan::plan::Reso
                 .and_then(|v| v.trim_end_matches("ms").parse().ok())
                 .unwrap_or(10.0)
                 / 1e3;
-            let w = n.window.map(|w| w.0 as f64).unwrap_or(1e9);
+            let w = n.params.window.map(|w| w as f64).unwrap_or(1e9);
             (w * 8.0 / rtt).min(45e6) * (1.0 - 0.01 * ctx.repetition as f64)
         }
         nsperf_plan::plan::Action::Io(io) => {
-            (io.bs.0 as f64).ln() * 1e8 / (io.size.0 as f64).ln() + ctx.repetition as f64 * 1e6
+            (io.config.bs_bytes as f64).ln() * 1e8 / (io.config.size_bytes as f64).ln()
+                + ctx.repetition as f64 * 1e6
         }
         _ => 1.0,
     }
@@ -117,6 +122,24 @@ fn csv_json_xlsx_exports() {
     assert_eq!(summary.get((0, 5)).unwrap().to_string(), "mean");
 }
 
+/// Issue #13: a field holding a comma, a quote and a line break survives the CSV export.
+#[test]
+fn csv_quotes_what_needs_quoting() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = experiment(dir.path());
+    let mut data = ExperimentData::load(&store, "latest").unwrap();
+    let nasty = "refused, \"politely\"\nthen closed";
+    data.runs[0].error = Some(nasty.into());
+    let csv = exporter("csv").unwrap().export(&data).unwrap();
+    let mut r = csv::ReaderBuilder::new().from_reader(csv.as_slice());
+    let head = r.headers().unwrap().clone();
+    let at = head.iter().position(|h| h == "error").unwrap();
+    let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();
+    assert_eq!(rows.len(), 30);
+    assert_eq!(&rows[0][at], nasty);
+    assert!(rows.iter().all(|x| x.len() == head.len()));
+}
+
 #[test]
 fn html_report_has_every_chart() {
     let dir = tempfile::tempdir().unwrap();
@@ -156,9 +179,7 @@ fn browser_renders_every_chart() {
                 .unwrap_or(false)
         });
     let Some(browser) = browser else {
-        eprintln!(
-            "SKIPPED browser test: no chromium on PATH (.ci/run installs the Debian package)"
-        );
+        skip::skip("browser test: no chromium on PATH (.ci/run installs the Debian package)");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -5,14 +5,19 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::net::IpAddr;
 
-use crate::decode::{Decoded, decode};
+use std::collections::VecDeque;
+
+use crate::decode::{Decoded, TcpSegment, decode};
 use crate::filter::Filter;
-use crate::model::{TraceInterval, TraceSummary, UdpFlow};
+use crate::model::{SeriesBins, TcpConnection, TraceInterval, TraceSummary, UdpFlow};
 use crate::reader::{RawPacket, ReadStats};
+use crate::series::{Bins, Cell, Series};
+use crate::store::ConnectionStore;
 use crate::tcp::TcpConn;
 
-/// Series bins kept per connection at most; later packets are left out of the series.
-const MAX_BINS: usize = 1_000_000;
+/// A finished connection is kept this long (capture time) for late packets of it (a
+/// retransmitted last ACK) before it is summarised and released.
+const LINGER_NS: i64 = 2_000_000_000;
 
 /// Parameters of an analysis.
 #[derive(Debug, Clone, Default)]
@@ -21,6 +26,8 @@ pub struct TraceConfig {
     pub filter: Filter,
     /// Width of the throughput-series bins in ns; 0 for no series.
     pub bin_ns: i64,
+    /// Connections with a series of their own: the largest ones (0: only the aggregate).
+    pub series_connections: usize,
 }
 
 /// A flow key: the two endpoints, lower one first, so both directions find the same flow.
@@ -66,10 +73,12 @@ impl Hasher for Fnv {
 
 type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
 
-struct Flow<T> {
+struct Live {
     /// True when side a is the key's `lo`.
     a_is_lo: bool,
-    state: T,
+    conn: TcpConn,
+    bins: Bins,
+    wire_bytes: u64,
 }
 
 struct UdpState {
@@ -77,16 +86,24 @@ struct UdpState {
     last_ns: i64,
 }
 
-/// The analysis of one capture, fed packet by packet.
-pub struct Analyzer {
+/// The analysis of one capture, fed packet by packet. Finished connections are summarised
+/// into the store `S` and released, so memory follows the live connections.
+pub struct Analyzer<S: ConnectionStore = Vec<TcpConnection>> {
     cfg: TraceConfig,
-    tcp_index: FastMap<FlowKey, usize>,
-    tcp: Vec<Flow<TcpConn>>,
+    live: FastMap<FlowKey, Live>,
+    /// Finished connections awaiting release: (key, id, capture time it finished).
+    finished: VecDeque<(FlowKey, u32, i64)>,
+    next_id: u32,
+    store: S,
     udp_index: FastMap<FlowKey, usize>,
-    udp: Vec<Flow<UdpState>>,
-    summary: TraceSummary,
+    udp: Vec<(bool, UdpState)>,
+    summary: TraceSummary<()>,
     first_ns: Option<i64>,
     last_ns: i64,
+    /// The aggregate series and the bins' width.
+    series: Series,
+    /// Series of the largest released connections: (wire bytes, id, bins).
+    kept_series: Vec<(u64, u32, Bins)>,
 }
 
 fn endpoint(addr: IpAddr, port: u16) -> String {
@@ -96,24 +113,34 @@ fn endpoint(addr: IpAddr, port: u16) -> String {
     }
 }
 
-impl Analyzer {
-    /// An analyzer with this configuration.
-    pub fn new(cfg: TraceConfig) -> Analyzer {
+impl<S: ConnectionStore> Analyzer<S> {
+    /// An analyzer with this configuration, storing finished connections in `store`.
+    pub fn new(cfg: TraceConfig, store: S) -> Analyzer<S> {
+        let cfg_bin_ns = cfg.bin_ns;
         Analyzer {
             cfg,
-            tcp_index: FastMap::default(),
-            tcp: Vec::new(),
+            live: FastMap::default(),
+            finished: VecDeque::new(),
+            next_id: 0,
+            store,
             udp_index: FastMap::default(),
             udp: Vec::new(),
             summary: TraceSummary::default(),
             first_ns: None,
             last_ns: 0,
+            series: Series::new(cfg_bin_ns),
+            kept_series: Vec::new(),
         }
     }
 
     /// Number of TCP connections so far.
     pub fn connections(&self) -> usize {
-        self.tcp.len()
+        self.next_id as usize
+    }
+
+    /// Connections held in memory now (live, or finished within the last two seconds).
+    pub fn live_connections(&self) -> usize {
+        self.live.len()
     }
 
     /// Feeds one captured packet.
@@ -121,112 +148,223 @@ impl Analyzer {
         self.summary.packets += 1;
         let first = *self.first_ns.get_or_insert(p.ts_ns);
         self.last_ns = self.last_ns.max(p.ts_ns);
-        let bin = (self.cfg.bin_ns > 0 && p.ts_ns >= first)
-            .then(|| ((p.ts_ns - first) / self.cfg.bin_ns) as usize)
-            .filter(|&b| b < MAX_BINS);
+        let bin = self.series_bin(p.ts_ns - first);
+        let filter = &self.cfg.filter;
         match decode(p.link, p.data) {
             Decoded::Tcp(seg) => {
-                if !self
-                    .cfg
-                    .filter
-                    .matches(seg.src, seg.src_port, seg.dst, seg.dst_port)
-                {
+                if !filter.matches(seg.src, seg.src_port, seg.dst, seg.dst_port) {
                     self.summary.filtered_packets += 1;
                     return;
                 }
                 self.summary.tcp_packets += 1;
-                let (key, fwd) = FlowKey::new((seg.src, seg.src_port), (seg.dst, seg.dst_port));
-                let idx = match self.tcp_index.get(&key) {
-                    Some(&i) if !self.tcp[i].state.is_reuse(&seg) => i,
-                    _ => {
-                        let id = self.tcp.len() as u32 + 1;
-                        let conn = TcpConn::new(
-                            id,
-                            endpoint(seg.src, seg.src_port),
-                            endpoint(seg.dst, seg.dst_port),
-                            p.ts_ns,
-                        );
-                        self.tcp.push(Flow {
-                            a_is_lo: fwd,
-                            state: conn,
-                        });
-                        self.tcp_index.insert(key, self.tcp.len() - 1);
-                        self.tcp.len() - 1
-                    }
-                };
-                let flow = &mut self.tcp[idx];
-                let dir = if fwd == flow.a_is_lo { 0 } else { 1 };
-                flow.state.segment(dir, &seg, p.ts_ns, p.orig_len, bin);
+                self.tcp(&seg, p, bin);
             }
             Decoded::Udp(d) => {
-                if !self
-                    .cfg
-                    .filter
-                    .matches(d.src, d.src_port, d.dst, d.dst_port)
-                {
+                if !filter.matches(d.src, d.src_port, d.dst, d.dst_port) {
                     self.summary.filtered_packets += 1;
                     return;
                 }
                 self.summary.udp_packets += 1;
-                let (key, fwd) = FlowKey::new((d.src, d.src_port), (d.dst, d.dst_port));
-                let idx = *self.udp_index.entry(key).or_insert_with(|| {
-                    self.udp.push(Flow {
-                        a_is_lo: fwd,
-                        state: UdpState {
-                            flow: UdpFlow {
-                                id: self.udp.len() as u32 + 1,
-                                a: endpoint(d.src, d.src_port),
-                                b: endpoint(d.dst, d.dst_port),
-                                first_unix_ns: p.ts_ns,
-                                ..UdpFlow::default()
-                            },
-                            last_ns: p.ts_ns,
-                        },
-                    });
-                    self.udp.len() - 1
-                });
-                let f = &mut self.udp[idx];
-                let u = &mut f.state;
-                u.last_ns = u.last_ns.max(p.ts_ns);
-                if fwd == f.a_is_lo {
-                    u.flow.a_to_b_packets += 1;
-                    u.flow.a_to_b_bytes += u64::from(p.orig_len);
-                } else {
-                    u.flow.b_to_a_packets += 1;
-                    u.flow.b_to_a_bytes += u64::from(p.orig_len);
-                }
+                self.udp(&d, p);
             }
-            Decoded::OtherIp => {
-                if self.cfg.filter.is_empty() {
-                    self.summary.other_ip_packets += 1;
-                } else {
-                    self.summary.filtered_packets += 1;
-                }
-            }
-            Decoded::NotIp => {
-                if self.cfg.filter.is_empty() {
-                    self.summary.non_ip_packets += 1;
-                } else {
-                    self.summary.filtered_packets += 1;
-                }
-            }
+            Decoded::OtherIp if filter.is_empty() => self.summary.other_ip_packets += 1,
+            Decoded::NotIp if filter.is_empty() => self.summary.non_ip_packets += 1,
+            Decoded::OtherIp | Decoded::NotIp => self.summary.filtered_packets += 1,
             Decoded::Unusable => self.summary.unusable_packets += 1,
+        }
+        self.release_finished(p.ts_ns);
+    }
+
+    fn tcp(&mut self, seg: &TcpSegment, p: &RawPacket<'_>, bin: Option<usize>) {
+        let (key, fwd) = FlowKey::new((seg.src, seg.src_port), (seg.dst, seg.dst_port));
+        if self.live.get(&key).is_some_and(|l| l.conn.is_reuse(seg)) {
+            if let Some(old) = self.live.remove(&key) {
+                self.release(old);
+            }
+        }
+        let next_id = &mut self.next_id;
+        let flow = self.live.entry(key).or_insert_with(|| {
+            *next_id += 1;
+            Live {
+                a_is_lo: fwd,
+                conn: TcpConn::new(
+                    *next_id,
+                    endpoint(seg.src, seg.src_port),
+                    endpoint(seg.dst, seg.dst_port),
+                    p.ts_ns,
+                ),
+                bins: Bins::default(),
+                wire_bytes: 0,
+            }
+        });
+        let dir = if fwd == flow.a_is_lo { 0 } else { 1 };
+        let was_finished = flow.conn.is_finished();
+        let sent = flow.conn.segment(dir, seg, p.ts_ns, p.orig_len);
+        flow.wire_bytes += u64::from(p.orig_len);
+        if sent.is_none() {
+            self.summary.duplicated_frames += 1;
+        }
+        if let Some(b) = bin {
+            let (unique, rexmit) = sent.map_or((0, 0), |s| (s.unique, u64::from(s.rexmit)));
+            let add = |c: &mut Cell| {
+                c.0 += u64::from(p.orig_len);
+                c.1 += unique;
+                c.2 += rexmit;
+            };
+            if self.cfg.series_connections > 0 {
+                let (c, added) = flow.bins.cell(b);
+                add(c);
+                self.series.held_cells += added;
+            }
+            add(self.series.total.cell(b).0);
+        }
+        if !was_finished && flow.conn.is_finished() {
+            self.finished.push_back((key, flow.conn.id, p.ts_ns));
+        }
+        if bin.is_some()
+            && self
+                .series
+                .too_big(0, self.live.len() + self.kept_series.len())
+        {
+            self.widen_series();
         }
     }
 
-    /// The summary and the throughput series.
-    pub fn finish(mut self, capture: ReadStats) -> (TraceSummary, Vec<TraceInterval>) {
+    /// The series bin of a packet `since_first_ns` after the first one, the bins widened
+    /// first when the series would pass its bounds.
+    fn series_bin(&mut self, since_first_ns: i64) -> Option<usize> {
+        loop {
+            let bin = self.series.bin(since_first_ns)?;
+            if !self
+                .series
+                .too_big(bin, self.live.len() + self.kept_series.len())
+            {
+                return Some(bin);
+            }
+            self.widen_series();
+        }
+    }
+
+    /// Doubles the width of every bin: the aggregate's and each connection's.
+    fn widen_series(&mut self) {
+        self.series.widen();
+        let mut held = 0;
+        for l in self.live.values_mut() {
+            l.bins.widen();
+            held += l.bins.len();
+        }
+        for (_, _, b) in &mut self.kept_series {
+            b.widen();
+            held += b.len();
+        }
+        self.series.held_cells = held;
+    }
+
+    fn udp(&mut self, d: &crate::decode::UdpDatagram, p: &RawPacket<'_>) {
+        let (key, fwd) = FlowKey::new((d.src, d.src_port), (d.dst, d.dst_port));
+        let idx = *self.udp_index.entry(key).or_insert_with(|| {
+            self.udp.push((
+                fwd,
+                UdpState {
+                    flow: UdpFlow {
+                        id: self.udp.len() as u32 + 1,
+                        a: endpoint(d.src, d.src_port),
+                        b: endpoint(d.dst, d.dst_port),
+                        first_unix_ns: p.ts_ns,
+                        ..UdpFlow::default()
+                    },
+                    last_ns: p.ts_ns,
+                },
+            ));
+            self.udp.len() - 1
+        });
+        let (a_is_lo, u) = &mut self.udp[idx];
+        u.last_ns = u.last_ns.max(p.ts_ns);
+        if fwd == *a_is_lo {
+            u.flow.a_to_b_packets += 1;
+            u.flow.a_to_b_bytes += u64::from(p.orig_len);
+        } else {
+            u.flow.b_to_a_packets += 1;
+            u.flow.b_to_a_bytes += u64::from(p.orig_len);
+        }
+    }
+
+    /// Summarises and releases connections that finished more than [`LINGER_NS`] ago.
+    fn release_finished(&mut self, now: i64) {
+        while let Some(&(key, id, t)) = self.finished.front() {
+            if now - t < LINGER_NS {
+                break;
+            }
+            self.finished.pop_front();
+            if self.live.get(&key).is_some_and(|l| l.conn.id == id) {
+                if let Some(l) = self.live.remove(&key) {
+                    self.release(l);
+                }
+            }
+        }
+    }
+
+    fn release(&mut self, mut l: Live) {
+        self.store.push(l.conn.summary());
+        let n = self.cfg.series_connections;
+        if n > 0 && l.bins.len() > 0 {
+            self.kept_series.push((l.wire_bytes, l.conn.id, l.bins));
+            if self.kept_series.len() > n {
+                // Drop the smallest: the series kept are those of the largest connections.
+                if let Some((i, _)) = self
+                    .kept_series
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, k)| (k.0, std::cmp::Reverse(k.1)))
+                {
+                    let dropped = self.kept_series.swap_remove(i);
+                    self.series.held_cells = self.series.held_cells.saturating_sub(dropped.2.len());
+                }
+            }
+        } else {
+            self.series.held_cells = self.series.held_cells.saturating_sub(l.bins.len());
+        }
+    }
+
+    /// The summary (connections in the store) and the throughput series.
+    pub fn finish(mut self, capture: ReadStats) -> (TraceSummary<S>, Vec<TraceInterval>) {
+        let mut rest: Vec<Live> = self.live.drain().map(|(_, l)| l).collect();
+        rest.sort_by_key(|l| l.conn.id);
+        for l in rest {
+            self.release(l);
+        }
+        if let Err(e) = self.store.seal() {
+            let why = format!("connections lost: {e}");
+            self.summary.capture.stopped_early.get_or_insert(why);
+        }
         let first = self.first_ns.unwrap_or(0);
-        self.summary.capture = capture;
-        self.summary.first_packet_unix_ns = first;
-        self.summary.capture_duration_ns = (self.last_ns - first).max(0);
-        self.summary.connections = self.tcp.iter().map(|f| f.state.summary()).collect();
-        self.summary.udp_flows = self
+        let s = self.summary;
+        let mut summary = TraceSummary {
+            capture,
+            first_packet_unix_ns: first,
+            capture_duration_ns: (self.last_ns - first).max(0),
+            packets: s.packets,
+            tcp_packets: s.tcp_packets,
+            udp_packets: s.udp_packets,
+            other_ip_packets: s.other_ip_packets,
+            non_ip_packets: s.non_ip_packets,
+            unusable_packets: s.unusable_packets,
+            filtered_packets: s.filtered_packets,
+            duplicated_frames: s.duplicated_frames,
+            connection_count: self.store.count(),
+            connections: self.store,
+            udp_flows: Vec::new(),
+            series: None,
+        };
+        if let Some(why) = s.capture.stopped_early {
+            summary.capture.stopped_early.get_or_insert(why);
+        }
+        summary.udp_flows = self
             .udp
-            .iter()
-            .map(|f| {
-                let mut u = f.state.flow.clone();
-                let dur = (f.state.last_ns - u.first_unix_ns).max(0);
+            .into_iter()
+            .map(|(_, st)| {
+                let mut u = st.flow;
+                let dur = (st.last_ns - u.first_unix_ns).max(0);
                 u.duration_s = dur as f64 / 1e9;
                 if dur > 0 {
                     u.rate_bps = (u.a_to_b_bytes + u.b_to_a_bytes) as f64 * 8.0 / u.duration_s;
@@ -235,23 +373,13 @@ impl Analyzer {
             })
             .collect();
         let mut series = Vec::new();
-        if self.cfg.bin_ns > 0 {
-            let len_s = self.cfg.bin_ns as f64 / 1e9;
-            let nbins = self
-                .tcp
-                .iter()
-                .map(|f| f.state.bins.len())
-                .max()
-                .unwrap_or(0);
-            let mut total = vec![(0u64, 0u64, 0u64); nbins];
-            for f in &self.tcp {
-                for (i, &(w, g, r)) in f.state.bins.iter().enumerate() {
-                    total[i].0 += w;
-                    total[i].1 += g;
-                    total[i].2 += r;
-                }
-            }
-            let row = |i: usize, stream: Option<u32>, (w, g, r): (u64, u64, u64)| TraceInterval {
+        if self.series.on() {
+            summary.series = Some(SeriesBins {
+                asked_s: self.series.asked_ns as f64 / 1e9,
+                used_s: self.series.width_ns as f64 / 1e9,
+            });
+            let len_s = self.series.width_ns as f64 / 1e9;
+            let row = |i: usize, stream: Option<u32>, (w, g, r): Cell| TraceInterval {
                 start_s: i as f64 * len_s,
                 length_s: len_s,
                 stream,
@@ -259,17 +387,16 @@ impl Analyzer {
                 goodput_bps: g as f64 * 8.0 / len_s,
                 retransmissions: r,
             };
-            for (i, &t) in total.iter().enumerate() {
+            self.kept_series.sort_by_key(|k| k.1);
+            for (i, t) in self.series.total.iter() {
                 series.push(row(i, None, t));
-                for f in &self.tcp {
-                    if let Some(&c) = f.state.bins.get(i) {
-                        if c.0 > 0 {
-                            series.push(row(i, Some(f.state.id), c));
-                        }
+                for (_, id, b) in &self.kept_series {
+                    if let Some(c) = b.get(i).filter(|c| c.0 > 0) {
+                        series.push(row(i, Some(*id), c));
                     }
                 }
             }
         }
-        (self.summary, series)
+        (summary, series)
     }
 }

@@ -53,6 +53,8 @@ pub struct TcpSegment {
     pub payload_len: u32,
     /// Options carried.
     pub options: TcpOptions,
+    /// IPv4 identification field (None for IPv6, which has none outside fragments).
+    pub ip_id: Option<u16>,
 }
 
 /// The fields of one UDP datagram the analysis uses.
@@ -75,8 +77,8 @@ pub fn decode(link: LinkType, frame: &[u8]) -> Decoded {
     let Ok(net) = network_layer(link, frame) else {
         return Decoded::Unusable;
     };
-    // (src, dst, protocol, transport length on the wire, transport bytes captured)
-    let (src, dst, proto, l4_len, l4) = match net {
+    // (src, dst, protocol, transport length on the wire, transport bytes captured, IP ID)
+    let (src, dst, proto, l4_len, l4, ip_id) = match net {
         Network::Other => return Decoded::NotIp,
         Network::Ipv4(b) => {
             let Ok(ip) = Ipv4Packet::new_checked(b) else {
@@ -85,13 +87,14 @@ pub fn decode(link: LinkType, frame: &[u8]) -> Decoded {
             if ip.frag_offset() != 0 {
                 return Decoded::OtherIp;
             }
-            (
+            let t = (
                 IpAddr::V4(ip.src_addr()),
                 IpAddr::V4(ip.dst_addr()),
                 ip.protocol(),
                 ip.payload_len(),
-                ip.into_payload(),
-            )
+                ip.ident(),
+            );
+            (t.0, t.1, t.2, t.3, ip.into_payload(), Some(t.4))
         }
         Network::Ipv6(b) => {
             let Ok(ip) = Ipv6Packet::new_checked(b) else {
@@ -114,6 +117,7 @@ pub fn decode(link: LinkType, frame: &[u8]) -> Decoded {
                 up.protocol,
                 wire_end.saturating_sub(up.offset),
                 l4,
+                None,
             )
         }
     };
@@ -133,6 +137,7 @@ pub fn decode(link: LinkType, frame: &[u8]) -> Decoded {
                 window: t.window(),
                 payload_len: l4_len.saturating_sub(t.header_len()) as u32,
                 options: t.options(),
+                ip_id,
             })
         }
         PROTO_UDP => {

@@ -4,20 +4,29 @@
 //! compressed); [`wire`] holds checked zero-copy views of the protocol headers (nothing can
 //! panic after `new_checked`); [`decode`] walks a frame to its TCP or UDP header; [`tcp`]
 //! tracks each connection (retransmissions, duplicate ACKs, windows with scaling, RTT, bytes
-//! in flight) and diagnoses what limited it; [`analyzer`] ties them together into the
-//! [`model`] that `--json` prints.
+//! in flight) and diagnoses what limited it, wherever the capture was taken; [`analyzer`]
+//! ties them together into the [`model`] that `--json` prints, and [`findings`] says what the
+//! figures mean.
 //!
 //! Memory is bounded by the live connections, not by the file: packets are never stored,
-//! and per-connection state is a few small bounded structures.
+//! per-connection state is a few small bounded structures, and a finished connection is
+//! summarised into a [`ConnectionStore`] and released (a [`ConnectionSpool`] keeps the
+//! summaries on disk).
 #![deny(missing_docs)]
 
-pub mod analyzer;
+mod analyzer;
 pub mod decode;
-pub mod error;
-pub mod filter;
+mod error;
+mod filter;
+pub mod findings;
 pub mod model;
 pub mod reader;
-pub mod tcp;
+mod series;
+mod store;
+mod tcp;
+/// Capture writers and a TCP path simulator for tests (this crate's and the binary's, with
+/// the `testkit` feature); not part of the API.
+#[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod wire;
 
@@ -26,24 +35,36 @@ use std::path::Path;
 pub use analyzer::{Analyzer, TraceConfig};
 pub use error::TraceError;
 pub use filter::Filter;
-pub use model::{TraceInterval, TraceSpec, TraceSummary};
+pub use model::{Limit, TraceInterval, TraceSpec, TraceSummary};
 pub use reader::CaptureReader;
+pub use store::{ConnectionSpool, ConnectionStore};
 
-/// Reads and analyses a whole capture file (`-` for standard input).
+/// Reads and analyses a whole capture file (`-` for standard input), connections in memory.
 pub fn analyze_file(
     path: &Path,
     cfg: TraceConfig,
 ) -> Result<(TraceSummary, Vec<TraceInterval>), TraceError> {
     let reader = CaptureReader::open(path)?;
-    analyze_reader(reader, cfg)
+    analyze_reader(reader, cfg, Vec::new())
 }
 
-/// Analyses every packet of an open reader.
-pub fn analyze_reader(
+/// Reads and analyses a whole capture file with the finished connections spooled to a
+/// temporary file: memory bounded by the live connections whatever the capture holds.
+pub fn analyze_file_spooled(
+    path: &Path,
+    cfg: TraceConfig,
+) -> Result<(TraceSummary<ConnectionSpool>, Vec<TraceInterval>), TraceError> {
+    let reader = CaptureReader::open(path)?;
+    analyze_reader(reader, cfg, ConnectionSpool::new())
+}
+
+/// Analyses every packet of an open reader into `store`.
+pub fn analyze_reader<S: ConnectionStore>(
     mut reader: CaptureReader,
     cfg: TraceConfig,
-) -> Result<(TraceSummary, Vec<TraceInterval>), TraceError> {
-    let mut an = Analyzer::new(cfg);
+    store: S,
+) -> Result<(TraceSummary<S>, Vec<TraceInterval>), TraceError> {
+    let mut an = Analyzer::new(cfg, store);
     reader.for_each_packet(|p| an.packet(p))?;
     Ok(an.finish(reader.stats().clone()))
 }
@@ -54,5 +75,5 @@ pub fn analyze_bytes(
     cfg: TraceConfig,
 ) -> Result<(TraceSummary, Vec<TraceInterval>), TraceError> {
     let reader = CaptureReader::from_reader(std::io::Cursor::new(bytes.to_vec()))?;
-    analyze_reader(reader, cfg)
+    analyze_reader(reader, cfg, Vec::new())
 }

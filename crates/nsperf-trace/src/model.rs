@@ -1,9 +1,10 @@
 //! The result of `nsperf trace`: what `--json` prints inside the report envelope's `summary`
 //! and `intervals`. Every field is documented in `docs/schema.md` (section `trace`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use crate::reader::ReadStats;
+pub use crate::tcp::limits::{Direction, Limit, Vantage};
 pub use crate::tcp::rtt::RttSummary;
 
 /// Parameters of one analysis.
@@ -19,9 +20,10 @@ pub struct TraceSpec {
     pub top: usize,
 }
 
-/// Totals of the whole capture.
+/// Totals of the whole capture. `C` holds the connections: a `Vec` in memory, or a
+/// [`crate::ConnectionSpool`] on disk when the capture may hold more than memory should.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct TraceSummary {
+pub struct TraceSummary<C = Vec<TcpConnection>> {
     /// What the reader saw, damage included.
     pub capture: ReadStats,
     /// Time of the first packet, ns since the Unix epoch (0 when none).
@@ -42,15 +44,33 @@ pub struct TraceSummary {
     pub unusable_packets: u64,
     /// Packets dropped by `--filter`.
     pub filtered_packets: u64,
+    /// TCP frames captured twice (same IP ID, sequence, length and flags, moments apart):
+    /// counted here and in each direction's `duplicated_frames`, and left out of the analysis.
+    pub duplicated_frames: u64,
+    /// Number of TCP connections.
+    pub connection_count: u64,
     /// TCP connections, in order of their first packet.
-    pub connections: Vec<TcpConnection>,
+    pub connections: C,
     /// UDP flows, in order of their first packet.
     pub udp_flows: Vec<UdpFlow>,
+    /// The throughput series' bins, when one was asked for (`--bin`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series: Option<SeriesBins>,
+}
+
+/// The width of the throughput series' bins: the one asked, and the one used (wider, by
+/// doubling, when the asked width would need more bins than the series may hold).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct SeriesBins {
+    /// Width asked (`--bin`), seconds.
+    pub asked_s: f64,
+    /// Width of the bins in `intervals`, seconds.
+    pub used_s: f64,
 }
 
 /// One TCP connection. Side `a` sent the first packet seen (the client when the SYN was
 /// captured).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TcpConnection {
     /// 1-based number, in order of the first packet.
     pub id: u32,
@@ -82,9 +102,9 @@ pub struct TcpConnection {
 }
 
 /// Figures for one direction of a TCP connection (what one side sent).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DirectionStats {
-    /// Segments sent.
+    /// Segments sent (frames captured twice included, as tshark counts them).
     pub packets: u64,
     /// Bytes on the wire (frame lengths as captured on the link, headers included).
     pub wire_bytes: u64,
@@ -94,13 +114,19 @@ pub struct DirectionStats {
     pub data_bytes: u64,
     /// Payload bytes sent for the first time (goodput bytes).
     pub unique_bytes: u64,
-    /// Segments that repeated sequence space already sent (SYN/FIN included).
+    /// Frames captured twice (a copy of the frame just before it: same IP ID, sequence,
+    /// length and flags, moments apart); counted in `packets` and `wire_bytes` only.
+    pub duplicated_frames: u64,
+    /// Segments that repeated sequence space already sent (SYN/FIN included; zero-window
+    /// probes and duplicated frames excluded).
     pub retransmitted_packets: u64,
     /// Bytes of those, counted from the first repeated byte to the segment's end (tcptrace).
     pub retransmitted_bytes: u64,
-    /// Retransmissions after three or more duplicate ACKs.
+    /// Retransmissions after three or more duplicate ACKs (the count restarts when new data
+    /// is acknowledged and after a timeout).
     pub fast_retransmissions: u64,
-    /// Retransmissions after a silence of at least one RTO estimate (no dup ACKs).
+    /// Retransmissions after a silence of at least one RTO estimate without fresh duplicate
+    /// ACKs.
     pub timeout_retransmissions: u64,
     /// Retransmissions of data the receiver had already acknowledged.
     pub spurious_retransmissions: u64,
@@ -118,8 +144,11 @@ pub struct DirectionStats {
     pub max_sack_blocks: u8,
     /// Window advertisements of zero.
     pub zero_window_adverts: u64,
-    /// One-byte probes sent into the peer's zero window.
+    /// Segments sent while the peer advertised a zero window (persist probes, as tcptrace
+    /// counts them); never retransmissions.
     pub zero_window_probes: u64,
+    /// Payload bytes of those probes.
+    pub zero_window_probe_bytes: u64,
     /// Data segments that filled the peer's advertised window.
     pub window_full_events: u64,
     /// SYN segments sent.
@@ -149,8 +178,12 @@ pub struct DirectionStats {
     /// retransmitted segments).
     pub rtt: RttSummary,
     /// RTT of this side from TCP timestamp echoes (RFC 7323): from the first segment carrying
-    /// a TSval to the first peer segment echoing it. Empty without the timestamps option.
+    /// a TSval to the first peer segment echoing it. Empty without the timestamps option;
+    /// samples shorter than one tick of this side's timestamp clock are left out.
     pub rtt_timestamps: RttSummary,
+    /// Tick of this side's timestamp clock, ns, measured from its TSvals against capture
+    /// time (Linux: 1 ms; old BSD stacks: 500 ms); null without timestamps or too few.
+    pub timestamp_tick_ns: Option<u64>,
     /// Unique payload bits per second between this side's first and last data segment.
     pub goodput_bps: f64,
     /// Wire bits per second over the connection's duration.
@@ -158,43 +191,89 @@ pub struct DirectionStats {
 }
 
 /// Why a connection went no faster, with the figures.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Diagnosis {
-    /// `a_to_b` or `b_to_a`: the direction diagnosed (the one with most unique bytes).
-    pub direction: String,
-    /// `receiver_window`, `congestion`, `loss`, `application`, `sender`, `window_unknown` or
-    /// `none`.
-    pub limit: String,
-    /// Share of the sending time the receiver window was full, %.
+    /// The direction diagnosed (the one with most unique bytes).
+    pub direction: Direction,
+    /// What limited it: the largest share of the sending time, or why nothing is said.
+    pub limit: Limit,
+    /// Where the capture was taken, judged from the two halves of the path RTT.
+    pub vantage: Vantage,
+    /// Share of the sending time the receiver window was full or zero, %.
     pub receiver_window_pct: f64,
     /// Share of the time spent recovering from loss, %.
     pub loss_pct: f64,
-    /// Share of the time with room in the receiver window but not sent: congestion window, %.
+    /// Share of the time with room in the receiver window, data outstanding, and the sender
+    /// sending as ACKs arrived: the congestion window (the path), %.
     pub congestion_pct: f64,
-    /// Share of the time the sender had nothing outstanding and sent nothing: application, %.
+    /// Share of the time the sender had room and did not send: the application (or a
+    /// shaper or CPU on the sending host), %.
     pub application_pct: f64,
-    /// Share of the time everything was acknowledged yet the sender sent back-to-back (its
-    /// link, shaper, CPU or application set the pace), %.
-    pub sender_pct: f64,
     /// Share of the time the window could have been full if it was scaled (scale unknown), %.
     pub window_unknown_pct: f64,
     /// Measured goodput of the direction, bit/s.
     pub goodput_bps: f64,
-    /// Ceiling largest receiver window / median path RTT (the two directions' data->ACK
-    /// medians added, so it holds wherever the capture was taken), bit/s (a bound, not a
-    /// measurement).
+    /// Round-trip time of the whole path, from many samples (below).
+    pub path_rtt: PathRtt,
+    /// Ceiling largest receiver window / smallest path RTT, bit/s: a bound, not a
+    /// measurement. Null when the window scale is unknown (see `window_ceiling_at_least_bps`).
     pub window_ceiling_bps: Option<f64>,
-    /// Ceiling of Mathis et al. 1997: MSS/RTT × 1.22/√p with the median path RTT and p the
-    /// retransmitted share of data segments, bit/s (a bound, not a measurement).
-    pub mathis_ceiling_bps: Option<f64>,
-    /// Retransmitted / data segments.
+    /// Window scale unknown: the smallest shift that the bytes seen in flight prove.
+    pub window_scale_at_least: Option<u8>,
+    /// Window scale unknown: largest raw window shifted by `window_scale_at_least`, over the
+    /// smallest path RTT. The real ceiling is at least this, bit/s.
+    pub window_ceiling_at_least_bps: Option<f64>,
+    /// Mathis et al. 1997 loss model: MSS/RTT × 1.22/√p with the smallest path RTT and p the
+    /// lost share of data segments, bit/s. A model of a Reno sender, not a ceiling: CUBIC
+    /// and BBR exceed it. Null without loss.
+    pub mathis_model_bps: Option<f64>,
+    /// Lost segments / data segments: retransmissions seen, plus holes filled later whose
+    /// original never passed the capture point.
     pub loss_rate: f64,
     /// The sentence shown to the user.
     pub message: String,
 }
 
+/// The round-trip time of a path, from a capture point anywhere along it: the time from a
+/// data segment to its ACK (the part beyond the capture point, `downstream`) plus the time
+/// from an ACK to the data it lets the sender send (the part behind it, `upstream`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PathRtt {
+    /// Smallest path RTT, ns (0 when unmeasured).
+    pub min_ns: u64,
+    /// Median path RTT, ns.
+    pub median_ns: u64,
+    /// Samples behind the downstream part.
+    pub downstream_samples: u64,
+    /// Smallest downstream part (capture point → receiver → capture point), ns.
+    pub downstream_min_ns: u64,
+    /// Samples behind the upstream part.
+    pub upstream_samples: u64,
+    /// Smallest upstream part (capture point → sender → capture point), ns.
+    pub upstream_min_ns: u64,
+    /// Where the upstream part came from.
+    pub upstream_source: RttSource,
+}
+
+/// Where a part of the path RTT was measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RttSource {
+    /// Not measured.
+    #[default]
+    None,
+    /// Timestamp echoes of the receiver's ACKs in the sender's data (RFC 7323).
+    Timestamps,
+    /// Data the other way and its ACKs.
+    ReverseData,
+    /// From an ACK to the data it released at the edge of the receiver window.
+    WindowEdge,
+    /// The handshake alone (one sample).
+    Handshake,
+}
+
 /// One UDP flow (both directions).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UdpFlow {
     /// 1-based number.
     pub id: u32,

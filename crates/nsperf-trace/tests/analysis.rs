@@ -3,7 +3,7 @@
 
 use nsperf_trace::testkit::{Seg, pcap, tcp_frame};
 use nsperf_trace::wire::tcp::flags::{ACK, SYN};
-use nsperf_trace::{TraceConfig, analyze_bytes};
+use nsperf_trace::{Limit, TraceConfig, analyze_bytes};
 
 const C: ([u8; 4], u16) = ([10, 0, 0, 1], 40000);
 const S: ([u8; 4], u16) = ([10, 0, 0, 2], 5201);
@@ -28,6 +28,7 @@ fn transfer(n: usize, w: usize, rwnd: u32, ws: u8, handshake: bool) -> Vec<u8> {
                 window: 64240,
                 len: 0,
                 syn_opts: Some((1460, ws)),
+                ..Seg::default()
             }),
         ));
         pk.push((
@@ -41,6 +42,7 @@ fn transfer(n: usize, w: usize, rwnd: u32, ws: u8, handshake: bool) -> Vec<u8> {
                 window: rwnd.min(65535) as u16,
                 len: 0,
                 syn_opts: Some((1460, ws)),
+                ..Seg::default()
             }),
         ));
         t0 = RTT_NS + 1000;
@@ -55,6 +57,7 @@ fn transfer(n: usize, w: usize, rwnd: u32, ws: u8, handshake: bool) -> Vec<u8> {
                 window: 502,
                 len: 0,
                 syn_opts: None,
+                ..Seg::default()
             }),
         ));
     }
@@ -77,6 +80,7 @@ fn transfer(n: usize, w: usize, rwnd: u32, ws: u8, handshake: bool) -> Vec<u8> {
                 window: 502,
                 len: MSS as usize,
                 syn_opts: None,
+                ..Seg::default()
             }),
         ));
         pk.push((
@@ -90,6 +94,7 @@ fn transfer(n: usize, w: usize, rwnd: u32, ws: u8, handshake: bool) -> Vec<u8> {
                 window: (rwnd >> ws) as u16,
                 len: 0,
                 syn_opts: None,
+                ..Seg::default()
             }),
         ));
     }
@@ -111,7 +116,12 @@ fn small_receive_window_is_receiver_window_limited() {
     let rtt = c.a_to_b.rtt;
     assert_eq!(rtt.min_ns, RTT_NS as u64);
     assert!(rtt.samples > 1900, "{rtt:?}");
-    assert_eq!(c.diagnosis.limit, "receiver_window", "{:?}", c.diagnosis);
+    assert_eq!(
+        c.diagnosis.limit,
+        Limit::ReceiverWindow,
+        "{:?}",
+        c.diagnosis
+    );
     assert!(c.diagnosis.receiver_window_pct > 90.0, "{:?}", c.diagnosis);
     // window/RTT = 16 000 B / 10 ms = 12.8 Mbit/s, and the goodput is close to it
     let ceil = c.diagnosis.window_ceiling_bps.unwrap();
@@ -124,7 +134,7 @@ fn room_in_the_window_is_congestion_limited() {
     let cap = transfer(2000, 8, 64 * MSS, 2, true);
     let (s, _) = analyze_bytes(&cap, TraceConfig::default()).unwrap();
     let d = &s.connections[0].diagnosis;
-    assert_eq!(d.limit, "congestion", "{d:?}");
+    assert_eq!(d.limit, Limit::Congestion, "{d:?}");
     assert!(d.receiver_window_pct < 5.0, "{d:?}");
 }
 
@@ -139,7 +149,7 @@ fn missing_handshake_leaves_the_window_scale_unknown() {
     assert_eq!(c.b_to_a.window_scale, None);
     // raw figures, marked as such, never a made-up 64 KiB
     assert_eq!(c.b_to_a.window_max_bytes, u64::from((16 * MSS) >> 7));
-    assert_eq!(c.diagnosis.limit, "window_unknown", "{:?}", c.diagnosis);
+    assert_eq!(c.diagnosis.limit, Limit::WindowUnknown, "{:?}", c.diagnosis);
     assert!(
         c.diagnosis.message.contains("window scale unknown"),
         "{}",
@@ -152,6 +162,7 @@ fn series_bins_add_up() {
     let cap = transfer(500, 8, 64 * MSS, 0, true);
     let cfg = TraceConfig {
         bin_ns: 100_000_000,
+        series_connections: 1,
         ..TraceConfig::default()
     };
     let (s, series) = analyze_bytes(&cap, cfg).unwrap();

@@ -19,6 +19,7 @@ fn syn() -> Vec<u8> {
         window: 1000,
         len: 0,
         syn_opts: Some((1460, 7)),
+        ..Seg::default()
     })
 }
 
@@ -32,6 +33,7 @@ fn data(len: usize) -> Vec<u8> {
         window: 1000,
         len,
         syn_opts: None,
+        ..Seg::default()
     })
 }
 
@@ -332,4 +334,60 @@ fn udp_flows_and_ipv6_connections() {
         ("[2001:db8::1]:40000", "[2001:db8::2]:443")
     );
     assert_eq!(c.a_to_b.syn, 1);
+}
+
+/// Issue 11 item 7: a cut gzip capture yields the packets decodable before the damage, and
+/// says where it stopped in plain words.
+#[test]
+fn cut_gzip_capture_yields_the_packets_before_the_damage() {
+    use std::io::Write;
+    let packets: Vec<(i64, Vec<u8>)> = (0..3000)
+        .map(|i| (i * 1000, data(200 + i as usize % 50)))
+        .collect();
+    let plain = pcap(false, false, 1, &packets);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&plain).unwrap();
+    let gz = gz.finish().unwrap();
+    for cut in [gz.len() / 10, gz.len() / 2, gz.len() - 20] {
+        let (s, _) = analyze_bytes(&gz[..cut], TraceConfig::default())
+            .unwrap_or_else(|e| panic!("cut at {cut} of {}: {e}", gz.len()));
+        let n = s.tcp_packets;
+        assert!(n > 0 && n < 3000, "cut at {cut}: {n} packets");
+        assert!(s.capture.truncated);
+        let why = s.capture.stopped_early.unwrap();
+        assert!(why.contains("the compressed file is cut short"), "{why}");
+        assert!(
+            why.contains(&format!("the {n} packets before it were read")),
+            "{why}"
+        );
+    }
+}
+
+/// Issue 13: a record claiming 0xFFFFFFF0 bytes names the snapshot length.
+#[test]
+fn record_longer_than_the_snapshot_length_is_named() {
+    let mut f = pcap(false, false, 1, &[(0, syn()), (1000, data(5))]);
+    let second = 24 + 16 + syn().len();
+    f[second + 8..second + 12].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+    let (lens, stats) = read_all_bytes(&f).unwrap();
+    assert_eq!(lens.len(), 1);
+    let why = stats.stopped_early.unwrap();
+    assert!(
+        why.contains("record length 4294967280 exceeds the snapshot length 65535"),
+        "{why}"
+    );
+    // and a damaged pcapng block says what is wrong, not a parser's internal name
+    let mut ng = pcapng_section(false, &[(1, None)], &[(0, 1, syn()), (0, 2, data(3))]);
+    let len = ng.len();
+    ng[len - 4..].copy_from_slice(&7u32.to_le_bytes());
+    let (lens, stats) = read_all_bytes(&ng).unwrap();
+    assert_eq!(lens.len(), 1, "the packet before the damaged block is read");
+    let why = stats
+        .stopped_early
+        .expect("a block whose trailing length disagrees stops the reading");
+    assert!(
+        why.contains("a damaged pcapng block (its two length fields disagree or are impossible)"),
+        "{why}"
+    );
+    assert!(!why.contains("Verify") && !why.contains("Nom"), "{why}");
 }

@@ -58,12 +58,15 @@ const PROBES: &[Probe] = &[
     probe::<nsperf_core::ParseUnitError>,
     probe::<nsperf_plan::PlanError>,
     probe::<nsperf_plan::ExecError>,
-    probe::<nsperf_plan::StoreError>,
+    probe::<nsperf_plan::RunError>,
+    probe::<nsperf_results::StoreError>,
     probe::<nsperf_report::ReportError>,
     probe::<nsperf_lab::LabError>,
     probe::<nsperf_trace::TraceError>,
     probe::<nsperf_net::NetError>,
     probe::<nsperf_io::IoError>,
+    probe::<nsperf_nfs::NfsError>,
+    probe::<nsperf_doctor::DoctorError>,
 ];
 
 /// The failure class of an error chain: the first cause that knows its class, else `Runtime`.

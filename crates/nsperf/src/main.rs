@@ -7,14 +7,24 @@ mod output;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
+
+/// `nsperf --version`: the version, the commit and the target it was built for.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("NSPERF_COMMIT"),
+    ", ",
+    env!("NSPERF_TARGET"),
+    ")"
+);
 
 /// Network-storage performance: measure every layer of the path with one clock, and say
 /// where the throughput goes.
 #[derive(Debug, Parser)]
 #[command(
     name = "nsperf",
-    version,
+    version = VERSION,
     about,
     propagate_version = true,
     max_term_width = 100
@@ -46,6 +56,19 @@ enum Command {
     Net(Box<cmd::net::NetArgs>),
     /// File-system and block I/O: workloads (fio), matrix (iozone), suite (bonnie++).
     Io(cmd::io::IoArgs),
+    /// Measure the storage at a file server, the network to it and the protocol end to end,
+    /// and name the layer that limits reads and writes.
+    Doctor(Box<cmd::doctor::DoctorArgs>),
+    /// Run plan steps on this host for a coordinator (`nsperf run` with `[hosts]`): over
+    /// stdin/stdout (started by ssh or srun) or on a listening port with a key.
+    Agent(cmd::agent::AgentArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(cmd::completions::CompletionsArgs),
+    /// Print the manual page, or write one page per command into a directory.
+    Man(cmd::completions::ManArgs),
+    /// (internal) One step of a plan: a step spec (JSON) on stdin, its report on stdout.
+    #[command(hide = true)]
+    Step,
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -58,8 +81,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Lab(a) => cmd::lab::run(a),
         Command::Trace(a) => cmd::trace::run(a),
         Command::Server(a) => cmd::server::run(a),
+        Command::Agent(a) => cmd::agent::run(a),
         Command::Net(a) => cmd::net::run(*a),
         Command::Io(a) => cmd::io::run(a),
+        Command::Doctor(a) => cmd::doctor::run(*a),
+        Command::Completions(a) => cmd::completions::completions(a, Cli::command()),
+        Command::Man(a) => cmd::completions::man(a, Cli::command()),
+        Command::Step => cmd::step::run(),
     }
 }
 
@@ -78,9 +106,15 @@ fn main() -> ExitCode {
     }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
+        Err(e) if e.use_stderr() => {
+            let args: Vec<String> = std::env::args().collect();
+            eprintln!("nsperf: {}", usage_line(&e, &args));
+            return ExitCode::from(nsperf_core::Failure::Usage.exit_code());
+        }
         Err(e) => {
+            // --help and --version print as clap renders them.
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            return ExitCode::SUCCESS;
         }
     };
     match run(cli) {
@@ -93,8 +127,56 @@ fn main() -> ExitCode {
     }
 }
 
+/// A usage error on one line like every other error: clap's message (without its "error:"
+/// prefix, usage block and tip lines), its tip in brackets, and which `--help` to read.
+fn usage_line(e: &clap::Error, args: &[String]) -> String {
+    let text = e.render().to_string();
+    let mut message: Vec<&str> = Vec::new();
+    let mut tip = None;
+    for l in text.lines().map(str::trim) {
+        if let Some(t) = l.strip_prefix("tip: ") {
+            tip = Some(t);
+        } else if l.starts_with("Usage:") || l.starts_with("For more information") {
+            break;
+        } else if !l.is_empty() {
+            message.push(l.strip_prefix("error: ").unwrap_or(l));
+        }
+    }
+    let mut line = message.join(" ");
+    if let Some(l) = named_value_line(e) {
+        line = l;
+    }
+    if line.is_empty() {
+        line = "invalid arguments".into();
+    }
+    if let Some(t) = tip {
+        line.push_str(&format!(" ({t})"));
+    }
+    format!(
+        "{line}; see '{} --help'",
+        command_path(Cli::command(), args)
+    )
+}
+
+/// The (sub)command the arguments name, e.g. `nsperf io run`: the words that match the
+/// command tree from the top, skipping flags.
+fn command_path(mut cmd: clap::Command, args: &[String]) -> String {
+    let mut path = vec![cmd.get_name().to_string()];
+    for a in args.iter().skip(1).filter(|a| !a.starts_with('-')) {
+        match cmd.find_subcommand(a) {
+            Some(sub) => {
+                path.push(sub.get_name().to_string());
+                let sub = sub.clone();
+                cmd = sub;
+            }
+            None => break,
+        }
+    }
+    path.join(" ")
+}
+
 /// The error and its causes on one line: `outer: inner: root cause`.
-fn one_line(e: &anyhow::Error) -> String {
+pub(crate) fn one_line(e: &anyhow::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     for c in e.chain() {
         let s = c.to_string();
@@ -102,5 +184,41 @@ fn one_line(e: &anyhow::Error) -> String {
             parts.push(s);
         }
     }
-    parts.join(": ").replace('\n', " ")
+    without_repeated_names(parts).join(": ").replace('\n', " ")
+}
+
+/// Drops from a context the path or address its cause names again (`trace F: cannot read F:
+/// …` becomes `trace: cannot read F: …`); a context left empty goes.
+fn without_repeated_names(parts: Vec<String>) -> Vec<String> {
+    let is_name = |w: &str| w.len() > 2 && (w.contains('/') || w.contains('.'));
+    let mut out = Vec::with_capacity(parts.len());
+    for (i, p) in parts.iter().enumerate() {
+        let later = &parts[i + 1..];
+        let kept: Vec<&str> = p
+            .split(' ')
+            .filter(|w| !(is_name(w) && later.iter().any(|l| l.contains(w))))
+            .collect();
+        let kept = kept.join(" ");
+        if !kept.trim().is_empty() {
+            out.push(kept);
+        }
+    }
+    out
+}
+
+/// A bad flag value whose parser names the value itself (`invalid rate 'fast': …`): said once,
+/// as `--rate <RATE>: invalid rate 'fast': …`, not after clap's "invalid value 'fast' for …".
+fn named_value_line(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::ValueValidation {
+        return None;
+    }
+    let (Some(ContextValue::String(arg)), Some(ContextValue::String(value))) = (
+        e.get(ContextKind::InvalidArg),
+        e.get(ContextKind::InvalidValue),
+    ) else {
+        return None;
+    };
+    let why = std::error::Error::source(e)?.to_string();
+    (!value.is_empty() && why.contains(value.as_str())).then(|| format!("{arg}: {why}"))
 }

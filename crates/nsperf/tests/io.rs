@@ -1,5 +1,7 @@
 //! `nsperf io`: workloads on tmpfs and on a disk directory, safety of user files, cleanup,
-//! exit codes. Sizes are small so the whole file runs in seconds.
+//! exit codes. Sizes are small so the whole file runs in seconds, and no check depends on the
+//! machine being quiet: work on the disk never forces many journal commits (`--fsync each`
+//! on a handful of ops only), and time bands are wide.
 
 mod common;
 use common::*;
@@ -18,6 +20,7 @@ fn workloads_on_tmpfs_and_disk() {
             "randread",
             "randwrite",
             "randrw",
+            "seqrw",
             "bkwdread",
             "strideread",
             "recrewrite",
@@ -299,14 +302,14 @@ fn fsync_close_time_and_intervals() {
         "-w",
         "randwrite",
         "-s",
-        "256k",
+        "32k",
         "-b",
         "4k",
         "--fsync",
         "each",
         "--include-close",
     ]);
-    assert_eq!(j["summary"]["ops"], 64);
+    assert_eq!(j["summary"]["ops"], 8);
     assert!(j["summary"]["close_ns"].as_u64().unwrap() > 0);
     // Time-bound: repeated passes, one interval per 100 ms.
     let t = Scratch::new(TMPFS, "time");
@@ -325,7 +328,9 @@ fn fsync_close_time_and_intervals() {
     ]);
     let s = &j["summary"];
     let el = s["elapsed_s"].as_f64().unwrap();
-    assert!((0.45..1.5).contains(&el), "{el}");
+    // The deadline is checked after every op (µs on tmpfs); the upper band is wide for a
+    // loaded machine that deschedules the job.
+    assert!((0.45..10.0).contains(&el), "{el}");
     assert!(s["passes"].as_f64().unwrap() > 1.0);
     let iv = j["intervals"].as_array().unwrap();
     assert!(iv.len() >= 4, "{}", iv.len());
@@ -390,12 +395,11 @@ fn auto_matrix_small() {
     ])
     .ok();
     assert!(
-        r.stdout
-            .starts_with("\"Writer report\"\n\"\",\"4\",\"64\"\n\"64\","),
+        r.stdout.starts_with("Writer report\r\n,4,64\r\n64,"),
         "{}",
         r.stdout
     );
-    assert!(r.stdout.contains("\"Reader report\""));
+    assert!(r.stdout.contains("\r\nReader report\r\n"));
     let r = run(&[
         "io",
         "auto",
@@ -440,4 +444,62 @@ fn bonnie_suite_small() {
         "{}",
         r.stdout
     );
+}
+
+/// Issue 14: `--json-stream` means something for `io auto` (a line per cell as it is
+/// measured) and `io bonnie` (a line per test as it ends), then the result.
+#[test]
+fn json_stream_of_auto_and_bonnie() {
+    let lines = |out: &str| -> Vec<serde_json::Value> {
+        out.lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    };
+    let d = Scratch::new(TMPFS, "auto-stream");
+    let r = run(&[
+        "io",
+        "auto",
+        d.path(),
+        "--max-file",
+        "256k",
+        "--records",
+        "4k,64k",
+        "--tests",
+        "write,read",
+        "--json-stream",
+    ])
+    .ok();
+    let ev = lines(&r.stdout);
+    let (last, cells) = ev.split_last().unwrap();
+    assert_eq!(last["event"], "result");
+    let all = last["report"]["summary"]["cells"].as_array().unwrap();
+    assert!(!all.is_empty());
+    assert_eq!(cells.len(), all.len(), "one line per cell");
+    for (line, cell) in cells.iter().zip(all) {
+        assert_eq!(line["event"], "cell");
+        assert_eq!(&line["cell"], cell);
+    }
+    let d = Scratch::new(&disk_base(), "bonnie-stream");
+    let r = run(&[
+        "io",
+        "bonnie",
+        d.path(),
+        "-s",
+        "2m",
+        "-n",
+        "16",
+        "-f",
+        "--json-stream",
+    ])
+    .ok();
+    let ev = lines(&r.stdout);
+    let (last, tests) = ev.split_last().unwrap();
+    assert_eq!(last["event"], "result");
+    let rows = last["report"]["summary"]["rows"].as_array().unwrap();
+    assert_eq!(tests.len(), rows.len(), "one line per test");
+    for (line, row) in tests.iter().zip(rows) {
+        assert_eq!(line["event"], "test");
+        assert_eq!(&line["row"], row);
+    }
+    assert!(d.leftovers().is_empty());
 }

@@ -48,37 +48,29 @@ fn sigint_leaves_no_files() {
     assert!(d.leftovers().is_empty(), "{:?}", d.leftovers());
 }
 
+/// Cold reads start with the file out of the page cache, warm ones with all of it in. The
+/// residency is measured (mincore), not inferred from a throughput that depends on the load
+/// of the machine; `--drop-caches` is not used here because its global `sync()` waits for
+/// every dirty page of a busy machine (and drops everyone's cache).
 #[test]
-fn cold_reads_slower_than_warm() {
-    if !require_root("cold vs warm reads (drop_caches)") {
-        return;
-    }
+fn cold_and_warm_reads_start_from_the_cache_state_asked() {
     let d = Scratch::new(&disk_base(), "cold");
-    let tp = |cache: &str| {
-        let mut a = vec![
+    let res = |cache: &str| {
+        let j = io_json(&[
             d.path(),
             "-w",
             "seqread",
             "-s",
-            "64m",
+            "16m",
             "-b",
             "1m",
             "--cache",
             cache,
-        ];
-        if cache == "cold" {
-            a.push("--drop-caches");
-        }
-        let j = io_json(&a);
-        (
-            j["summary"]["throughput_bytes_per_s"].as_f64().unwrap(),
-            j["summary"]["cache_resident_pct"].as_f64().unwrap(),
-        )
+        ]);
+        j["summary"]["cache_resident_pct"].as_f64().unwrap()
     };
-    let (warm, warm_res) = tp("warm");
-    let (cold, cold_res) = tp("cold");
-    assert!(warm_res > 99.0 && cold_res < 1.0, "{warm_res} {cold_res}");
-    assert!(cold < warm, "cold {cold} not slower than warm {warm}");
+    let (warm, cold) = (res("warm"), res("cold"));
+    assert!(warm > 99.0 && cold < 1.0, "warm {warm} cold {cold}");
 }
 
 /// A loop device on a file, detached on drop.
@@ -107,10 +99,10 @@ fn loop_device_with_destructive() {
         .output()
         .unwrap();
     if !out.status.success() {
-        eprintln!(
-            "SKIPPED loop device: losetup failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        skip(&format!(
+            "loop device: losetup failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
         return;
     }
     let lo = Loop {

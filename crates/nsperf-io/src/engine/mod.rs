@@ -7,6 +7,7 @@
 //! [`IoEngine::queue`] and return them through [`IoEngine::reap`].
 
 pub mod mmap;
+pub mod nfs;
 pub mod null;
 pub mod psync;
 pub mod uring;
@@ -20,6 +21,7 @@ use crate::buffer::BufferPool;
 use crate::workload::OpKind;
 
 pub use mmap::Mmap;
+pub use nfs::Nfs;
 pub use null::Null;
 pub use psync::Psync;
 pub use uring::Uring;
@@ -48,8 +50,6 @@ pub struct Completion {
 
 /// An I/O engine.
 pub trait IoEngine: Send {
-    /// The engine's name.
-    fn name(&self) -> &'static str;
     /// Its capabilities.
     fn caps(&self) -> Caps;
     /// Prepares for I/O on `fd`, a file of `len` bytes, with buffers from `pool`.
@@ -83,15 +83,19 @@ pub enum EngineKind {
     Mmap,
     /// Does nothing: completes every op at once (tests the harness itself).
     Null,
+    /// NFSv3 over TCP in user space (`nfs://` targets): `--iodepth` RPCs in flight on each
+    /// job's connection.
+    Nfs,
 }
 
 impl EngineKind {
     /// Every engine.
-    pub const ALL: [EngineKind; 4] = [
+    pub const ALL: [EngineKind; 5] = [
         EngineKind::Psync,
         EngineKind::Uring,
         EngineKind::Mmap,
         EngineKind::Null,
+        EngineKind::Nfs,
     ];
 
     /// The name used on the command line and in JSON.
@@ -101,6 +105,7 @@ impl EngineKind {
             EngineKind::Uring => "uring",
             EngineKind::Mmap => "mmap",
             EngineKind::Null => "null",
+            EngineKind::Nfs => "nfs",
         }
     }
 
@@ -111,6 +116,7 @@ impl EngineKind {
             "uring" | "io_uring" | "io-uring" => EngineKind::Uring,
             "mmap" => EngineKind::Mmap,
             "null" => EngineKind::Null,
+            "nfs" | "nfs3" | "libnfs" => EngineKind::Nfs,
             _ => return None,
         })
     }
@@ -122,7 +128,17 @@ impl EngineKind {
             EngineKind::Uring => Uring::CAPS,
             EngineKind::Mmap => Mmap::CAPS,
             EngineKind::Null => Null::CAPS,
+            EngineKind::Nfs => Nfs::CAPS,
         }
+    }
+}
+
+impl std::str::FromStr for EngineKind {
+    type Err = crate::IoError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        EngineKind::parse(s).ok_or_else(|| {
+            crate::IoError::Config(format!("unknown engine '{s}' (psync, uring, mmap, null)"))
+        })
     }
 }
 

@@ -32,10 +32,6 @@ impl Null {
 }
 
 impl IoEngine for Null {
-    fn name(&self) -> &'static str {
-        "null"
-    }
-
     fn caps(&self) -> Caps {
         Self::CAPS
     }

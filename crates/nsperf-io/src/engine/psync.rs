@@ -29,10 +29,6 @@ impl Psync {
 }
 
 impl IoEngine for Psync {
-    fn name(&self) -> &'static str {
-        "psync"
-    }
-
     fn caps(&self) -> Caps {
         Self::CAPS
     }

@@ -72,10 +72,6 @@ impl Uring {
 }
 
 impl IoEngine for Uring {
-    fn name(&self) -> &'static str {
-        "uring"
-    }
-
     fn caps(&self) -> Caps {
         Self::CAPS
     }

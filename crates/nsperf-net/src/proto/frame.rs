@@ -94,6 +94,7 @@ impl FrameDecoder {
     }
 
     /// Bytes buffered but not yet decoded.
+    #[cfg(test)]
     pub fn buffered(&self) -> usize {
         self.buf.len()
     }
@@ -113,9 +114,12 @@ impl FrameDecoder {
     /// The next whole message, `Ok(None)` when more bytes are needed. After an error the
     /// stream is unusable: the caller drops the connection.
     pub fn next_msg(&mut self) -> Result<Option<Msg>, ProtoError> {
-        if self.buf.len() >= 4 && self.buf[..4] != MAGIC {
+        // Judged on the first byte already: an iperf3 server answers with one state byte and
+        // waits.
+        let seen = self.buf.len().min(4);
+        if self.buf[..seen] != MAGIC[..seen] {
             let mut m = [0u8; 4];
-            m.copy_from_slice(&self.buf[..4]);
+            m[..seen].copy_from_slice(&self.buf[..seen]);
             return Err(ProtoError::BadMagic(m));
         }
         if self.buf.len() < HEADER_LEN {

@@ -94,19 +94,19 @@ pub struct ServerSession {
     policy: ServerPolicy,
     state: ServerState,
     nonce: [u8; 32],
-    at_capacity: bool,
     software: String,
 }
 
 impl ServerSession {
     /// A session for a freshly accepted client. `nonce` is the random challenge (an input, so
-    /// tests are deterministic); `at_capacity` when `--max-clients` are served already.
-    pub fn new(policy: ServerPolicy, nonce: [u8; 32], at_capacity: bool) -> Self {
+    /// tests are deterministic). `--max-clients` is the shell's to enforce when the session
+    /// asks to [`ServerAction::Prepare`] (so only authenticated clients with a valid request
+    /// count), refusing with [`ServerSession::prepare_failed`].
+    pub fn new(policy: ServerPolicy, nonce: [u8; 32]) -> Self {
         ServerSession {
             policy,
             state: ServerState::AwaitHello,
             nonce,
-            at_capacity,
             software: env!("CARGO_PKG_VERSION").to_string(),
         }
     }
@@ -146,23 +146,15 @@ impl ServerSession {
             state: s.state_name(),
         };
         match (&self.state, msg) {
-            (ServerState::AwaitHello, Msg::Hello { .. }) => {
-                if self.at_capacity {
-                    return Ok(self.refuse(
-                        RefuseReason::Capacity,
-                        "server is at capacity (--max-clients); try again later".into(),
-                    ));
+            (ServerState::AwaitHello, Msg::Hello { .. }) => match self.policy.psk {
+                Some(_) => {
+                    self.state = ServerState::AwaitAuth(self.nonce);
+                    Ok(vec![ServerAction::Send(Msg::Challenge {
+                        nonce: hex(&self.nonce),
+                    })])
                 }
-                match self.policy.psk {
-                    Some(_) => {
-                        self.state = ServerState::AwaitAuth(self.nonce);
-                        Ok(vec![ServerAction::Send(Msg::Challenge {
-                            nonce: hex(&self.nonce),
-                        })])
-                    }
-                    None => Ok(self.welcome()),
-                }
-            }
+                None => Ok(self.welcome()),
+            },
             (ServerState::AwaitAuth(nonce), Msg::Auth { mac }) => {
                 let nonce = *nonce;
                 let key = self.policy.psk.clone().unwrap_or_default();
@@ -231,11 +223,6 @@ impl ServerSession {
     pub fn finish(&mut self, results: SideResults) -> Msg {
         self.state = ServerState::Closed;
         Msg::Results(results)
-    }
-
-    /// True while a test is set up or running.
-    pub fn in_test(&self) -> bool {
-        matches!(self.state, ServerState::Preparing | ServerState::Running)
     }
 }
 
@@ -406,7 +393,7 @@ mod tests {
         params: TestParams,
         at_capacity: bool,
     ) -> Result<SideResults, ClientSessionError> {
-        let mut s = ServerSession::new(policy(server_key), [42u8; 32], at_capacity);
+        let mut s = ServerSession::new(policy(server_key), [42u8; 32]);
         let (mut c, hello) = ClientSession::new(params, client_key.map(<[u8]>::to_vec));
         let mut to_server = vec![hello];
         for _ in 0..16 {
@@ -415,6 +402,11 @@ mod tests {
                 for a in s.on_msg(wire(&m)).expect("valid client") {
                     match a {
                         ServerAction::Send(m) => to_client.push(m),
+                        ServerAction::Prepare(_) if at_capacity => {
+                            to_client.push(
+                                s.prepare_failed(RefuseReason::Capacity, "at capacity".into()),
+                            );
+                        }
                         ServerAction::Prepare(_) => {
                             to_client.push(s.accepted(accepted()));
                             to_client.push(s.started());
@@ -497,9 +489,9 @@ mod tests {
 
     #[test]
     fn out_of_order_messages_are_errors() {
-        let mut s = ServerSession::new(policy(None), [0; 32], false);
+        let mut s = ServerSession::new(policy(None), [0; 32]);
         assert!(s.on_msg(Msg::Stop).is_err());
-        let mut s = ServerSession::new(policy(None), [0; 32], false);
+        let mut s = ServerSession::new(policy(None), [0; 32]);
         s.on_msg(Msg::Hello {
             software: "x".into(),
         })

@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{Executor, Measurement, NicDelta, RunContext, SeriesPoint};
+use super::{Executor, Lab, Measurement, NicDelta, RunContext, SeriesPoint};
 use crate::error::ExecError;
-use crate::plan::{LabSpec, LinkSettings, ResolvedStep};
+use crate::plan::{LinkSettings, ResolvedStep, StepKind, describe_link};
 
 /// The figure of a run: `(context, step) -> value`.
 pub type ValueFn = Box<dyn Fn(&RunContext<'_>, &ResolvedStep) -> f64>;
@@ -19,6 +19,8 @@ pub struct MockExecutor {
     value: ValueFn,
     /// When set, `lab_up` fails with this skip reason.
     pub lab_skip: Option<String>,
+    /// When set, the lab's name is held by this live process (`lab_available` refuses).
+    pub lab_taken_by: Option<u32>,
     /// When set, `drop_caches` fails with this skip reason.
     pub drop_skip: Option<String>,
     /// Steps whose `measure` fails.
@@ -32,6 +34,7 @@ impl MockExecutor {
             log: Vec::new(),
             value,
             lab_skip: None,
+            lab_taken_by: None,
             drop_skip: None,
             failing_steps: Vec::new(),
         }
@@ -39,22 +42,32 @@ impl MockExecutor {
 }
 
 impl Executor for MockExecutor {
-    fn lab_up(&mut self, lab: &LabSpec, link: &LinkSettings) -> Result<(), ExecError> {
+    fn lab_available(&mut self, lab: &Lab) -> Result<(), ExecError> {
+        match self.lab_taken_by {
+            Some(pid) => Err(ExecError::LabTaken {
+                lab: lab.name.clone(),
+                pid,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn lab_up(&mut self, lab: &Lab, link: &LinkSettings) -> Result<(), ExecError> {
         if let Some(r) = &self.lab_skip {
             return Err(ExecError::Skip(r.clone()));
         }
         self.log
-            .push(format!("lab_up {} {}", lab.name, link.args().join(" ")));
+            .push(format!("lab_up {} {}", lab.name, describe_link(link)));
         Ok(())
     }
 
-    fn lab_set(&mut self, lab: &LabSpec, link: &LinkSettings) -> Result<(), ExecError> {
+    fn lab_set(&mut self, lab: &Lab, link: &LinkSettings) -> Result<(), ExecError> {
         self.log
-            .push(format!("lab_set {} {}", lab.name, link.args().join(" ")));
+            .push(format!("lab_set {} {}", lab.name, describe_link(link)));
         Ok(())
     }
 
-    fn lab_down(&mut self, lab: &LabSpec) {
+    fn lab_down(&mut self, lab: &Lab) {
         self.log.push(format!("lab_down {}", lab.name));
     }
 
@@ -143,7 +156,7 @@ impl Executor for MockExecutor {
             .collect();
         let payload = (v * 4.0 / 8.0) as u64;
         Ok(Measurement {
-            metric: if step.kind == "io" {
+            metric: if step.kind == StepKind::Io {
                 "throughput_bytes_per_s".into()
             } else {
                 "throughput_bps".into()
@@ -166,6 +179,7 @@ impl Executor for MockExecutor {
             spec: step.params.iter().cloned().collect(),
             report_json: None,
             trace_json: None,
+            hosts: Vec::new(),
         })
     }
 }

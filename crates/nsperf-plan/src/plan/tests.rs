@@ -1,3 +1,6 @@
+use nsperf_core::Bytes;
+use nsperf_net::Mode;
+
 use super::*;
 
 const SMALL: &str = r#"
@@ -62,21 +65,37 @@ fn default_plan_parses() {
         .flat_map(|c| c.steps.iter().map(move |s| (c, s)))
         .filter(|(_, s)| s.name == "tcp")
         .collect();
-    assert_eq!(tcp.len(), 8, "4 RTTs x 2 windows");
+    assert_eq!(tcp.len(), 12, "4 RTTs x 3 windows");
+    // The fixed 64 KiB window beside the autotuned default and the BDP: the headline chart's
+    // window/RTT curve.
+    let windows: Vec<Option<u64>> = tcp
+        .iter()
+        .filter(|(c, _)| c.key().contains("rtt=150ms"))
+        .map(|(_, s)| match &s.action {
+            Action::Net(n) => n.params.window,
+            _ => panic!("tcp is a net step"),
+        })
+        .collect();
+    assert_eq!(
+        windows,
+        [
+            Some(64 * 1024),
+            None,
+            Some((45_000_000u64 * 150 / 1000 / 8).div_ceil(1024) * 1024)
+        ]
+    );
     // The BDP window at 45 Mbit/s and 100 ms: 562500 bytes, rounded up to a KiB.
     let (c, s) = tcp
         .iter()
         .find(|(c, s)| {
             c.key().contains("rtt=100ms")
-                && s.params
-                    .iter()
-                    .any(|(k, v)| k == "window" && v != "default")
+                && s.params.iter().any(|(k, v)| k == "window" && v == "{bdp}")
         })
         .unwrap();
     let Action::Net(n) = &s.action else { panic!() };
-    assert_eq!(n.window, Some(Bytes(562_500u64.div_ceil(1024) * 1024)));
+    assert_eq!(n.params.window, Some(562_500u64.div_ceil(1024) * 1024));
     assert_eq!(
-        c.link.as_ref().unwrap().rtt,
+        link_rtt(c.link.as_ref().unwrap()),
         Some(Duration::from_millis(100))
     );
     let io = p.runs().iter().filter(|r| r.2.step == "io").count();
@@ -196,10 +215,147 @@ awake = true
     let Action::Net(n) = &p.cells[0].steps[0].action else {
         panic!()
     };
-    assert!(n.awake);
-    assert!(matches!(n.mode, NetMode::Rr(_)));
+    assert!(n.params.awake);
+    assert!(matches!(n.params.mode, Mode::Rr { .. }));
     assert!(
         err_of("name = \"x\"\n[[step]]\nname = \"s\"\ntype = \"rr\"\nawake = \"maybe\"\n")
             .contains("awake")
     );
+}
+
+/// Issue #11: a plan can ask for a minimum measured time per io run (fio's runtime +
+/// time_based: the file is gone over again until it has passed).
+#[test]
+fn io_step_takes_a_minimum_measured_time() {
+    let p = Plan::parse(
+        br#"
+name = "long-enough"
+[[step]]
+name = "r"
+type = "io"
+workload = "seqread"
+size = "4m"
+time = "3s"
+"#,
+    )
+    .unwrap();
+    let Action::Io(io) = &p.cells[0].steps[0].action else {
+        panic!()
+    };
+    assert_eq!(io.config.time, Some(Duration::from_secs(3)));
+    assert!(io.config.time_based);
+    let io = |field: &str| {
+        err_of(&format!(
+            "name = \"x\"\n[[step]]\nname = \"i\"\ntype = \"io\"\nworkload = \"seqread\"\n{field}\n"
+        ))
+    };
+    assert!(io("time = \"0s\"").contains("time"));
+    assert!(io("time = \"soon\"").contains("time"));
+}
+
+/// A plan with a lab and one step, for the lab rule tests.
+fn lab_plan(lab: &str, extra: &str) -> String {
+    format!(
+        "name = \"x\"\n[lab]\n{lab}\n{extra}\n[[step]]\nname = \"t\"\ntype = \"net\"\nclient = \"a\"\nserver = \"b\"\n"
+    )
+}
+
+/// Issue #10: every rule that `lab up` checks is checked when the plan is loaded, so
+/// `--dry-run` fails where `lab up` would.
+#[test]
+fn lab_rules_are_the_labs_own() {
+    let sites = "sites = [\"a\", \"b\"]";
+    // Site names: the lab takes 1-12 of a-z, 0-9, _ starting with a letter.
+    for bad in ["A", "site-1", "1a", "averyveryverylongname", "a.b"] {
+        let e = err_of(&lab_plan(&format!("sites = [\"a\", \"{bad}\"]"), ""));
+        assert!(e.contains("[lab]") && e.contains(bad), "{bad}: {e}");
+    }
+    // Lab names likewise.
+    let e = err_of(&lab_plan(&format!("name = \"My-Lab\"\n{sites}"), ""));
+    assert!(e.contains("My-Lab"), "{e}");
+    // Link flags go through the lab's own parser: values and unknown flags.
+    for (args, what) in [
+        ("[\"--mtu\", \"10000\"]", "mtu"),
+        ("[\"--loss\", \"1\"]", "loss"),
+        ("[\"--speed\", \"1g\"]", "speed"),
+        ("[\"--from\", \"c\"]", "'c'"),
+        ("[\"--rate\"]", "rate"),
+    ] {
+        let e = err_of(&lab_plan(sites, &format!("link_args = {args}")));
+        assert!(e.contains(what), "{args}: {e}");
+    }
+    // A rate the lab refuses (below 8 kbit/s) fails here, not at `lab up`.
+    let e = err_of(&lab_plan(&format!("{sites}\nrate = \"1kbit\""), ""));
+    assert!(e.contains("rate"), "{e}");
+    // The net engine's own rules: more streams than it allows, a bad cc name.
+    let net = |field: &str| {
+        err_of(&format!(
+            "name = \"x\"\n[[step]]\nname = \"t\"\ntype = \"net\"\n{field}\n"
+        ))
+    };
+    assert!(net("streams = 5000").contains("parallel streams"));
+    assert!(net("cc = \"no such\"").contains("congestion"));
+    assert!(net("length = \"1g\"").contains("message size"));
+    // The io engine's: enums by their FromStr, combinations by validate().
+    let io = |field: &str| {
+        err_of(&format!(
+            "name = \"x\"\n[[step]]\nname = \"i\"\ntype = \"io\"\nworkload = \"seqread\"\n{field}\n"
+        ))
+    };
+    assert!(io("engine = \"floppy\"").contains("unknown engine"));
+    assert!(io("cache = \"hot\"").contains("unknown cache mode"));
+    assert!(io("iodepth = 8").contains("--engine uring"));
+    assert!(io("cache = \"direct\"\nbs = \"1000\"").contains("multiple of 512"));
+    assert!(
+        err_of("name = \"x\"\n[[step]]\nname = \"i\"\ntype = \"io\"\nworkload = \"nope\"\n")
+            .contains("unknown workload")
+    );
+}
+
+/// Issue #10: `--mtu` in `link_args`, even from the matrix, is a lab link flag the plan
+/// understands (the runner rebuilds the lab when it changes).
+#[test]
+fn mtu_in_a_matrix_loads() {
+    let p = Plan::parse(
+        br#"
+name = "jumbo"
+[lab]
+sites = ["a", "b"]
+rate = "1gbit"
+link_args = ["--mtu", "{mtu}", "--loss=0%"]
+[matrix]
+mtu = [1500, 9000]
+[[step]]
+name = "t"
+type = "net"
+client = "a"
+server = "b"
+"#,
+    )
+    .unwrap();
+    let mtus: Vec<u32> = p
+        .cells
+        .iter()
+        .map(|c| c.link.as_ref().unwrap().mtu())
+        .collect();
+    assert_eq!(mtus, [1500, 9000]);
+    assert_eq!(p.cells[0].steps[0].params, [("mtu".into(), "1500".into())]);
+}
+
+#[test]
+fn unnamed_labs_get_a_name_per_run() {
+    let spec = LabSpec {
+        name: None,
+        sites: vec!["a".into(), "b".into()],
+    };
+    let a = spec.name_for_run(4_194_304, 1_700_000_000_000_000_000);
+    let b = spec.name_for_run(4_194_303, 1_700_000_000_000_000_000);
+    assert_ne!(a, b);
+    assert!(a.len() <= 12, "{a}");
+    nsperf_lab::config::check_name("lab name", &a).unwrap();
+    let named = LabSpec {
+        name: Some("t3".into()),
+        ..spec
+    };
+    assert_eq!(named.name_for_run(1, 2), "t3");
 }

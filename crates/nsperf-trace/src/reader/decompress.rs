@@ -2,6 +2,7 @@
 //! xz, recognised by their magic numbers, so `tcpdump -w - | gzip` output reads directly.
 
 use std::io::{BufRead, BufReader, Read};
+use std::sync::{Arc, Mutex};
 
 /// Compression of the input stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,8 +41,68 @@ impl Compression {
     }
 }
 
-/// Wraps `r` in the decompressor its first bytes call for.
+/// Where a compressed stream turned out damaged: (decompressed bytes delivered before, why).
+pub type Damage = Arc<Mutex<Option<(u64, String)>>>;
+
+/// A decompressor that ends its stream at the first error instead of failing, so the bytes
+/// decoded before the damage are read; the damage is recorded for the reader to report.
+struct Tolerant<R> {
+    inner: R,
+    delivered: u64,
+    damage: Damage,
+    failed: bool,
+}
+
+impl<R: Read> Read for Tolerant<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.failed {
+            return Ok(0);
+        }
+        match self.inner.read(buf) {
+            Ok(n) => {
+                self.delivered += n as u64;
+                Ok(n)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Err(e),
+            Err(e) => {
+                self.failed = true;
+                let why = match e.kind() {
+                    std::io::ErrorKind::UnexpectedEof => {
+                        "the compressed file is cut short".to_string()
+                    }
+                    _ => format!("the compressed data is damaged ({e})"),
+                };
+                if let Ok(mut d) = self.damage.lock() {
+                    *d = Some((self.delivered, why));
+                }
+                Ok(0)
+            }
+        }
+    }
+}
+
+/// Wraps `r` in the decompressor its first bytes call for. A damaged compressed stream ends
+/// early; `damage` then says where and why.
 pub fn wrap<R: Read + Send + 'static>(
+    r: R,
+    damage: Damage,
+) -> std::io::Result<(Compression, Box<dyn Read + Send>)> {
+    let (c, stream) = decompressor(r)?;
+    if c == Compression::None {
+        return Ok((c, stream));
+    }
+    Ok((
+        c,
+        Box::new(Tolerant {
+            inner: stream,
+            delivered: 0,
+            damage,
+            failed: false,
+        }),
+    ))
+}
+
+fn decompressor<R: Read + Send + 'static>(
     r: R,
 ) -> std::io::Result<(Compression, Box<dyn Read + Send>)> {
     let mut br = BufReader::with_capacity(128 * 1024, r);
@@ -142,7 +203,7 @@ mod tests {
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         enc.write_all(b"hello capture").unwrap();
         let gz = enc.finish().unwrap();
-        let (c, mut r) = wrap(std::io::Cursor::new(gz)).unwrap();
+        let (c, mut r) = wrap(std::io::Cursor::new(gz), Damage::default()).unwrap();
         assert_eq!(c, Compression::Gzip);
         let mut s = String::new();
         r.read_to_string(&mut s).unwrap();
@@ -153,10 +214,32 @@ mod tests {
     fn xz_round_trip() {
         let mut xz = Vec::new();
         lzma_rs::xz_compress(&mut &b"hello xz"[..], &mut xz).unwrap();
-        let (c, mut r) = wrap(std::io::Cursor::new(xz)).unwrap();
+        let (c, mut r) = wrap(std::io::Cursor::new(xz), Damage::default()).unwrap();
         assert_eq!(c, Compression::Xz);
         let mut s = String::new();
         r.read_to_string(&mut s).unwrap();
         assert_eq!(s, "hello xz");
+    }
+
+    #[test]
+    fn cut_gzip_yields_what_decodes_then_reports_damage() {
+        use std::io::Write;
+        let plain: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(&plain).unwrap();
+        let gz = enc.finish().unwrap();
+        let damage = Damage::default();
+        let (_, mut r) = wrap(
+            std::io::Cursor::new(gz[..gz.len() / 2].to_vec()),
+            damage.clone(),
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        r.read_to_end(&mut out).unwrap();
+        assert!(!out.is_empty() && out.len() < plain.len(), "{}", out.len());
+        assert_eq!(&out[..], &plain[..out.len()]);
+        let (at, why) = damage.lock().unwrap().clone().unwrap();
+        assert_eq!(at, out.len() as u64);
+        assert!(why.contains("cut short"), "{why}");
     }
 }

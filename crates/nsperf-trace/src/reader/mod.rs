@@ -18,6 +18,7 @@ use pcap_parser::{PcapBlockOwned, PcapError};
 use serde::Serialize;
 
 pub use decompress::Compression;
+use decompress::Damage;
 
 use crate::error::TraceError;
 use crate::wire::link::LinkType;
@@ -26,6 +27,9 @@ use crate::wire::link::LinkType;
 const BUFFER_BYTES: usize = 256 * 1024;
 /// Largest record the buffer grows to hold; a record claiming more ends the reading.
 const MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
+/// Snapshot lengths below this are not trusted as a bound (some writers put 0 or a small
+/// value in the header and still write whole packets).
+const MIN_SNAPLEN_CHECK: u32 = 262_144;
 
 /// One captured packet, borrowed from the reader's buffer.
 #[derive(Debug, Clone, Copy)]
@@ -74,7 +78,10 @@ pub struct CaptureReader {
     /// pcap: the one link type; pcapng: the interfaces of the current section.
     interfaces: Vec<Interface>,
     legacy: bool,
+    /// pcap: (snapshot length, big-endian) from the file header.
+    legacy_header: Option<(u32, bool)>,
     buffer_bytes: usize,
+    damage: Damage,
     stats: ReadStats,
 }
 
@@ -102,20 +109,24 @@ impl CaptureReader {
 
     /// Reads a capture from any byte stream, detecting compression and format.
     pub fn from_reader<R: Read + Send + 'static>(r: R) -> Result<CaptureReader, TraceError> {
-        let (compression, stream) = decompress::wrap(r).map_err(|e| TraceError::NotACapture {
-            offset: 0,
-            reason: e.to_string(),
-        })?;
+        let damage = Damage::default();
+        let (compression, stream) =
+            decompress::wrap(r, damage.clone()).map_err(|e| TraceError::NotACapture {
+                offset: 0,
+                reason: e.to_string(),
+            })?;
         let inner = pcap_parser::create_reader(BUFFER_BYTES, stream).map_err(|e| {
+            let damaged = damage.lock().ok().and_then(|d| d.clone());
             TraceError::NotACapture {
                 offset: 0,
                 reason: match e {
+                    _ if damaged.is_some() => damaged.map(|d| d.1).unwrap_or_default(),
                     PcapError::Eof | PcapError::Incomplete(_) => "file too short".to_string(),
                     PcapError::HeaderNotRecognized => {
                         "unknown magic number (neither pcap nor pcapng)".to_string()
                     }
                     PcapError::ReadError => format!("read error ({} stream)", compression.name()),
-                    other => format!("{other:?}"),
+                    other => short_error(&other).to_string(),
                 },
             }
         })?;
@@ -123,7 +134,9 @@ impl CaptureReader {
             inner,
             interfaces: Vec::new(),
             legacy: false,
+            legacy_header: None,
             buffer_bytes: BUFFER_BYTES,
+            damage,
             stats: ReadStats {
                 compression: compression.name(),
                 ..ReadStats::default()
@@ -147,6 +160,7 @@ impl CaptureReader {
                     match block {
                         PcapBlockOwned::LegacyHeader(h) => {
                             self.legacy = true;
+                            self.legacy_header = Some((h.snaplen, h.is_bigendian()));
                             self.stats.format = "pcap";
                             let units = if h.is_nanosecond_precision() {
                                 1_000_000_000
@@ -221,20 +235,35 @@ impl CaptureReader {
                     self.inner.consume(len);
                     self.stats.bytes_read = self.inner.consumed() as u64;
                 }
-                Err(PcapError::Eof) => return Ok(()),
+                Err(PcapError::Eof) => {
+                    self.note_damage(offset);
+                    return Ok(());
+                }
                 Err(PcapError::Incomplete(_)) => {
+                    if let Some(why) = self.impossible_record() {
+                        self.stop(offset, &why);
+                        return Ok(());
+                    }
                     if let Err(e) = self.inner.refill() {
-                        let msg = format!("read error: {e:?}");
+                        let msg = format!("read error: {}", short_error(&e));
                         self.stop(offset, &msg);
                         return Ok(());
                     }
                 }
                 Err(PcapError::UnexpectedEof) => {
                     self.stats.truncated = true;
-                    self.stop(offset, "the file ends inside a record (cut capture)");
+                    if let Some(why) = self.impossible_record() {
+                        self.stop(offset, &why);
+                    } else if !self.note_damage(offset) {
+                        self.stop(offset, "the file ends inside a record (cut capture)");
+                    }
                     return Ok(());
                 }
                 Err(PcapError::BufferTooSmall) => {
+                    if let Some(why) = self.impossible_record() {
+                        self.stop(offset, &why);
+                        return Ok(());
+                    }
                     if self.buffer_bytes >= MAX_RECORD_BYTES || !self.grow() {
                         self.stop(
                             offset,
@@ -244,15 +273,65 @@ impl CaptureReader {
                     }
                 }
                 Err(PcapError::ReadError) => {
-                    self.stop(offset, "read error (damaged compressed stream?)");
+                    if !self.note_damage(offset) {
+                        self.stop(offset, "read error");
+                    }
                     return Ok(());
                 }
                 Err(e) => {
-                    let msg = format!("unparsable record ({})", short_error(&e));
-                    self.stop(offset, &msg);
+                    let why = if self.legacy {
+                        "a damaged record header".to_string()
+                    } else {
+                        format!("a damaged pcapng block ({})", short_error(&e))
+                    };
+                    self.stop(offset, &why);
                     return Ok(());
                 }
             }
+        }
+    }
+
+    /// A pcap record header at the read position whose length cannot be: larger than the
+    /// snapshot length the file declares, or than any record this reader accepts.
+    fn impossible_record(&self) -> Option<String> {
+        let (snaplen, big) = self.legacy_header?;
+        let h = self.inner.data().get(8..12)?;
+        let b = [h[0], h[1], h[2], h[3]];
+        let caplen = if big {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        };
+        if snaplen > 0 && caplen > snaplen.max(MIN_SNAPLEN_CHECK) {
+            Some(format!(
+                "record length {caplen} exceeds the snapshot length {snaplen}"
+            ))
+        } else if caplen as usize > MAX_RECORD_BYTES {
+            Some(format!(
+                "record length {caplen} exceeds the {} MiB limit",
+                MAX_RECORD_BYTES >> 20
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// Reports damage of the compressed stream, if any; true when there was.
+    fn note_damage(&mut self, offset: u64) -> bool {
+        let damaged = self.damage.lock().ok().and_then(|d| d.clone());
+        match damaged {
+            Some((at, why)) => {
+                self.stats.truncated = true;
+                self.stop(
+                    offset,
+                    &format!(
+                        "{why} after {at} bytes of capture; the {} packets before it were read",
+                        self.stats.records
+                    ),
+                );
+                true
+            }
+            None => false,
         }
     }
 
@@ -273,11 +352,21 @@ impl CaptureReader {
     }
 }
 
-fn short_error(e: &PcapError<&[u8]>) -> String {
+/// The parser's complaint in plain words.
+fn short_error<I>(e: &PcapError<I>) -> &'static str {
+    use pcap_parser::nom::error::ErrorKind;
     match e {
-        PcapError::NomError(_, k) => format!("{k:?}"),
-        PcapError::OwnedNomError(_, k) => format!("{k:?}"),
-        other => format!("{other:?}").chars().take(60).collect(),
+        PcapError::NomError(_, k) | PcapError::OwnedNomError(_, k) => match k {
+            ErrorKind::Verify => "its two length fields disagree or are impossible",
+            ErrorKind::Tag => "an unknown block type or byte-order magic",
+            ErrorKind::Eof | ErrorKind::Complete => "it ends before its length",
+            _ => "its fields cannot be parsed",
+        },
+        PcapError::Eof => "the file ends",
+        PcapError::UnexpectedEof | PcapError::Incomplete(_) => "the file ends inside a record",
+        PcapError::BufferTooSmall => "a record larger than the read buffer",
+        PcapError::ReadError => "the file could not be read",
+        PcapError::HeaderNotRecognized => "unknown magic number (neither pcap nor pcapng)",
     }
 }
 
@@ -288,4 +377,39 @@ pub fn read_all_bytes(bytes: &[u8]) -> Result<(Vec<usize>, ReadStats), TraceErro
     let mut lens = Vec::new();
     r.for_each_packet(|p| lens.push(p.data.len()))?;
     Ok((lens, r.stats().clone()))
+}
+
+#[cfg(test)]
+mod plain_words {
+    use super::*;
+    use pcap_parser::nom::error::ErrorKind;
+
+    /// Issue 11: every reader complaint is in words, never the parser's Debug output
+    /// ("unparsable record (Verify)").
+    #[test]
+    fn every_parser_error_is_named_in_words() {
+        let all: [PcapError<&[u8]>; 10] = [
+            PcapError::Eof,
+            PcapError::BufferTooSmall,
+            PcapError::UnexpectedEof,
+            PcapError::ReadError,
+            PcapError::Incomplete(3),
+            PcapError::HeaderNotRecognized,
+            PcapError::NomError(&[1, 2], ErrorKind::Verify),
+            PcapError::NomError(&[1, 2], ErrorKind::Tag),
+            PcapError::OwnedNomError(vec![1], ErrorKind::Eof),
+            PcapError::NomError(&[1, 2], ErrorKind::MapRes),
+        ];
+        for e in &all {
+            let words = short_error(e);
+            let debug = format!("{e:?}");
+            assert!(!words.is_empty() && words != debug, "{debug}");
+            assert!(
+                words
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || " ()-".contains(c)),
+                "{debug}: {words}"
+            );
+        }
+    }
 }

@@ -1,81 +1,191 @@
-//! What limited a sender: the time between its data segments is attributed to the state it
-//! was in after the earlier one, and the shares become the diagnosis. The split follows the
-//! sender-limit timers of RFC 4898 (TCP ESTATS MIB: SndLimTimeRwin, SndLimTimeCwnd,
-//! SndLimTimeSnd), inferred from a capture instead of read from the kernel.
-//!
-//! States: the receiver window was full (`ReceiverWindow`); the sender was recovering from
-//! loss (`Loss`: duplicate ACKs pending or a retransmission within two RTTs); there was room
-//! in the receiver window but the sender did not use it (`Congestion`: the congestion window);
-//! everything sent was acknowledged and the sender was silent for at least an RTT
-//! (`Application`); everything sent was acknowledged but the sender kept sending back-to-back
-//! (`Sender`: its link, shaper, qdisc, CPU or application set the pace, not TCP); or the
-//! window could have been full but its scale is unknown (`WindowUnknown`).
+//! What limited a sender. The time between a sender's data segments is attributed to what
+//! held it back (a [`Gap`]), judged from the sender's own view of the receiver's ACKs (see
+//! [`crate::tcp::view`]), so the verdict is the same wherever the capture was taken. The
+//! split follows the sender-limit timers of RFC 4898 (TCP ESTATS MIB: SndLimTimeRwin,
+//! SndLimTimeCwnd, SndLimTimeSnd), inferred from a capture instead of read from the kernel;
+//! the verdict for time spent under the congestion window follows T-RAT (Zhang, Breslau,
+//! Paxson, Shenker 2002): kept small by loss while the path had room, or the path was full.
 
-use crate::model::{Diagnosis, DirectionStats};
+use std::fmt;
+use std::str::FromStr;
 
-/// What held the sender back after a data segment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SendState {
-    /// In flight reached the receiver's advertised window.
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Diagnosis, DirectionStats, PathRtt};
+
+/// A direction of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Data sent by side a.
+    #[default]
+    AToB,
+    /// Data sent by side b.
+    BToA,
+}
+
+impl Direction {
+    /// The index of the sending half: 0 for a, 1 for b.
+    pub fn index(self) -> usize {
+        match self {
+            Direction::AToB => 0,
+            Direction::BToA => 1,
+        }
+    }
+}
+
+impl fmt::Display for Direction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Direction::AToB => "a_to_b",
+            Direction::BToA => "b_to_a",
+        })
+    }
+}
+
+/// What limited a sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// The receiver's advertised window was full, or zero (a slow reader).
     ReceiverWindow,
-    /// Recovering from loss.
+    /// Recovering from loss, or a congestion window kept small by loss.
     Loss,
-    /// Room in the receiver window, not used: congestion window.
+    /// Room in the receiver window left unused while data was outstanding: the congestion
+    /// window, i.e. the path.
+    Congestion,
+    /// The sender had room and nothing to send: the application (or a shaper or CPU on the
+    /// sending host).
+    Application,
+    /// The raw window was full but its scale was not captured.
+    WindowUnknown,
+    /// Too few segments or round trips to say.
+    TooShort,
+    /// No data in either direction.
+    #[default]
+    None,
+}
+
+impl Limit {
+    /// Every limit, in the order of the shares.
+    pub const ALL: [Limit; 7] = [
+        Limit::ReceiverWindow,
+        Limit::Loss,
+        Limit::Congestion,
+        Limit::Application,
+        Limit::WindowUnknown,
+        Limit::TooShort,
+        Limit::None,
+    ];
+
+    /// The stable name (as in JSON).
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::ReceiverWindow => "receiver_window",
+            Limit::Loss => "loss",
+            Limit::Congestion => "congestion",
+            Limit::Application => "application",
+            Limit::WindowUnknown => "window_unknown",
+            Limit::TooShort => "too_short",
+            Limit::None => "none",
+        }
+    }
+
+    /// True when the limit is a verdict about the connection (not "too short" or "none").
+    pub fn is_verdict(self) -> bool {
+        !matches!(self, Limit::TooShort | Limit::None)
+    }
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Limit {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Limit, String> {
+        Limit::ALL
+            .into_iter()
+            .find(|l| l.name() == s)
+            .ok_or_else(|| format!("unknown limit '{s}'"))
+    }
+}
+
+/// Where along the path the capture was taken, relative to the data sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Vantage {
+    /// Next to the sender: ACKs reach the capture point and the sender at once.
+    Sender,
+    /// Next to the receiver: data reaches the capture point and the receiver at once.
+    Receiver,
+    /// Somewhere between.
+    Middle,
+    /// Not enough round trips measured to say.
+    #[default]
+    Unknown,
+}
+
+impl fmt::Display for Vantage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Vantage::Sender => "sender",
+            Vantage::Receiver => "receiver",
+            Vantage::Middle => "middle",
+            Vantage::Unknown => "unknown",
+        })
+    }
+}
+
+/// What held a sender back between two of its segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Gap {
+    /// The receiver window was full or zero.
+    ReceiverWindow,
+    /// Loss: recovering, or the time before a retransmission.
+    Loss,
+    /// Data outstanding, room in the receiver window, sending as ACKs came: the congestion
+    /// window.
     #[default]
     Congestion,
-    /// The window may have been full; its scale was not captured.
+    /// Room in both windows, not sending: the application.
+    Application,
+    /// The raw window was full; its scale is unknown.
     WindowUnknown,
 }
 
-/// Shortest silence, with everything acknowledged, that counts as the application pausing
-/// (when the RTT is shorter).
-const MIN_APP_PAUSE_NS: i64 = 100_000;
-
-/// Time spent in each state, in nanoseconds.
-#[derive(Debug, Clone, Default)]
+/// Time spent in each state, ns.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct LimitAccount {
-    last: Option<(i64, SendState)>,
-    /// Sender pace: nothing outstanding, yet no pause.
-    pub sender_ns: i64,
-    /// Receiver window full.
+    /// Receiver window full or zero.
     pub receiver_window_ns: i64,
     /// Loss recovery.
     pub loss_ns: i64,
     /// Congestion window.
     pub congestion_ns: i64,
-    /// Application idle.
+    /// Application.
     pub application_ns: i64,
     /// Unknown window scale.
     pub window_unknown_ns: i64,
 }
 
 impl LimitAccount {
-    /// A data segment was sent at `ts_ns`; `idle` when everything before was acknowledged;
-    /// `rtt_ns` the smallest RTT measured so far.
-    pub fn on_data(&mut self, ts_ns: i64, idle: bool, state: SendState, rtt_ns: Option<i64>) {
-        if let Some((t, s)) = self.last {
-            let dt = (ts_ns - t).max(0);
-            if idle {
-                if dt >= rtt_ns.unwrap_or(0).max(MIN_APP_PAUSE_NS) {
-                    self.application_ns += dt;
-                } else {
-                    self.sender_ns += dt;
-                }
-            } else {
-                match s {
-                    SendState::ReceiverWindow => self.receiver_window_ns += dt,
-                    SendState::Loss => self.loss_ns += dt,
-                    SendState::Congestion => self.congestion_ns += dt,
-                    SendState::WindowUnknown => self.window_unknown_ns += dt,
-                }
-            }
+    /// Adds `dt` ns of `gap`.
+    pub fn add(&mut self, gap: Gap, dt: i64) {
+        let dt = dt.max(0);
+        match gap {
+            Gap::ReceiverWindow => self.receiver_window_ns += dt,
+            Gap::Loss => self.loss_ns += dt,
+            Gap::Congestion => self.congestion_ns += dt,
+            Gap::Application => self.application_ns += dt,
+            Gap::WindowUnknown => self.window_unknown_ns += dt,
         }
-        self.last = Some((ts_ns, state));
     }
 
     fn total(&self) -> i64 {
         self.receiver_window_ns
-            + self.sender_ns
             + self.loss_ns
             + self.congestion_ns
             + self.application_ns
@@ -83,18 +193,80 @@ impl LimitAccount {
     }
 }
 
+/// Fewer data segments than this are too few to diagnose.
+pub const MIN_DATA_SEGMENTS: u64 = 16;
+/// Sending for fewer path RTTs than this is too short to diagnose.
+pub const MIN_ROUND_TRIPS: f64 = 4.0;
+/// A median path RTT this much above the smallest means a queue built up at the bottleneck.
+const QUEUE_INFLATION: f64 = 1.25;
+/// Capture point within this share of the RTT from one end counts as at that end.
+const END_SHARE: f64 = 0.2;
+
+/// What one direction's figures and time account say.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Evidence<'a> {
+    /// The direction diagnosed.
+    pub direction: Direction,
+    /// Its time account.
+    pub account: LimitAccount,
+    /// What the sender sent.
+    pub sender: Option<&'a DirectionStats>,
+    /// What the receiver sent (its windows).
+    pub receiver: Option<&'a DirectionStats>,
+    /// Window scale known (both SYNs captured).
+    pub scale_known: bool,
+    /// Largest raw window the receiver advertised.
+    pub receiver_window_raw_max: u16,
+    /// Segments lost (retransmissions seen plus holes filled late).
+    pub lost_segments: u64,
+    /// Path RTT.
+    pub path: PathRtt,
+    /// Time from the first to the last data segment, ns.
+    pub data_span_ns: i64,
+}
+
 fn fmt_rate(bps: f64) -> String {
     nsperf_core::BitRate(bps).to_string()
 }
 
-/// The diagnosis of one direction, from its time account and figures.
-pub fn diagnose(
-    direction: &str,
-    acc: &LimitAccount,
-    sender: &DirectionStats,
-    receiver: &DirectionStats,
-    scale_known: bool,
-) -> Diagnosis {
+fn fmt_ms(ns: u64) -> String {
+    format!("{:.2} ms", ns as f64 / 1e6)
+}
+
+fn mss_of(sender: &DirectionStats, receiver: &DirectionStats) -> u64 {
+    u64::from(sender.mss.or(receiver.mss).unwrap_or(536))
+}
+
+/// Where the capture point is, from the two parts of the path RTT.
+pub fn vantage(path: &PathRtt) -> Vantage {
+    if path.downstream_samples == 0 || path.upstream_samples == 0 || path.min_ns == 0 {
+        return Vantage::Unknown;
+    }
+    let behind = path.upstream_min_ns as f64 / path.min_ns as f64;
+    if behind < END_SHARE {
+        Vantage::Sender
+    } else if behind > 1.0 - END_SHARE {
+        Vantage::Receiver
+    } else {
+        Vantage::Middle
+    }
+}
+
+/// Smallest window shift that makes a raw window of `raw_max` hold `in_flight` bytes.
+pub fn scale_at_least(raw_max: u16, in_flight: u64) -> Option<u8> {
+    (raw_max > 0).then(|| {
+        (0..=14u8)
+            .find(|&s| u64::from(raw_max) << s >= in_flight)
+            .unwrap_or(14)
+    })
+}
+
+/// The diagnosis of one direction.
+pub fn diagnose(e: &Evidence<'_>) -> Diagnosis {
+    let default = DirectionStats::default();
+    let sender = e.sender.unwrap_or(&default);
+    let receiver = e.receiver.unwrap_or(&default);
+    let acc = e.account;
     let total = acc.total();
     let pct = |x: i64| {
         if total > 0 {
@@ -104,99 +276,199 @@ pub fn diagnose(
         }
     };
     let mut d = Diagnosis {
-        direction: direction.to_string(),
+        direction: e.direction,
+        vantage: vantage(&e.path),
         receiver_window_pct: pct(acc.receiver_window_ns),
         loss_pct: pct(acc.loss_ns),
         congestion_pct: pct(acc.congestion_ns),
         application_pct: pct(acc.application_ns),
-        sender_pct: pct(acc.sender_ns),
         window_unknown_pct: pct(acc.window_unknown_ns),
         goodput_bps: sender.goodput_bps,
+        path_rtt: e.path,
         ..Diagnosis::default()
     };
     d.loss_rate = if sender.data_packets > 0 {
-        sender.retransmitted_packets as f64 / sender.data_packets as f64
+        (e.lost_segments as f64 / sender.data_packets as f64).min(1.0)
     } else {
         0.0
     };
-    // The ceilings use the median path RTT, queueing included: the sum of both directions'
-    // data->ACK medians, each measured from the capture point to one end and back.
-    let path_ns = sender.rtt.median_ns + receiver.rtt.median_ns;
-    let rtt_s = (sender.rtt.samples + receiver.rtt.samples > 0 && path_ns > 0)
-        .then(|| path_ns as f64 / 1e9);
+    let rtt_s = (e.path.min_ns > 0).then(|| e.path.min_ns as f64 / 1e9);
     if let Some(rtt) = rtt_s {
-        if receiver.window_max_bytes > 0 {
-            d.window_ceiling_bps = Some(receiver.window_max_bytes as f64 * 8.0 / rtt);
+        if e.scale_known {
+            if receiver.window_max_bytes > 0 {
+                d.window_ceiling_bps = Some(receiver.window_max_bytes as f64 * 8.0 / rtt);
+            }
+        } else if let Some(s) =
+            scale_at_least(e.receiver_window_raw_max, sender.in_flight_max_bytes)
+        {
+            d.window_scale_at_least = Some(s);
+            d.window_ceiling_at_least_bps =
+                Some((u64::from(e.receiver_window_raw_max) << s) as f64 * 8.0 / rtt);
         }
         let mss = sender.mss.or(receiver.mss).map(f64::from).unwrap_or(536.0);
         if d.loss_rate > 0.0 {
-            // Mathis, Semke, Mahdavi, Ott 1997: rate <= MSS/RTT * C/sqrt(p), C = sqrt(3/2).
-            d.mathis_ceiling_bps = Some(mss * 8.0 / rtt * 1.22 / d.loss_rate.sqrt());
+            // Mathis, Semke, Mahdavi, Ott 1997: rate = MSS/RTT * C/sqrt(p), C = sqrt(3/2).
+            d.mathis_model_bps = Some(mss * 8.0 / rtt * 1.22 / d.loss_rate.sqrt());
         }
     }
+    let queued =
+        e.path.min_ns > 0 && e.path.median_ns as f64 > QUEUE_INFLATION * e.path.min_ns as f64;
     let shares = [
-        ("receiver_window", d.receiver_window_pct),
-        ("loss", d.loss_pct),
-        ("congestion", d.congestion_pct),
-        ("application", d.application_pct),
-        ("sender", d.sender_pct),
-        ("window_unknown", d.window_unknown_pct),
+        (Limit::ReceiverWindow, d.receiver_window_pct),
+        (Limit::Loss, d.loss_pct),
+        (Limit::Congestion, d.congestion_pct),
+        (Limit::Application, d.application_pct),
+        (Limit::WindowUnknown, d.window_unknown_pct),
     ];
-    let (limit, share) = shares
-        .iter()
-        .copied()
-        .fold(("none", 0.0), |best, x| if x.1 > best.1 { x } else { best });
-    d.limit = if sender.data_packets < 2 || total == 0 {
-        "none".to_string()
+    let (top, share) =
+        shares.iter().copied().fold(
+            (Limit::None, 0.0),
+            |best, x| if x.1 > best.1 { x } else { best },
+        );
+    let round_trips = rtt_s.map(|r| e.data_span_ns as f64 / 1e9 / r);
+    d.limit = if sender.data_packets == 0 {
+        Limit::None
+    } else if sender.data_packets < MIN_DATA_SEGMENTS
+        || total == 0
+        || round_trips.is_some_and(|n| n < MIN_ROUND_TRIPS)
+    {
+        Limit::TooShort
+    } else if top == Limit::Congestion
+        && e.lost_segments == 0
+        && e.scale_known
+        && receiver.window_max_bytes > 0
+        && sender.in_flight_max_bytes + 2 * mss_of(sender, receiver) >= receiver.window_max_bytes
+        && d.receiver_window_pct >= 25.0
+    {
+        // No loss, and the bytes in flight reached the receiver's largest window: the
+        // congestion window had grown to the receiver window (Linux grows it no further when
+        // it does not limit), so the receiver window is what capped the connection.
+        Limit::ReceiverWindow
+    } else if matches!(top, Limit::Congestion | Limit::Loss) && e.lost_segments > 0 && !queued {
+        // Under the congestion window, with losses and no queue: the window was kept small
+        // by loss while the path had room.
+        Limit::Loss
     } else {
-        limit.to_string()
+        top
     };
-    let rtt_txt = rtt_s
-        .map(|r| format!("{:.2} ms", r * 1e3))
-        .unwrap_or_else(|| "unmeasured".into());
+    d.message = message(&d, e, sender, receiver, share, queued, round_trips);
+    d
+}
+
+fn message(
+    d: &Diagnosis,
+    e: &Evidence<'_>,
+    sender: &DirectionStats,
+    receiver: &DirectionStats,
+    share: f64,
+    queued: bool,
+    round_trips: Option<f64>,
+) -> String {
+    let p = &e.path;
+    let rtt = if p.min_ns > 0 {
+        format!(
+            "path RTT {} (median {})",
+            fmt_ms(p.min_ns),
+            fmt_ms(p.median_ns)
+        )
+    } else {
+        "path RTT unmeasured".to_string()
+    };
     let win = receiver.window_max_bytes;
-    d.message = match d.limit.as_str() {
-        "none" => "too little data to diagnose".to_string(),
-        "receiver_window" => format!(
-            "receiver-window-limited {share:.0} % of the time: in flight reached the advertised window (max {} B, in flight max {} B) at RTT {rtt_txt}; ceiling window/RTT {}",
-            win,
-            sender.in_flight_max_bytes,
-            d.window_ceiling_bps
-                .map(fmt_rate)
-                .unwrap_or_else(|| "n/a".into())
-        ),
-        "loss" => format!(
-            "loss-limited {share:.0} % of the time: {} retransmitted of {} data segments ({:.2} %), goodput {}; Mathis ceiling {} (Reno model: CUBIC and BBR can exceed it)",
-            sender.retransmitted_packets,
-            sender.data_packets,
-            d.loss_rate * 100.0,
-            fmt_rate(sender.goodput_bps),
-            d.mathis_ceiling_bps
-                .map(fmt_rate)
-                .unwrap_or_else(|| "n/a".into())
-        ),
-        "congestion" => format!(
-            "congestion-window-limited {share:.0} % of the time: room in the receiver window (max {} B) left unused, in flight max {} B, RTT {rtt_txt}",
-            win, sender.in_flight_max_bytes
-        ),
-        "application" => format!(
-            "application-limited {share:.0} % of the time: everything sent was acknowledged and the sender paused for an RTT or more (the application, or a shaper or CPU on the sending host, did not supply data)"
-        ),
-        "sender" => format!(
-            "sender-paced {share:.0} % of the time: the receiver window never filled and ACKs drained the pipe, yet data left back-to-back at {} (in flight max {} B): the sending host's link, shaper, CPU or application set the pace, not TCP",
-            fmt_rate(sender.goodput_bps),
+    let ceiling = match (d.window_ceiling_bps, d.window_ceiling_at_least_bps) {
+        (Some(c), _) => format!("; ceiling window/RTT {}", fmt_rate(c)),
+        (None, Some(c)) => format!(
+            "; ceiling window/RTT at least {} (scale at least {}, proven by {} B in flight)",
+            fmt_rate(c),
+            d.window_scale_at_least.unwrap_or(0),
             sender.in_flight_max_bytes
         ),
-        _ => format!(
-            "window scale unknown (handshake not captured): the raw window (max {} B) was full {share:.0} % of the time, so the connection was possibly receiver-window-limited; the real window may be up to 16384 times larger",
-            win
+        _ => String::new(),
+    };
+    let mathis = d
+        .mathis_model_bps
+        .map(|m| {
+            let cmp = if m < d.goodput_bps {
+                "the measured rate is above it: the sender recovers better than Reno"
+            } else {
+                "a model of a Reno sender, not a ceiling"
+            };
+            format!("; Reno loss model (Mathis) {} ({cmp})", fmt_rate(m))
+        })
+        .unwrap_or_default();
+    let lost = format!(
+        "{} of {} data segments lost ({:.2} %)",
+        e.lost_segments,
+        sender.data_packets,
+        d.loss_rate * 100.0
+    );
+    let mut m = match d.limit {
+        Limit::None => "no data sent".to_string(),
+        Limit::TooShort => format!(
+            "too short to diagnose: {} data segments over {}{}",
+            sender.data_packets,
+            fmt_ms(e.data_span_ns.max(0) as u64),
+            round_trips
+                .map(|n| format!(" ({n:.1} round trips)"))
+                .unwrap_or_default()
+        ),
+        Limit::ReceiverWindow => format!(
+            "receiver-window-limited ({:.0} % of the time at the window's edge): the sender had the receiver's window in flight (max window {win} B, in flight max {} B){}; {rtt}{ceiling}",
+            d.receiver_window_pct,
+            sender.in_flight_max_bytes,
+            if receiver.zero_window_adverts > 0 {
+                format!(
+                    ", and the receiver closed it {} times (zero window: a slow reader)",
+                    receiver.zero_window_adverts
+                )
+            } else {
+                String::new()
+            }
+        ),
+        Limit::Loss => format!(
+            "loss-limited: {lost}; {:.0} % of the time recovering, {:.0} % under a congestion window cut by loss{}; {rtt}{mathis}",
+            d.loss_pct,
+            d.congestion_pct,
+            if queued {
+                ""
+            } else {
+                ", and the RTT did not grow (no queue: the path had room)"
+            }
+        ),
+        Limit::Congestion => format!(
+            "congestion-window-limited {share:.0} % of the time: data outstanding and room in the receiver window (max {win} B) left unused, in flight max {} B; {}; {rtt}{ceiling}",
+            sender.in_flight_max_bytes,
+            if queued {
+                "the RTT grew under load (a queue at the bottleneck: the path was full)"
+            } else {
+                "the RTT did not grow (the window was still opening)"
+            }
+        ),
+        Limit::Application => format!(
+            "application-limited {share:.0} % of the time: the sender had room in both windows and did not send (the application, or a shaper or CPU on the sending host, did not supply data); {rtt}"
+        ),
+        Limit::WindowUnknown => format!(
+            "window scale unknown (handshake not captured): the raw window (max {} B) was full {share:.0} % of the time, so the connection was possibly receiver-window-limited{ceiling}",
+            e.receiver_window_raw_max
         ),
     };
-    if !scale_known && d.limit != "window_unknown" && d.limit != "none" {
-        d.message
-            .push_str("; window scale unknown (handshake not captured), windows shown raw");
+    if d.limit.is_verdict() {
+        if d.limit != Limit::Loss && e.lost_segments > 0 {
+            m.push_str(&format!("; {lost}"));
+        }
+        if !e.scale_known && d.limit != Limit::WindowUnknown {
+            m.push_str("; window scale unknown (handshake not captured), windows shown raw");
+        }
+        if d.vantage != Vantage::Unknown {
+            m.push_str(&format!(
+                "; captured near the {} ({} of the RTT behind the capture point, {} beyond)",
+                d.vantage,
+                fmt_ms(p.upstream_min_ns),
+                fmt_ms(p.downstream_min_ns)
+            ));
+        }
     }
-    d
+    m
 }
 
 #[cfg(test)]
@@ -204,20 +476,91 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shares_follow_time() {
+    fn shares_follow_time_and_limits_parse() {
         let mut a = LimitAccount::default();
-        a.on_data(0, false, SendState::ReceiverWindow, None);
-        a.on_data(300_000, false, SendState::Congestion, None);
-        a.on_data(400_000, true, SendState::Congestion, None);
-        a.on_data(400_010, true, SendState::Congestion, None);
+        a.add(Gap::ReceiverWindow, 300);
+        a.add(Gap::Congestion, 100);
+        a.add(Gap::Application, 100);
         let s = DirectionStats {
-            data_packets: 3,
+            data_packets: 100,
             ..DirectionStats::default()
         };
-        let d = diagnose("a_to_b", &a, &s, &DirectionStats::default(), true);
-        assert_eq!(d.limit, "receiver_window");
-        assert!((d.receiver_window_pct - 300_000.0 / 400_010.0 * 100.0).abs() < 1e-9);
-        assert!(d.sender_pct > 0.0);
-        assert!((d.application_pct - 100_000.0 / 400_010.0 * 100.0).abs() < 1e-9);
+        let d = diagnose(&Evidence {
+            account: a,
+            sender: Some(&s),
+            scale_known: true,
+            ..Evidence::default()
+        });
+        assert_eq!(d.limit, Limit::ReceiverWindow);
+        assert!((d.receiver_window_pct - 60.0).abs() < 1e-9);
+        for l in Limit::ALL {
+            assert_eq!(l.to_string().parse::<Limit>(), Ok(l));
+            assert_eq!(serde_json::to_value(l).unwrap(), l.name());
+        }
+        assert!("sender".parse::<Limit>().is_err());
+    }
+
+    #[test]
+    fn too_few_segments_or_round_trips_are_too_short() {
+        let mut a = LimitAccount::default();
+        a.add(Gap::Congestion, 1_000);
+        let few = DirectionStats {
+            data_packets: 7,
+            goodput_bps: 1e12,
+            ..DirectionStats::default()
+        };
+        let d = diagnose(&Evidence {
+            account: a,
+            sender: Some(&few),
+            ..Evidence::default()
+        });
+        assert_eq!(d.limit, Limit::TooShort);
+        assert!(
+            d.message
+                .starts_with("too short to diagnose: 7 data segments"),
+            "{}",
+            d.message
+        );
+        let many = DirectionStats {
+            data_packets: 1000,
+            ..DirectionStats::default()
+        };
+        let d = diagnose(&Evidence {
+            account: a,
+            sender: Some(&many),
+            path: PathRtt {
+                min_ns: 10_000_000,
+                median_ns: 10_000_000,
+                ..PathRtt::default()
+            },
+            data_span_ns: 20_000_000,
+            ..Evidence::default()
+        });
+        assert_eq!(d.limit, Limit::TooShort, "2 round trips");
+    }
+
+    #[test]
+    fn scale_bound_from_bytes_in_flight() {
+        assert_eq!(scale_at_least(125, 100), Some(0));
+        assert_eq!(scale_at_least(125, 16_000), Some(7));
+        assert_eq!(scale_at_least(125, 15_000), Some(7));
+        assert_eq!(scale_at_least(125, 8_000), Some(6));
+        assert_eq!(scale_at_least(0, 8_000), None);
+    }
+
+    #[test]
+    fn vantage_from_the_rtt_split() {
+        let p = |up: u64, down: u64| PathRtt {
+            min_ns: up + down,
+            upstream_min_ns: up,
+            downstream_min_ns: down,
+            upstream_samples: 10,
+            downstream_samples: 10,
+            ..PathRtt::default()
+        };
+        assert_eq!(vantage(&p(1, 99)), Vantage::Sender);
+        assert_eq!(vantage(&p(99, 1)), Vantage::Receiver);
+        assert_eq!(vantage(&p(50, 50)), Vantage::Middle);
+        assert_eq!(vantage(&PathRtt::default()), Vantage::Unknown);
     }
 }

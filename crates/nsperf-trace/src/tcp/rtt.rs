@@ -4,7 +4,7 @@
 //! [`EXACT_SAMPLES`] samples are kept exactly and the histogram is allocated only past them,
 //! so the many short connections of a busy capture cost a few hundred bytes each.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 const SUB_BITS: u32 = 4;
 const SUB: usize = 1 << SUB_BITS;
@@ -16,7 +16,7 @@ const BUCKETS: usize = ((MAX_EXP - MIN_EXP + 1) as usize) * SUB;
 pub const EXACT_SAMPLES: usize = 32;
 
 /// RTT statistics of one direction.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct RttSummary {
     /// Number of samples.
     pub samples: u64,
@@ -93,7 +93,8 @@ impl RttHistogram {
         (self.n > 0).then_some(self.min)
     }
 
-    fn quantile(&self, q: f64) -> u64 {
+    /// The `q` quantile (0..1), ns.
+    pub fn quantile(&self, q: f64) -> u64 {
         if self.counts.is_none() {
             let mut v = self.exact.clone();
             v.sort_unstable();

@@ -34,11 +34,6 @@ impl SeqSet {
         self.ranges.len()
     }
 
-    /// True when nothing is covered.
-    pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
-    }
-
     /// True when sequence number `pos` is covered.
     pub fn contains(&self, pos: u64) -> bool {
         let i = self.ranges.partition_point(|r| r.1 <= pos);

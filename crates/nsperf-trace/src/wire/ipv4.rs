@@ -7,6 +7,7 @@ use super::{Result, WireError, be16};
 mod field {
     pub const VER_IHL: usize = 0;
     pub const TOTAL_LEN: usize = 2;
+    pub const IDENT: usize = 4;
     pub const FLAGS_FRAG: usize = 6;
     pub const TTL: usize = 8;
     pub const PROTOCOL: usize = 9;
@@ -63,6 +64,11 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     /// Payload length as on the wire (from the header, not the capture).
     pub fn payload_len(&self) -> usize {
         self.total_len() - self.header_len()
+    }
+
+    /// Identification field.
+    pub fn ident(&self) -> u16 {
+        be16(self.buffer.as_ref(), field::IDENT)
     }
 
     /// Fragment offset in bytes; non-zero for every fragment but the first.

@@ -7,14 +7,14 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use nsperf_core::Report;
+use nsperf_core::process::ProcessId;
 use nsperf_core::table::Table;
-use nsperf_core::units::Bytes;
 use nsperf_lab::config::{
-    JitterDist, LinkChange, LossModel, QueueLimit, parse_delay, parse_probability, parse_rate,
+    JitterDist, LinkChange, LossModel, QueueLimit, parse_delay, parse_link_name, parse_probability,
+    parse_rate,
 };
-use nsperf_lab::emulator::{DirectionStats, EventRecord, LabStats, QueueSample};
 use nsperf_lab::lab::{self, LabSummary, UpConfig};
-use nsperf_lab::state::SiteState;
+use nsperf_lab::topology::{Topology, TopologyKind};
 use nsperf_lab::{LabError, Schedule};
 use serde::Serialize;
 
@@ -40,8 +40,21 @@ pub enum LabCommand {
     Down(DownArgs),
     /// List the labs with their sites and addresses.
     List(JsonArg),
-    /// Counters, queue occupancy and events of a lab's link.
+    /// Counters, queue occupancy and events of a lab's links, per link and per queue.
     Stats(StatsArgs),
+    /// Capture what crosses one link into a pcapng file (the emulator's drops and delays as
+    /// packet comments): `nsperf lab capture t3 a-b -w wan.pcapng -t 10s`.
+    Capture(CaptureArgs),
+    /// Every change of the lab's links with its time (schedule, `lab set`, partitions).
+    Events(StatsArgs),
+    /// Start a file server in a site: `nsperf lab serve t3 b nfs /srv/data` (stops with the lab).
+    Serve(super::lab_serve::ServeArgs),
+    /// (internal) The supervisor of a server, run in the site by `lab serve`.
+    #[command(hide = true)]
+    Service(super::lab_serve::ServiceArgs),
+    /// (internal) The embedded NFSv3 server in this namespace, in the foreground.
+    #[command(hide = true)]
+    Nfsd(super::lab_serve::NfsdArgs),
     /// (internal) The emulator process of a lab, started by `lab up`.
     #[command(hide = true)]
     Emulate {
@@ -90,17 +103,48 @@ pub struct LinkFlags {
     /// Share of packets with one flipped bit (`0.1%`).
     #[arg(long, value_parser = |s: &str| parse_probability("corrupt", s))]
     corrupt: Option<f64>,
-    /// Only the directions leaving this site.
+    /// Only this link: `a-b` (mesh), a site's access link or port (star, dumbbell), `wan`,
+    /// `access` (every access link) or `all`; default: every link of a mesh, the server's
+    /// port of a star, the WAN of a dumbbell.
+    #[arg(long, value_parser = parse_link_name)]
+    link: Option<String>,
+    /// Only the directions carrying traffic from this site.
     #[arg(long)]
     from: Option<String>,
-    /// Only the directions entering this site.
+    /// Only the directions carrying traffic to this site.
     #[arg(long)]
     to: Option<String>,
+}
+
+/// The access links of a star or dumbbell (`lab up` only).
+#[derive(Debug, Clone, Default, Args)]
+pub struct AccessFlags {
+    /// Rate of every access link, each direction (`1g`).
+    #[arg(long, value_parser = |s: &str| parse_rate(s).map(RateArg))]
+    access_rate: Option<RateArg>,
+    /// Queue of every access link (`1000` packets or `256k`).
+    #[arg(long, value_parser = QueueLimit::parse)]
+    access_queue: Option<QueueLimit>,
+    /// One-way delay of every access link (`1ms`).
+    #[arg(long, value_parser = |s: &str| parse_delay("delay", s))]
+    access_delay: Option<u64>,
+}
+
+impl AccessFlags {
+    fn change(&self) -> LinkChange {
+        LinkChange {
+            rate_bps: self.access_rate.map(|r| r.0.unwrap_or(0.0)),
+            queue: self.access_queue,
+            delay_ns: self.access_delay,
+            ..LinkChange::default()
+        }
+    }
 }
 
 impl LinkFlags {
     fn change(&self) -> LinkChange {
         LinkChange {
+            link: self.link.clone(),
             from: self.from.clone(),
             to: self.to.clone(),
             rate_bps: self.rate.map(|r| r.0.unwrap_or(0.0)),
@@ -129,6 +173,20 @@ pub struct UpArgs {
     /// Add N client sites c1..cN after the named sites.
     #[arg(long, default_value_t = 0)]
     clients: usize,
+    /// How the sites are joined: mesh (every pair its own link), star (every site on its
+    /// access link into one switch, the server's port shared), dumbbell (two groups joined
+    /// by one WAN link). The link flags set the mesh's links, the star's port, the
+    /// dumbbell's WAN; --access-* set the access links.
+    #[arg(long, default_value = "mesh")]
+    topology: TopologyKind,
+    /// The star's server: the site behind the shared port (default: the first site).
+    #[arg(long)]
+    server: Option<String>,
+    /// The dumbbell's left group, comma-separated (default: the first half of the sites).
+    #[arg(long, value_delimiter = ',')]
+    left: Vec<String>,
+    #[command(flatten)]
+    access: AccessFlags,
     /// MTU of every site's link device (576-9000).
     #[arg(long, default_value_t = 1500)]
     mtu: u32,
@@ -140,6 +198,15 @@ pub struct UpArgs {
     /// not add the idle-exit latency to every packet).
     #[arg(long)]
     allow_deep_idle: bool,
+    /// Most memory the emulator's delay lines may hold (packets in flight: rate × delay;
+    /// 10 Gbit/s × 100 ms is 125 MB); beyond it packets are dropped and counted as overruns.
+    #[arg(long, default_value = "1g", value_parser = parse_memory)]
+    memory: u64,
+    /// The process the lab belongs to (default: the one that ran `nsperf lab up`, e.g. the
+    /// shell, script or plan run). While it runs, `lab down` from anywhere else refuses
+    /// without --force; `--owner 0` gives the lab no owner.
+    #[arg(long, value_name = "PID")]
+    owner: Option<u32>,
     #[command(flatten)]
     link: LinkFlags,
     /// Print the lab as JSON.
@@ -180,11 +247,32 @@ pub struct DownArgs {
     /// Remove every lab.
     #[arg(long)]
     all: bool,
+    /// Remove the lab even while the process it belongs to still runs.
+    #[arg(long)]
+    force: bool,
 }
 
 /// `--json` alone.
 #[derive(Debug, Args)]
 pub struct JsonArg {
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `lab capture`.
+#[derive(Debug, Args)]
+pub struct CaptureArgs {
+    /// Lab name.
+    name: String,
+    /// The link (`a-b`, a site's access link or port, `wan`; see `lab stats`).
+    link: String,
+    /// The pcapng file to write.
+    #[arg(short = 'w', long = "write")]
+    file: PathBuf,
+    /// Stop after this long (`10s`); default: until Ctrl-C.
+    #[arg(short = 't', long = "time", value_parser = |s: &str| parse_delay("time", s))]
+    time: Option<u64>,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
@@ -226,33 +314,100 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
         }
         LabCommand::Down(a) => {
             if a.all {
-                let names = lab::down_all()?;
-                eprintln!("removed {} lab(s)", names.len());
+                let done = lab::down_all(a.force)?;
+                for (name, r) in &done {
+                    report_stopped(name, r);
+                }
+                eprintln!("removed {} lab(s)", done.len());
             } else if let Some(n) = a.name {
-                lab::down(&n)?;
+                report_stopped(&n, &lab::down(&n, a.force)?);
             }
             Ok(())
         }
         LabCommand::List(a) => list(a.json),
-        LabCommand::Stats(a) => stats(&a.name, a.json),
+        LabCommand::Stats(a) => super::lab_report::stats(&a.name, a.json),
+        LabCommand::Capture(a) => {
+            super::lab_report::capture(&a.name, &a.link, &a.file, a.time, a.json)
+        }
+        LabCommand::Events(a) => super::lab_report::events(&a.name, a.json),
         LabCommand::Emulate { name } => Ok(nsperf_lab::emulator::run(&name)?),
+        LabCommand::Serve(a) => super::lab_serve::serve(a),
+        LabCommand::Service(a) => super::lab_serve::service(a),
+        LabCommand::Nfsd(a) => super::lab_serve::nfsd(a),
     }
 }
 
+fn parse_memory(s: &str) -> Result<u64, LabError> {
+    nsperf_core::units::Bytes::parse(s)
+        .map(|b| b.0)
+        .map_err(|e| LabError::value("memory", s, e.reason))
+}
+
+fn report_stopped(lab: &str, r: &lab::DownReport) {
+    for p in &r.stopped {
+        eprintln!("nsperf: lab {lab}: stopped {p}, still running inside the lab");
+    }
+}
+
+fn topology(a: &UpArgs) -> anyhow::Result<Topology> {
+    let misplaced = |flag: &str| {
+        LabError::Usage(format!(
+            "{flag} belongs to --topology {}",
+            match flag {
+                "--server" => "star",
+                _ => "dumbbell",
+            }
+        ))
+    };
+    Ok(match a.topology {
+        TopologyKind::Mesh if a.server.is_some() => return Err(misplaced("--server").into()),
+        TopologyKind::Mesh if !a.left.is_empty() => return Err(misplaced("--left").into()),
+        TopologyKind::Mesh => Topology::Mesh,
+        TopologyKind::Star if !a.left.is_empty() => return Err(misplaced("--left").into()),
+        TopologyKind::Star => Topology::Star {
+            server: a.server.clone(),
+        },
+        TopologyKind::Dumbbell if a.server.is_some() => return Err(misplaced("--server").into()),
+        TopologyKind::Dumbbell => Topology::Dumbbell {
+            left: a.left.clone(),
+        },
+    })
+}
+
+/// The command that runs lab `name`'s emulator process (`nsperf lab emulate NAME`), for
+/// `lab up` and for the labs of `nsperf run`.
+pub fn emulator_command(name: &str) -> std::process::Command {
+    let exe = std::env::current_exe()
+        .ok()
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| "/proc/self/exe".into());
+    let mut emu = std::process::Command::new(exe);
+    emu.args(["lab", "emulate", name]);
+    emu
+}
+
 fn up(a: UpArgs) -> anyhow::Result<()> {
+    let owner = match a.owner {
+        Some(0) => None,
+        Some(pid) => Some(ProcessId::of(pid).ok_or_else(|| {
+            LabError::Usage(format!("--owner {pid}: no such process is running"))
+        })?),
+        None => ProcessId::parent(),
+    };
     let cfg = UpConfig {
         name: a.name.clone(),
-        sites: a.sites,
+        sites: a.sites.clone(),
         clients: a.clients,
         mtu: a.mtu,
+        topology: topology(&a)?,
         link: a.link.change(),
+        access: a.access.change(),
         schedule: read_schedule(&a.schedule)?,
         allow_deep_idle: a.allow_deep_idle,
+        memory_bytes: a.memory,
+        owner,
     };
-    let exe = std::env::current_exe().context("finding the nsperf binary")?;
-    let mut emu = std::process::Command::new(exe);
-    emu.args(["lab", "emulate", &a.name]);
-    let state = lab::up(&cfg, emu)?;
+    let state = lab::up(&cfg, emulator_command(&a.name))?;
     if a.json {
         return print_json(&state);
     }
@@ -260,11 +415,25 @@ fn up(a: UpArgs) -> anyhow::Result<()> {
     for s in &state.sites {
         t.row([s.name.clone(), s.netns.clone(), s.addr.to_string()]);
     }
+    let shape = match &state.topology {
+        Topology::Mesh => format!("link {}", describe_link(&cfg.link)),
+        Topology::Star { server } => format!(
+            "star, port of {}: {}; access links: {}",
+            server.as_deref().unwrap_or("?"),
+            describe_link(&cfg.link),
+            describe_link(&cfg.access)
+        ),
+        Topology::Dumbbell { left } => format!(
+            "dumbbell, left {}: wan {}; access links: {}",
+            left.join(","),
+            describe_link(&cfg.link),
+            describe_link(&cfg.access)
+        ),
+    };
     println!(
-        "lab {} is up (emulator pid {}); link {}",
+        "lab {} is up (emulator pid {}); {shape}",
         state.name,
         state.emulator_pid.unwrap_or(0),
-        describe_link(&cfg.link)
     );
     print!("{}", t.render());
     println!(
@@ -296,7 +465,7 @@ fn list(json: bool) -> anyhow::Result<()> {
             Report::new("lab", ListSpec {}, ListSummary { labs });
         return print_json(&r);
     }
-    let mut t = Table::new(["lab", "site", "namespace", "address", "emulator"]);
+    let mut t = Table::new(["lab", "site", "namespace", "address", "emulator", "owner"]);
     for l in &labs {
         for s in &l.sites {
             t.row([
@@ -309,6 +478,7 @@ fn list(json: bool) -> anyhow::Result<()> {
                 } else {
                     "NOT RUNNING (lab down it)".into()
                 },
+                l.owner.map_or("-".into(), |o| o.to_string()),
             ]);
         }
     }
@@ -316,88 +486,6 @@ fn list(json: bool) -> anyhow::Result<()> {
         println!("no labs");
     } else {
         print!("{}", t.render());
-    }
-    Ok(())
-}
-
-#[derive(Serialize)]
-struct StatsSpec {
-    lab: String,
-    sites: Vec<SiteState>,
-    mtu: u32,
-}
-
-#[derive(Serialize)]
-struct StatsSummary {
-    uptime_s: f64,
-    directions: Vec<DirectionStats>,
-    events: Vec<EventRecord>,
-    unroutable_packets: u64,
-    write_errors: u64,
-}
-
-fn stats(name: &str, json: bool) -> anyhow::Result<()> {
-    let state = nsperf_lab::state::LabState::load(name)?;
-    let s: LabStats = lab::stats(name)?;
-    if json {
-        let mut r: Report<StatsSpec, QueueSample, StatsSummary> = Report::new(
-            "lab",
-            StatsSpec {
-                lab: state.name,
-                sites: state.sites,
-                mtu: state.mtu,
-            },
-            StatsSummary {
-                uptime_s: s.uptime_s,
-                directions: s.directions,
-                events: s.events,
-                unroutable_packets: s.unroutable_packets,
-                write_errors: s.write_errors,
-            },
-        );
-        r.duration_ns = (r.summary.uptime_s * 1e9) as u64;
-        r.intervals = s.queue_series;
-        return print_json(&r);
-    }
-    println!("lab {name}, up {:.1} s", s.uptime_s);
-    let mut t = Table::new([
-        "direction",
-        "forwarded",
-        "bytes",
-        "drop queue",
-        "drop loss",
-        "drop down",
-        "dup",
-        "corrupt",
-        "reorder",
-        "queue now",
-        "queue max",
-    ]);
-    for d in &s.directions {
-        let c = &d.counters;
-        t.row([
-            format!("{} -> {}", d.from, d.to),
-            c.forwarded_packets.to_string(),
-            Bytes(c.forwarded_bytes).to_string(),
-            c.dropped_queue_packets.to_string(),
-            c.dropped_loss_packets.to_string(),
-            c.dropped_link_down_packets.to_string(),
-            c.duplicated_packets.to_string(),
-            c.corrupted_packets.to_string(),
-            c.reordered_packets.to_string(),
-            format!("{} pkts", d.queue_packets),
-            format!("{} pkts", c.queue_max_packets),
-        ]);
-    }
-    print!("{}", t.render());
-    for d in &s.directions {
-        println!("{} -> {}: {}", d.from, d.to, d.params.describe());
-    }
-    if !s.events.is_empty() {
-        println!("events:");
-        for e in &s.events {
-            println!("  {:>9.3} s  {:<8} {}", e.t_s, e.source, e.text);
-        }
     }
     Ok(())
 }

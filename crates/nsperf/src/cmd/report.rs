@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use nsperf_plan::Store;
 use nsperf_report::ExperimentData;
+use nsperf_results::Store;
 
 /// Arguments of `nsperf report`.
 #[derive(Debug, Args)]

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use nsperf_core::table::Table;
-use nsperf_plan::Store;
-use nsperf_plan::stats::{format_metric, group_stats};
+use nsperf_results::Store;
+use nsperf_results::stats::{format_metric, group_stats};
 
 use crate::output::print_json;
 
@@ -121,7 +121,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
                     e.id.to_string(),
                     e.plan_name.clone(),
                     time_of(e.started_unix_ns),
-                    e.status.clone(),
+                    e.status.to_string(),
                     format!("{ok}/{}", e.total_runs),
                     skipped.to_string(),
                     failed.to_string(),
@@ -190,9 +190,9 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
                         r.id.to_string(),
                         r.step.clone(),
                         r.cell.clone(),
-                        r.phase.clone(),
+                        r.phase.to_string(),
                         r.repetition.to_string(),
-                        format!("{:?}", r.status).to_lowercase(),
+                        r.status.to_string(),
                         match (&r.metric, r.value) {
                             (Some(m), Some(v)) => format_metric(m, v),
                             _ => String::new(),
@@ -227,6 +227,7 @@ pub fn print_stats(store: &Store, id: i64) -> anyhow::Result<()> {
         "peak interval",
         "sustained",
         "outliers",
+        "noise",
     ]);
     for g in &stats {
         let f = |v: f64| format_metric(&g.metric, v);
@@ -242,7 +243,7 @@ pub fn print_stats(store: &Store, id: i64) -> anyhow::Result<()> {
         t.row([
             g.step.clone(),
             params,
-            g.phase.clone(),
+            g.phase.to_string(),
             g.summary.n.to_string(),
             f(g.summary.mean),
             format!("{} .. {}", f(g.summary.ci95_lo), f(g.summary.ci95_hi)),
@@ -255,6 +256,7 @@ pub fn print_stats(store: &Store, id: i64) -> anyhow::Result<()> {
                 .map(|r| format!("#{r}"))
                 .collect::<Vec<_>>()
                 .join(" "),
+            g.summary.noise_note().unwrap_or_default(),
         ]);
     }
     print!("{}", t.render());
@@ -269,7 +271,7 @@ fn compare(store: &Store, a: &str, b: &str, json: bool) -> anyhow::Result<()> {
     let rb = store.runs(eb.id)?;
     let ga = group_stats(&ra, &|id| store.series(id).unwrap_or_default());
     let gb = group_stats(&rb, &|id| store.series(id).unwrap_or_default());
-    let values = |rs: &[nsperf_plan::store::RunRecord], ids: &[i64]| -> Vec<f64> {
+    let values = |rs: &[nsperf_results::RunRecord], ids: &[i64]| -> Vec<f64> {
         rs.iter()
             .filter(|r| ids.contains(&r.id))
             .filter_map(|r| r.value)
@@ -283,7 +285,7 @@ fn compare(store: &Store, a: &str, b: &str, json: bool) -> anyhow::Result<()> {
             continue;
         };
         let Some(r) =
-            nsperf_plan::stats::compare(&values(&ra, &x.run_ids), &values(&rb, &y.run_ids))
+            nsperf_results::stats::compare(&values(&ra, &x.run_ids), &values(&rb, &y.run_ids))
         else {
             continue;
         };
@@ -335,7 +337,7 @@ fn compare(store: &Store, a: &str, b: &str, json: bool) -> anyhow::Result<()> {
         t.row([
             x.step.clone(),
             params,
-            x.phase.clone(),
+            x.phase.to_string(),
             format_metric(&x.metric, x.summary.mean),
             format_metric(&y.metric, y.summary.mean),
             format!("{:.3}", r.ratio),

@@ -8,10 +8,9 @@ use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use nsperf_plan::exec::process::ProcessExecutor;
-use nsperf_plan::plan::RunKey;
 use nsperf_plan::runner::Progress;
-use nsperf_plan::store::RunStatus;
-use nsperf_plan::{DEFAULT_PLAN, Plan, RunOptions, Store};
+use nsperf_plan::{DEFAULT_PLAN, Plan, RunOptions};
+use nsperf_results::{Phase, RunKey, RunStatus, Store};
 
 use crate::output::print_json;
 
@@ -27,9 +26,10 @@ pub struct RunArgs {
     /// Complete the latest unfinished experiment of this plan: only its missing runs.
     #[arg(long)]
     pub resume: bool,
-    /// Where to write the HTML report of the experiment when the plan has run.
-    #[arg(long, default_value = "nsperf-report.html")]
-    pub report: PathBuf,
+    /// Where to write the HTML report of the experiment when the plan has run [default:
+    /// nsperf-report.html beside the result store].
+    #[arg(long)]
+    pub report: Option<PathBuf>,
     /// Write no report.
     #[arg(long)]
     pub no_report: bool,
@@ -78,10 +78,10 @@ impl CliProgress {
 }
 
 fn describe(key: &RunKey, params: &str) -> String {
-    let phase = if key.phase.as_str() == "-" {
+    let phase = if key.phase == Phase::None {
         String::new()
     } else {
-        format!(" {}", key.phase.as_str())
+        format!(" {}", key.phase)
     };
     let params = if params.is_empty() { "-" } else { params };
     format!("{} [{params}]{phase} #{}", key.step, key.repetition)
@@ -116,6 +116,7 @@ impl Progress for CliProgress {
             RunStatus::Ok => "",
             RunStatus::Skipped => "skipped: ",
             RunStatus::Failed => "FAILED: ",
+            RunStatus::Partial => "PARTIAL: ",
         };
         self.line(&format!(
             "[{}/{}] {}: {tag}{outcome}",
@@ -147,7 +148,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let mut store = Store::open(&args.db)?;
-    let mut exec = ProcessExecutor::current()?;
+    let mut exec = ProcessExecutor::current(crate::cmd::lab::emulator_command)?;
     let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| {
         let b = ProgressBar::new(plan.total_runs() as u64);
         b.set_style(
@@ -174,6 +175,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             args.db.display()
         );
     }
+    if let Some(hosts) = &plan.hosts {
+        // Every host's agent before any run: an unreachable host fails the plan at once.
+        exec.connect_hosts(hosts)
+            .context("connecting the plan's [hosts]")?;
+        if !progress.quiet {
+            for (name, offset, error) in exec.host_clocks() {
+                eprintln!(
+                    "host {name}: agent up, clock {:+.3} ms ± {:.3} ms",
+                    offset as f64 / 1e6,
+                    error as f64 / 1e6
+                );
+            }
+        }
+    }
     let summary = nsperf_plan::run_plan(
         &plan,
         &mut store,
@@ -182,26 +197,30 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             resume: args.resume,
         },
         &mut progress,
-    )?;
+    );
+    exec.close_hosts();
+    let summary = summary?;
+    let report_file = report_path(&args);
     let report = (!args.no_report).then(|| {
         crate::cmd::report::export_to(
             &store,
             &summary.experiment.to_string(),
             "html",
-            &args.report,
+            &report_file,
         )
     });
     if let Some(Err(e)) = &report {
         eprintln!("nsperf: the report could not be written: {e:#}");
     }
     let report_path = match &report {
-        Some(Ok(())) => Some(args.report.display().to_string()),
+        Some(Ok(())) => Some(report_file.display().to_string()),
         _ => None,
     };
     if args.json {
         print_json(&serde_json::json!({
             "report": report_path,
             "experiment": summary.experiment,
+            "lab": summary.lab,
             "db": args.db.display().to_string(),
             "measured": summary.measured,
             "skipped": summary.skipped,
@@ -244,6 +263,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The report's path: `--report`, else `nsperf-report.html` in the store's directory.
+fn report_path(args: &RunArgs) -> PathBuf {
+    args.report.clone().unwrap_or_else(|| {
+        args.db
+            .parent()
+            .unwrap_or(std::path::Path::new(""))
+            .join("nsperf-report.html")
+    })
+}
+
 fn print_dry_run(plan: &Plan) {
     println!(
         "plan {}: {} cells, {} runs ({} repetitions)",
@@ -253,18 +282,62 @@ fn print_dry_run(plan: &Plan) {
         plan.repetitions
     );
     if let Some(l) = &plan.lab {
-        println!("lab {}: sites {}", l.name, l.sites.join(", "));
+        println!(
+            "lab {}: sites {}",
+            l.name.as_deref().unwrap_or("(a new name for each run)"),
+            l.sites.join(", ")
+        );
+    }
+    if let Some(h) = &plan.hosts {
+        for host in &h.hosts {
+            let allow: Vec<String> = host.allow.iter().map(ToString::to_string).collect();
+            println!(
+                "host {}: address {}, agent {}, runs {}",
+                host.name,
+                host.address,
+                match &host.launch {
+                    nsperf_plan::agent::Launch::Tcp { addr } => format!("at {addr}"),
+                    nsperf_plan::agent::Launch::Ssh(t) =>
+                        format!("started through ssh {}", t.destination),
+                    nsperf_plan::agent::Launch::Local => "started on this host".into(),
+                    nsperf_plan::agent::Launch::Batch { group, index } =>
+                        format!("{index} of batch group {group}"),
+                },
+                allow.join(", ")
+            );
+        }
+        for (g, members) in &h.groups {
+            println!("group {g}: {}", members.join(", "));
+        }
     }
     for c in &plan.cells {
         let link = c
             .link
             .as_ref()
-            .map(|l| format!("  link: {}", l.args().join(" ")))
+            .map(|l| format!("  link: {}", nsperf_plan::plan::describe_link(l)))
             .unwrap_or_default();
         println!("cell {}{link}", c.key());
         for s in &c.steps {
             let phases: Vec<&str> = s.phases.iter().map(|p| p.as_str()).collect();
-            println!("  {} ({}) phases {}", s.name, s.kind, phases.join(","));
+            let on =
+                s.on.as_ref()
+                    .map(|o| {
+                        format!(
+                            " on {}{}{}",
+                            o.name,
+                            if o.concurrent {
+                                ""
+                            } else {
+                                " one after another"
+                            },
+                            o.server
+                                .as_ref()
+                                .map(|sv| format!(", server {sv}"))
+                                .unwrap_or_default()
+                        )
+                    })
+                    .unwrap_or_default();
+            println!("  {} ({}) phases {}{on}", s.name, s.kind, phases.join(","));
         }
     }
 }

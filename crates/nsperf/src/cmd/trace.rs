@@ -6,11 +6,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use nsperf_core::report::{Finding, Report, Severity};
+use nsperf_core::report::Report;
 use nsperf_core::table::Table;
 use nsperf_core::units::{BitRate, Bytes};
 use nsperf_trace::model::{DirectionStats, TcpConnection};
-use nsperf_trace::{Filter, TraceConfig, TraceInterval, TraceSpec, TraceSummary};
+use nsperf_trace::{
+    ConnectionSpool, ConnectionStore, Filter, TraceConfig, TraceInterval, TraceSpec, TraceSummary,
+};
 
 use crate::output::{Format, OutputArgs, print_json};
 
@@ -33,7 +35,10 @@ pub struct TraceArgs {
 }
 
 /// The `--json` document of `nsperf trace`.
-pub type TraceReport = Report<TraceSpec, TraceInterval, TraceSummary>;
+pub type TraceReport = Report<TraceSpec, TraceInterval, TraceSummary<ConnectionSpool>>;
+
+/// Rows of the conversations table rendered at once (column widths per block).
+const TABLE_BLOCK: usize = 1000;
 
 /// Runs `nsperf trace`.
 pub fn run(args: TraceArgs) -> anyhow::Result<()> {
@@ -48,6 +53,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
     let cfg = TraceConfig {
         filter,
         bin_ns: bin.as_nanos().min(i64::MAX as u128) as i64,
+        series_connections: args.top,
     };
     let spec = TraceSpec {
         file: args.file.display().to_string(),
@@ -56,84 +62,18 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
         top: args.top,
     };
     let t0 = Instant::now();
-    let (summary, intervals) = nsperf_trace::analyze_file(&args.file, cfg)
+    let (summary, intervals) = nsperf_trace::analyze_file_spooled(&args.file, cfg)
         .with_context(|| format!("trace {}", args.file.display()))?;
+    let findings = nsperf_trace::findings::findings(&summary, args.top)?;
     let mut report = TraceReport::new("trace", spec, summary);
     report.duration_ns = t0.elapsed().as_nanos() as u64;
     report.intervals = intervals;
-    report.findings = findings(&report.summary);
+    report.findings = findings;
     match args.output.format() {
         Format::Json | Format::JsonStream => print_json(&report),
         Format::Csv => print_csv(&report),
         Format::Human => print_human(&report),
     }
-}
-
-fn findings(s: &TraceSummary) -> Vec<Finding> {
-    let mut out = Vec::new();
-    if let Some(why) = &s.capture.stopped_early {
-        out.push(
-            Finding::new(
-                "capture_damaged",
-                Severity::Warning,
-                format!("capture read only in part: {why}"),
-            )
-            .with("records_read", s.capture.records as f64),
-        );
-    }
-    if s.unusable_packets > 0 {
-        out.push(
-            Finding::new(
-                "unusable_packets",
-                Severity::Info,
-                format!(
-                    "{} packets had headers cut by the snapshot length or malformed and were skipped",
-                    s.unusable_packets
-                ),
-            )
-            .with("packets", s.unusable_packets as f64),
-        );
-    }
-    for c in &s.connections {
-        let d = &c.diagnosis;
-        if d.limit == "none" {
-            continue;
-        }
-        let id = match d.limit.as_str() {
-            "receiver_window" => "window_limited",
-            "loss" => "loss_limited",
-            "congestion" => "congestion_limited",
-            "application" => "application_limited",
-            "sender" => "sender_paced",
-            _ => "window_scale_unknown",
-        };
-        let mut f = Finding::new(
-            id,
-            if d.limit == "application" {
-                Severity::Info
-            } else {
-                Severity::Limit
-            },
-            format!("connection {} ({} -> {}): {}", c.id, c.a, c.b, d.message),
-        )
-        .with("connection", f64::from(c.id))
-        .with("goodput_bps", d.goodput_bps)
-        .with("receiver_window_pct", d.receiver_window_pct)
-        .with("loss_pct", d.loss_pct)
-        .with("congestion_pct", d.congestion_pct)
-        .with("application_pct", d.application_pct)
-        .with("sender_pct", d.sender_pct)
-        .with("window_unknown_pct", d.window_unknown_pct)
-        .with("loss_rate", d.loss_rate);
-        if let Some(w) = d.window_ceiling_bps {
-            f = f.with("window_ceiling_bps", w);
-        }
-        if let Some(m) = d.mathis_ceiling_bps {
-            f = f.with("mathis_ceiling_bps", m);
-        }
-        out.push(f);
-    }
-    out
 }
 
 fn secs(ns: i64) -> f64 {
@@ -163,9 +103,19 @@ fn print_human(r: &TraceReport) -> anyhow::Result<()> {
     if let Some(w) = &c.stopped_early {
         let _ = writeln!(o, "warning: {w}");
     }
+    if s.duplicated_frames > 0 {
+        let _ = writeln!(
+            o,
+            "warning: {} TCP frames were captured twice (same IP ID and sequence, moments apart); the copies are left out of the analysis",
+            s.duplicated_frames
+        );
+    }
     let _ = writeln!(o);
-    let _ = writeln!(o, "TCP conversations ({}):", s.connections.len());
-    let mut t = Table::new([
+    let _ = writeln!(o, "TCP conversations ({}):", s.connection_count);
+    let mut out = std::io::stdout().lock();
+    out.write_all(o.as_bytes())?;
+    o.clear();
+    let header = [
         "id",
         "a",
         "b",
@@ -178,8 +128,10 @@ fn print_human(r: &TraceReport) -> anyhow::Result<()> {
         "goodput",
         "rexmit",
         "limit",
-    ]);
-    for cn in &s.connections {
+    ];
+    let mut t = Table::new(header);
+    let mut write_err = None;
+    s.connections.each(&mut |cn| {
         let (fwd, rev) = (&cn.a_to_b, &cn.b_to_a);
         t.row([
             cn.id.to_string(),
@@ -193,10 +145,21 @@ fn print_human(r: &TraceReport) -> anyhow::Result<()> {
             format!("{:.6}", cn.duration_s),
             BitRate(fwd.goodput_bps.max(rev.goodput_bps)).to_string(),
             (fwd.retransmitted_packets + rev.retransmitted_packets).to_string(),
-            cn.diagnosis.limit.clone(),
+            cn.diagnosis.limit.to_string(),
         ]);
+        if t.len() >= TABLE_BLOCK {
+            if let Err(e) = out.write_all(t.render().as_bytes()) {
+                write_err.get_or_insert(e);
+            }
+            t = Table::new(header);
+        }
+    })?;
+    if let Some(e) = write_err {
+        return Err(e.into());
     }
-    o.push_str(&t.render());
+    if !t.is_empty() {
+        o.push_str(&t.render());
+    }
     if !s.udp_flows.is_empty() {
         let _ = writeln!(o, "\nUDP flows ({}):", s.udp_flows.len());
         let mut t = Table::new([
@@ -225,12 +188,9 @@ fn print_human(r: &TraceReport) -> anyhow::Result<()> {
         }
         o.push_str(&t.render());
     }
-    let mut top: Vec<&TcpConnection> = s.connections.iter().collect();
-    top.sort_by_key(|c| std::cmp::Reverse(c.a_to_b.wire_bytes + c.b_to_a.wire_bytes));
-    for cn in top.into_iter().take(r.spec.top) {
-        o.push_str(&detail(cn));
+    for cn in nsperf_trace::findings::largest(s, r.spec.top)? {
+        o.push_str(&detail(&cn));
     }
-    let mut out = std::io::stdout().lock();
     out.write_all(o.as_bytes())?;
     Ok(())
 }
@@ -300,6 +260,10 @@ fn detail(c: &TcpConnection) -> String {
         (
             "zero windows / probes".into(),
             Box::new(|d| format!("{} / {}", d.zero_window_adverts, d.zero_window_probes)),
+        ),
+        (
+            "frames captured twice".into(),
+            Box::new(|d| d.duplicated_frames.to_string()),
         ),
         (
             "window-full events".into(),
@@ -414,19 +378,43 @@ fn detail(c: &TcpConnection) -> String {
     );
     s.push_str(&table);
     s.push_str(&format!(
-        "limited by ({}): receiver window {:.0} %, loss {:.0} %, congestion window {:.0} %, application {:.0} %, sender pace {:.0} %, window unknown {:.0} %\n",
+        "limited by ({}): receiver window {:.0} %, loss {:.0} %, congestion window {:.0} %, application {:.0} %, window unknown {:.0} %\n",
         d.direction,
         d.receiver_window_pct,
         d.loss_pct,
         d.congestion_pct,
         d.application_pct,
-        d.sender_pct,
         d.window_unknown_pct
     ));
+    let p = &d.path_rtt;
+    if p.min_ns > 0 {
+        s.push_str(&format!(
+            "path RTT {} (median {}) = {} behind the capture point ({} samples, {:?}) + {} beyond it ({} samples); capture point: {}\n",
+            ms(p.min_ns),
+            ms(p.median_ns),
+            ms(p.upstream_min_ns),
+            p.upstream_samples,
+            p.upstream_source,
+            ms(p.downstream_min_ns),
+            p.downstream_samples,
+            match d.vantage {
+                nsperf_trace::model::Vantage::Unknown => "unknown".to_string(),
+                v => format!("near the {v}"),
+            }
+        ));
+    }
+    let window = match (d.window_ceiling_bps, d.window_ceiling_at_least_bps) {
+        (Some(c), _) => BitRate(c).to_string(),
+        (None, Some(c)) => format!(
+            "at least {} (window scale at least {})",
+            BitRate(c),
+            d.window_scale_at_least.unwrap_or(0)
+        ),
+        _ => "-".into(),
+    };
     s.push_str(&format!(
-        "ceilings (bounds, not measurements): window/RTT {}, Mathis {}; measured goodput {}\n",
-        opt(d.window_ceiling_bps.map(BitRate)),
-        opt(d.mathis_ceiling_bps.map(BitRate)),
+        "ceiling (a bound, not a measurement): window/RTT {window}; Reno loss model (Mathis): {}; measured goodput {}\n",
+        opt(d.mathis_model_bps.map(BitRate)),
         BitRate(d.goodput_bps)
     ));
     s.push_str(&format!("diagnosis: {}\n", d.message));
@@ -438,24 +426,29 @@ fn yn(b: bool) -> &'static str {
 }
 
 fn print_csv(r: &TraceReport) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "start_s,length_s,stream,throughput_bps,goodput_bps,retransmissions"
-    )?;
+    let mut w = nsperf_core::csv::CsvWriter::new();
+    w.record([
+        "start_s",
+        "length_s",
+        "stream",
+        "throughput_bps",
+        "goodput_bps",
+        "retransmissions",
+    ]);
     for i in &r.intervals {
-        writeln!(
-            out,
-            "{:.6},{:.6},{},{:.0},{:.0},{}",
-            i.start_s,
-            i.length_s,
+        w.record([
+            format!("{:.6}", i.start_s),
+            format!("{:.6}", i.length_s),
             i.stream
                 .map(|s| s.to_string())
                 .unwrap_or_else(|| "all".into()),
-            i.throughput_bps,
-            i.goodput_bps,
-            i.retransmissions
-        )?;
+            format!("{:.0}", i.throughput_bps),
+            format!("{:.0}", i.goodput_bps),
+            i.retransmissions.to_string(),
+        ]);
     }
+    std::io::stdout()
+        .lock()
+        .write_all(w.into_string().as_bytes())?;
     Ok(())
 }

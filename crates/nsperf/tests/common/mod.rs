@@ -3,7 +3,9 @@
 //! Tests that need root call [`require_root`] and skip with a printed reason otherwise.
 #![allow(dead_code)]
 
+pub mod procs;
 pub mod scratch;
+mod skip;
 
 use std::io::Read;
 use std::process::{Child, Command, Output, Stdio};
@@ -133,14 +135,33 @@ unsafe extern "C" {
     fn libc_geteuid() -> u32;
 }
 
+pub use skip::skip;
+
 /// Returns false (and prints why) when not root: `if !require_root("veth test") { return; }`.
 pub fn require_root(what: &str) -> bool {
     if is_root() {
         true
     } else {
-        eprintln!("SKIPPED {what}: needs root (network namespaces / cache control)");
+        skip(&format!(
+            "{what}: needs root (network namespaces / cache control)"
+        ));
         false
     }
+}
+
+/// True when the kernel offers TUN devices (the lab's emulated link); otherwise prints a
+/// skip line.
+pub fn require_tun(what: &str) -> bool {
+    let ok = std::path::Path::new("/dev/net/tun").exists();
+    if !ok {
+        skip(&format!("{what}: /dev/net/tun is missing (no TUN support)"));
+    }
+    ok
+}
+
+/// True when a lab can be built here: root, `ip` and TUN; otherwise prints a skip line.
+pub fn require_lab(what: &str) -> bool {
+    require_root(what) && require_program("ip", what) && require_tun(what)
 }
 
 /// True when `prog` is on PATH; otherwise prints a skip line.
@@ -149,7 +170,7 @@ pub fn require_program(prog: &str, what: &str) -> bool {
         .map(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
         .unwrap_or(false);
     if !found {
-        eprintln!("SKIPPED {what}: `{prog}` is not installed");
+        skip(&format!("{what}: `{prog}` is not installed"));
     }
     found
 }

@@ -6,11 +6,11 @@ use anyhow::Context;
 use clap::Args;
 use nsperf_core::table::Table;
 use nsperf_core::units::Bytes;
-use nsperf_io::matrix::{MatrixConfig, MatrixReport, TESTS, iozone_csv, run_matrix};
+use nsperf_io::matrix::{MatrixConfig, MatrixReport, TESTS, iozone_csv, run_matrix_observed};
 use nsperf_io::{CacheMode, EngineKind, FsyncMode, Workload};
 
 use crate::exit::usage;
-use crate::output::{Format, OutputArgs};
+use crate::output::{Format, OutputArgs, print_json_line};
 
 /// Arguments of `nsperf io auto`.
 #[derive(Debug, Args)]
@@ -47,8 +47,10 @@ pub struct AutoArgs {
     #[arg(long)]
     pub include_close: bool,
     /// Print iozone's -R spreadsheet layout as CSV (kB/s; file sizes down, records across).
-    #[arg(long, conflicts_with_all = ["json", "csv"])]
+    #[arg(long, conflicts_with_all = ["json", "csv", "json_stream"])]
     pub iozone_csv: bool,
+    #[command(flatten)]
+    pub dir_care: super::DirCareArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -87,19 +89,27 @@ pub fn config(a: &AutoArgs) -> anyhow::Result<MatrixConfig> {
     c.cache = a.cache;
     c.fsync = a.fsync;
     c.include_close = a.include_close;
+    c.space_check = !a.dir_care.no_space_check;
+    c.clean_stale = a.dir_care.clean;
     Ok(c)
 }
 
 /// Runs `nsperf io auto`.
 pub fn run(a: AutoArgs) -> anyhow::Result<()> {
-    if a.output.json_stream {
-        return Err(usage(
-            "--json-stream is not available for io auto (use --json)",
-        ));
-    }
     let cfg = config(&a)?;
-    let rep = run_matrix(&cfg).context("io auto")?;
-    if let Some(why) = rep.findings.iter().find(|f| f.id == "engine_fallback") {
+    let stream = a.output.format() == Format::JsonStream;
+    // --json-stream: each cell as one line as it is measured, then the result.
+    let rep = run_matrix_observed(&cfg, &mut |c| {
+        if stream {
+            let _ = print_json_line(&serde_json::json!({"event": "cell", "cell": c}));
+        }
+    })
+    .context("io auto")?;
+    for why in rep
+        .findings
+        .iter()
+        .filter(|f| matches!(f.id.as_str(), "engine_fallback" | "stale_files"))
+    {
         eprintln!("nsperf: {}", why.message);
     }
     let csv_of: fn(&MatrixReport) -> String = if a.iozone_csv {
@@ -124,24 +134,32 @@ pub fn run(a: AutoArgs) -> anyhow::Result<()> {
 
 /// One line per cell.
 pub fn csv(r: &MatrixReport) -> String {
-    let mut o = String::from(
-        "test,file_bytes,record_bytes,throughput_bytes_per_s,elapsed_s,lat_p50_ns,lat_p99_ns,beyond_free_ram,fits_cpu_cache\n",
-    );
+    let mut w = nsperf_core::csv::CsvWriter::new();
+    w.record([
+        "test",
+        "file_bytes",
+        "record_bytes",
+        "throughput_bytes_per_s",
+        "elapsed_s",
+        "lat_p50_ns",
+        "lat_p99_ns",
+        "beyond_free_ram",
+        "fits_cpu_cache",
+    ]);
     for c in &r.summary.cells {
-        o += &format!(
-            "{},{},{},{:.0},{:.6},{},{},{},{}\n",
-            c.test,
-            c.file_bytes,
-            c.record_bytes,
-            c.throughput_bytes_per_s,
-            c.elapsed_s,
-            c.lat_p50_ns,
-            c.lat_p99_ns,
-            c.beyond_free_ram,
-            c.fits_cpu_cache
-        );
+        w.record([
+            c.test.clone(),
+            c.file_bytes.to_string(),
+            c.record_bytes.to_string(),
+            format!("{:.0}", c.throughput_bytes_per_s),
+            format!("{:.6}", c.elapsed_s),
+            c.lat_p50_ns.to_string(),
+            c.lat_p99_ns.to_string(),
+            c.beyond_free_ram.to_string(),
+            c.fits_cpu_cache.to_string(),
+        ]);
     }
-    o
+    w.into_string()
 }
 
 fn short(b: u64) -> String {
@@ -202,13 +220,11 @@ pub fn human(r: &MatrixReport) -> String {
         o += &t.render();
     }
     o += &format!(
-        "\nc: the file fits in the CPU cache ({}); *: the file exceeds free RAM ({}), past the page-cache cliff\n",
+        "\nc: the file fits in the CPU cache ({}); *: the file exceeds {}, past the page-cache cliff\n",
         s.cpu_cache_bytes
             .map(|b| Bytes(b).to_string())
             .unwrap_or_else(|| "unknown".into()),
-        s.mem_available_bytes
-            .map(|b| Bytes(b).to_string())
-            .unwrap_or_else(|| "unknown".into()),
+        s.memory.describe(),
     );
     o += &format!("{} cells in {:.2} s\n", s.cells.len(), s.wall_s);
     for f in &r.findings {

@@ -6,11 +6,10 @@ use anyhow::Context;
 use clap::Args;
 use nsperf_core::table::Table;
 use nsperf_core::units::Bytes;
-use nsperf_io::bonnie::{BonnieConfig, BonnieReport, run_bonnie};
+use nsperf_io::bonnie::{BonnieConfig, BonnieReport, run_bonnie_observed};
 use nsperf_io::{CacheMode, EngineKind, FsyncMode};
 
 use super::{dur_ns, ops, rate};
-use crate::exit::usage;
 use crate::output::OutputArgs;
 
 /// Arguments of `nsperf io bonnie`.
@@ -44,16 +43,13 @@ pub struct BonnieArgs {
     #[arg(long, short = 'f')]
     pub fast: bool,
     #[command(flatten)]
+    pub dir_care: super::DirCareArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
 }
 
 /// Runs `nsperf io bonnie`.
 pub fn run(a: BonnieArgs) -> anyhow::Result<()> {
-    if a.output.json_stream {
-        return Err(usage(
-            "--json-stream is not available for io bonnie (use --json)",
-        ));
-    }
     let mut c = BonnieConfig::new(a.dir.clone());
     c.size_bytes = a.size.0;
     c.chunk_bytes = a.chunk.0;
@@ -63,7 +59,17 @@ pub fn run(a: BonnieArgs) -> anyhow::Result<()> {
     c.files = a.files;
     c.file_bytes = a.file_size.0;
     c.fast = a.fast;
-    let rep = run_bonnie(&c).context("io bonnie")?;
+    c.space_check = !a.dir_care.no_space_check;
+    c.clean_stale = a.dir_care.clean;
+    // --json-stream: each test's row as one line as it ends, then the result.
+    let stream = a.output.format() == crate::output::Format::JsonStream;
+    let rep = run_bonnie_observed(&c, &mut |row| {
+        if stream {
+            let _ =
+                crate::output::print_json_line(&serde_json::json!({"event": "test", "row": row}));
+        }
+    })
+    .context("io bonnie")?;
     super::print_report(
         &rep,
         a.output.format(),
@@ -76,28 +82,39 @@ pub fn run(a: BonnieArgs) -> anyhow::Result<()> {
 
 /// One line per test.
 pub fn csv(r: &BonnieReport) -> String {
-    let mut o = String::from(
-        "test,workload,throughput_bytes_per_s,ops_per_s,lat_p99_ns,cpu_process_pct,elapsed_s\n",
-    );
+    let mut w = nsperf_core::csv::CsvWriter::new();
+    w.record([
+        "test",
+        "workload",
+        "throughput_bytes_per_s",
+        "ops_per_s",
+        "lat_p99_ns",
+        "cpu_process_pct",
+        "elapsed_s",
+    ]);
     for x in &r.summary.rows {
-        o += &format!(
-            "{},{},{:.0},{:.1},{},{:.1},{:.6}\n",
-            x.test,
-            x.workload,
-            x.throughput_bytes_per_s,
-            x.ops_per_s,
-            x.lat_p99_ns,
-            x.cpu_process_pct,
-            x.elapsed_s
-        );
+        w.record([
+            x.test.clone(),
+            x.workload.to_string(),
+            format!("{:.0}", x.throughput_bytes_per_s),
+            format!("{:.1}", x.ops_per_s),
+            x.lat_p99_ns.to_string(),
+            format!("{:.1}", x.cpu_process_pct),
+            format!("{:.6}", x.elapsed_s),
+        ]);
     }
     for x in r.summary.rows.iter().flat_map(|x| &x.phases) {
-        o += &format!(
-            "{},meta,0,{:.1},,,{:.6}\n",
-            x.name, x.ops_per_s, x.elapsed_s
-        );
+        w.record([
+            x.name.clone(),
+            "meta".into(),
+            "0".into(),
+            format!("{:.1}", x.ops_per_s),
+            String::new(),
+            String::new(),
+            format!("{:.6}", x.elapsed_s),
+        ]);
     }
-    o
+    w.into_string()
 }
 
 /// The suite for people.

@@ -4,6 +4,7 @@
 
 pub mod auto;
 pub mod bonnie;
+mod live;
 pub mod run;
 
 use clap::{Args, Subcommand};
@@ -27,6 +28,17 @@ pub enum IoCommand {
     Bonnie(bonnie::BonnieArgs),
 }
 
+/// What a run does about the directory before it starts.
+#[derive(Debug, Clone, Args)]
+pub struct DirCareArgs {
+    /// Remove stale `.nsperf-PID-*` files left in the directory by runs that died.
+    #[arg(long)]
+    pub clean: bool,
+    /// Start even when the file system has less free space than the run needs.
+    #[arg(long)]
+    pub no_space_check: bool,
+}
+
 /// Runs `nsperf io …`.
 pub fn run(args: IoArgs) -> anyhow::Result<()> {
     match args.command {
@@ -48,7 +60,10 @@ fn print_report<R: serde::Serialize>(
 ) -> anyhow::Result<()> {
     use crate::output::Format;
     match format {
-        Format::Json | Format::JsonStream => crate::output::print_json(rep)?,
+        Format::Json => crate::output::print_json(rep)?,
+        Format::JsonStream => {
+            crate::output::print_json_line(&serde_json::json!({"event": "result", "report": rep}))?
+        }
         Format::Csv => print!("{}", csv(rep)),
         Format::Human => print!("{}", human(rep)),
     }

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# NFS through a lab link: nsperf's user-space nfs engine against libnfs's nfs-cp, both
+# reading and writing a 1 GiB file on nfs-ganesha, and against the raw TCP throughput
+# `nsperf net` measures on the same link; then NFS reads through an emulated T3
+# (45 Mbit/s, 50 ms RTT) against the link rate.
+#
+#   flock /work/bench.lock bench/storage-vs-peers.sh [RUNS]   # as root; RUNS defaults to 5
+#
+# Lab: sites a (client) and b (server), unimpaired userspace link. Server: nfs-ganesha
+# (`nsperf lab serve … --server ganesha`) exporting a directory on the disk; its page cache
+# holds the files (remote-warm: written, then read once before each read pass).
+# Alternates nsperf and nfs-cp run by run and prints medians and ratios.
+#   read:  nsperf io run URL -w seqread  -s 1g -b 1m --iodepth 8   (the measured pass)
+#          nfs-cp URL/bench-1g /dev/shm/out                         (wall time, mount included;
+#          the local copy lands in tmpfs: nfs-cp cannot write to /dev/null)
+#   write: nsperf io run URL -w seqwrite -s 1g -b 1m --iodepth 8 --fsync end  (UNSTABLE + COMMIT)
+#          nfs-cp /dev/shm/src-1g URL/dst                           (libnfs: UNSTABLE 1 MiB WRITEs + COMMIT)
+set -euo pipefail
+RUNS=${1:-${RUNS:-5}}
+cd "$(dirname "$0")/.."
+[ "$(id -u)" = 0 ] || { echo "needs root (lab namespaces)" >&2; exit 1; }
+for p in ganesha.nfsd rpcbind nfs-cp; do
+  command -v "$p" >/dev/null || { export DEBIAN_FRONTEND=noninteractive; apt-get update -qq; apt-get install -y -qq nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils >/dev/null; break; }
+done
+
+cargo build --release -q
+NS=$PWD/target/release/nsperf
+LAB=sb$$
+DIR=/var/tmp/nsperf-storage-bench-$$
+SHM=/dev/shm/nsperf-storage-bench-$$
+cleanup() {
+  "$NS" lab down "$LAB" 2>/dev/null || true
+  rm -rf "$DIR" "$SHM"
+}
+trap cleanup EXIT INT TERM
+mkdir -p "$DIR" "$SHM"
+"$NS" lab up "$LAB" --sites a,b >/dev/null
+"$NS" lab serve "$LAB" b nfs "$DIR" --server ganesha >/dev/null
+URL=nfs://10.77.0.2$DIR
+A() { "$NS" lab exec "$LAB" a -- "$@"; }
+json() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)"; }
+head -c $((1 << 30)) /dev/urandom > "$SHM/src-1g"
+A nfs-cp "$SHM/src-1g" "$URL/bench-1g" >/dev/null
+
+ns_read() { A "$NS" io run "$URL" -w seqread -s 1g -b 1m --iodepth 8 --json "$@" | json "j['summary']['throughput_bytes_per_s']"; }
+ns_write() { A "$NS" io run "$URL" -w seqwrite -s 1g -b 1m --iodepth 8 --fsync end --json | json "j['summary']['throughput_bytes_per_s']"; }
+timed() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null; t1=$(date +%s%N); python3 -c "print($((1 << 30)) / (($t1 - $t0) / 1e9))"; }
+cp_read() {
+  A nfs-cp "$URL/bench-1g" "$SHM/warm" >/dev/null; rm -f "$SHM/warm"   # server cache warm, as nsperf's remote-warm
+  timed A nfs-cp "$URL/bench-1g" "$SHM/out"; rm -f "$SHM/out"
+}
+cp_write() { timed A nfs-cp "$SHM/src-1g" "$URL/dst-$1"; rm -f "$DIR/dst-$1"; }
+# Raw TCP in the direction of the NFS read's data (server to client: -R), 5 s.
+net_tcp() { A "$NS" net 10.77.0.2 -R -t 5 --json | json "j['summary']['throughput_bps'] / 8"; }
+
+"$NS" lab exec "$LAB" b -- "$NS" server -B 10.77.0.2 -q &
+SRV=$!
+sleep 1
+declare -a NR NW CR CW TCP
+for i in $(seq 1 "$RUNS"); do
+  NR+=("$(ns_read)"); CR+=("$(cp_read)")
+  CW+=("$(cp_write "$i")"); NW+=("$(ns_write)")
+  TCP+=("$(net_tcp)")
+  echo "run $i: read nsperf ${NR[-1]} nfs-cp ${CR[-1]}  write nsperf ${NW[-1]} nfs-cp ${CW[-1]}  tcp ${TCP[-1]} B/s" >&2
+done
+kill $SRV 2>/dev/null || true
+
+# The T3: 45 Mbit/s, 50 ms RTT, a queue of one BDP and a half.
+"$NS" lab set "$LAB" --rate 45mbit --rtt 50ms --queue 420k
+declare -a WAN
+for i in $(seq 1 "$RUNS"); do
+  WAN+=("$(A "$NS" io run "$URL" -w seqread -s 64m -b 1m --iodepth 16 --json | json "j['summary']['throughput_bytes_per_s']")")
+  echo "t3 run $i: nfs read ${WAN[-1]} B/s" >&2
+done
+
+python3 - "${NR[*]}" "${CR[*]}" "${NW[*]}" "${CW[*]}" "${TCP[*]}" "${WAN[*]}" <<'PY'
+import statistics as st, sys
+nr, cr, nw, cw, tcp, wan = ([float(x) for x in a.split()] for a in sys.argv[1:])
+m = st.median
+mib = lambda x: f"{x / 2**20:.0f} MiB/s"
+print("| figure | nsperf nfs (median) | peer (median) | ratio | goal |")
+print("|---|---|---|---|---|")
+print(f"| seq read 1 GiB, 1 MiB RPCs | {mib(m(nr))} | nfs-cp {mib(m(cr))} | {m(nr)/m(cr):.2f}x | >= 1.0x |")
+print(f"| seq write 1 GiB, 1 MiB RPCs + COMMIT | {mib(m(nw))} | nfs-cp {mib(m(cw))} | {m(nw)/m(cw):.2f}x | >= 1.0x |")
+print(f"| seq read vs raw TCP server to client (nsperf net -R) | {mib(m(nr))} | TCP {mib(m(tcp))} | {m(nr)/m(tcp)*100:.0f} % | >= 80 % |")
+link = 45e6 / 8
+print(f"| T3 45 Mbit/s 50 ms, 16 RPCs in flight | {m(wan)/1e6:.2f} MB/s | link {link/1e6:.3f} MB/s | {m(wan)/link*100:.1f} % | >= 90 % |")
+print(f"runs: {len(nr)}; per run read nsperf {[round(x/2**20) for x in nr]} nfs-cp {[round(x/2**20) for x in cr]}; write nsperf {[round(x/2**20) for x in nw]} nfs-cp {[round(x/2**20) for x in cw]}; tcp {[round(x/2**20) for x in tcp]}; t3 {[round(x/1e6,2) for x in wan]} (MiB/s, t3 MB/s)")
+PY

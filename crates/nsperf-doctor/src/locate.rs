@@ -1,0 +1,184 @@
+//! Where the file server of a target runs, when nsperf can run there too: a lab site whose
+//! recorded service (`nsperf lab serve`) offers the target's address and path. Then the
+//! storage test runs on the served directory in that site, the network test against an
+//! nsperf server started in that site, and the server's processes are watched for CPU.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use nsperf_core::process::ProcessId;
+use nsperf_lab::service::ServiceRecord;
+use nsperf_lab::state::{LabState, SiteState};
+use nsperf_nfs::NfsUrl;
+
+use crate::error::DoctorError;
+
+/// A file server running in a lab site.
+#[derive(Debug, Clone)]
+pub struct LabServer {
+    /// The lab.
+    pub lab: LabState,
+    /// The site the server runs in.
+    pub site: SiteState,
+    /// Its service record.
+    pub service: ServiceRecord,
+    /// The target's directory on the server's file system (sites share this host's).
+    pub dir: PathBuf,
+    /// The site the client side runs from: `None` when `doctor` already runs in one of the
+    /// lab's sites (`lab exec`), else the site to enter.
+    pub client_site: Option<SiteState>,
+}
+
+impl LabServer {
+    /// The server's processes now (everything in the site's namespace).
+    pub fn processes(&self) -> Vec<ProcessId> {
+        nsperf_lab::netns::processes_in(&self.site.netns)
+    }
+}
+
+fn host_ip(url: &NfsUrl) -> Option<IpAddr> {
+    url.host.parse().ok()
+}
+
+/// Does `rec` serve `url`: the same address and a directory the target's path is in?
+fn serves(rec: &ServiceRecord, url: &NfsUrl) -> bool {
+    let Ok(r) = rec.url.parse::<NfsUrl>() else {
+        return false;
+    };
+    host_ip(&r).is_some() && host_ip(&r) == host_ip(url) && {
+        let p = std::path::Path::new(&url.path);
+        p.starts_with(&rec.dir)
+    }
+}
+
+/// Finds the lab site serving `url` (only `lab` when given) and the site to run the client
+/// side from (`from`, or the site `doctor` runs in, or the first other site of the lab).
+pub fn find(
+    url: &NfsUrl,
+    lab: Option<&str>,
+    from: Option<&str>,
+) -> Result<Option<LabServer>, DoctorError> {
+    let names: Vec<String> = match lab {
+        Some(l) => vec![l.to_string()],
+        None => LabState::list_names(),
+    };
+    let mut found: Vec<(LabState, ServiceRecord)> = Vec::new();
+    for n in names {
+        let Ok(state) = LabState::load(&n) else {
+            if lab.is_some() {
+                return Err(DoctorError::Usage(format!("no lab named '{n}'")));
+            }
+            continue;
+        };
+        for rec in ServiceRecord::load_all(&n) {
+            if rec.running() && serves(&rec, url) {
+                found.push((state.clone(), rec));
+            }
+        }
+    }
+    // Labs all number their sites alike: prefer the one this thread is inside.
+    if found.len() > 1 {
+        let inside: Vec<_> = found
+            .iter()
+            .filter(|(l, _)| {
+                l.sites
+                    .iter()
+                    .any(|s| nsperf_lab::netns::thread_is_in(&s.netns))
+            })
+            .cloned()
+            .collect();
+        if inside.len() == 1 {
+            found = inside;
+        } else {
+            let labs: Vec<&str> = found.iter().map(|(l, _)| l.name.as_str()).collect();
+            return Err(DoctorError::Usage(format!(
+                "labs {} all serve {}: name one with --lab",
+                labs.join(", "),
+                url
+            )));
+        }
+    }
+    let Some((state, rec)) = found.pop() else {
+        if let Some(l) = lab {
+            return Err(DoctorError::Usage(format!(
+                "lab '{l}' serves nothing at {url} (see `nsperf lab serve`)"
+            )));
+        }
+        if from.is_some() {
+            return Err(DoctorError::Usage(format!(
+                "--from names a lab site, but no lab serves {url} (see `nsperf lab serve`)"
+            )));
+        }
+        return Ok(None);
+    };
+    let site = state
+        .sites
+        .iter()
+        .find(|s| s.name == rec.site)
+        .cloned()
+        .ok_or_else(|| {
+            DoctorError::Usage(format!("lab '{}' has no site '{}'", state.name, rec.site))
+        })?;
+    let here = state
+        .sites
+        .iter()
+        .find(|s| nsperf_lab::netns::thread_is_in(&s.netns));
+    let client_site = match (from, here) {
+        (Some(f), _) => Some(
+            state
+                .sites
+                .iter()
+                .find(|s| s.name == f)
+                .cloned()
+                .ok_or_else(|| {
+                    DoctorError::Usage(format!("lab '{}' has no site '{f}'", state.name))
+                })?,
+        ),
+        (None, Some(_)) => None,
+        (None, None) => state.sites.iter().find(|s| s.name != rec.site).cloned(),
+    };
+    if client_site.as_ref().or(here).map(|s| s.name.as_str()) == Some(rec.site.as_str()) {
+        return Err(DoctorError::Usage(format!(
+            "the client side must run in another site than the server's ({}): --from SITE",
+            rec.site
+        )));
+    }
+    let dir = PathBuf::from(&url.path);
+    Ok(Some(LabServer {
+        lab: state,
+        site,
+        service: rec,
+        dir,
+        client_site,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nsperf_lab::service::{Protocol, ServerKind};
+
+    fn rec(url: &str, dir: &str) -> ServiceRecord {
+        ServiceRecord {
+            site: "b".into(),
+            protocol: Protocol::Nfs,
+            server: ServerKind::Embedded,
+            dir: dir.into(),
+            url: url.into(),
+            pid: 1,
+            start_ticks: 0,
+            log: "/x".into(),
+        }
+    }
+
+    #[test]
+    fn a_service_serves_its_address_and_directories_below_it() {
+        let r = rec("nfs://10.77.0.2/srv/share", "/srv/share");
+        let u = |s: &str| s.parse::<NfsUrl>().unwrap();
+        assert!(serves(&r, &u("nfs://10.77.0.2/srv/share")));
+        assert!(serves(&r, &u("nfs://10.77.0.2/srv/share/sub")));
+        assert!(!serves(&r, &u("nfs://10.77.0.2/srv/shared")));
+        assert!(!serves(&r, &u("nfs://10.77.0.3/srv/share")));
+        assert!(!serves(&r, &u("nfs://nas.example/srv/share")));
+    }
+}

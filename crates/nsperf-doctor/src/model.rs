@@ -1,0 +1,299 @@
+//! The result model of `nsperf doctor` (the JSON schema of `nsperf doctor --json`, documented
+//! in docs/schema.md): what was asked, each layer's figures — or why a layer was not
+//! measured — and the verdict per direction.
+
+use std::path::PathBuf;
+
+use nsperf_core::report::Report;
+use serde::{Deserialize, Serialize};
+
+use crate::verdict::Diagnosis;
+
+/// The `doctor` report.
+pub type DoctorReport = Report<DoctorSpec, DoctorInterval, DoctorSummary>;
+
+/// `doctor` has no time series of its own (each layer's engine has them: run it alone for
+/// them); `intervals` is always empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DoctorInterval {}
+
+/// Which way the data goes, seen from the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// From the server's storage to the client.
+    Read,
+    /// From the client to the server's storage.
+    Write,
+}
+
+impl Direction {
+    /// Both, reads first.
+    pub const BOTH: [Direction; 2] = [Direction::Read, Direction::Write];
+}
+
+impl std::fmt::Display for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Direction::Read => "read",
+            Direction::Write => "write",
+        })
+    }
+}
+
+/// Where the file server runs, when nsperf can run there too.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerPlace {
+    /// The lab.
+    pub lab: String,
+    /// The site the server runs in.
+    pub site: String,
+    /// The server program (`embedded`, `ganesha`).
+    pub server: String,
+    /// The site the client side (network and protocol tests) ran from, when it was not the
+    /// namespace `doctor` was started in.
+    pub client_site: Option<String>,
+}
+
+/// The `spec` of a doctor report: the target and every parameter, defaults included.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DoctorSpec {
+    /// The target as given (`nfs://HOST[:PORT]/EXPORT/PATH`).
+    pub target: String,
+    /// Where the server runs, when it was found in a lab.
+    pub place: Option<ServerPlace>,
+    /// Bytes of each file written and read (storage and protocol tests).
+    pub size_bytes: u64,
+    /// Record size of the storage test and RPC size of the protocol test.
+    pub bs_bytes: u64,
+    /// RPCs in flight on the protocol test's connection.
+    pub rpcs_in_flight: u32,
+    /// Longest measured pass of each storage and protocol test, seconds.
+    pub pass_time_s: f64,
+    /// Measured time of each network direction, seconds (after a 1 s warm-up).
+    pub net_time_s: f64,
+    /// Cache phase of the protocol read: `cold` (the server's copy evicted, so its storage is
+    /// in the path) or `remote-warm` (the server's cache holds it).
+    pub read_cache: String,
+}
+
+/// A layer's figures, or why there are none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Layer<T> {
+    /// Measured: the figures.
+    Measured(T),
+    /// nsperf could not measure this layer from here (the reason says why and what would).
+    NotMeasured {
+        /// Why.
+        reason: String,
+    },
+    /// The measurement was started and failed.
+    Failed {
+        /// The error, one line.
+        error: String,
+    },
+}
+
+impl<T> Layer<T> {
+    /// The figures, when measured.
+    pub fn measured(&self) -> Option<&T> {
+        match self {
+            Layer::Measured(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Why there are no figures (`None` when measured).
+    pub fn why_not(&self) -> Option<&str> {
+        match self {
+            Layer::Measured(_) => None,
+            Layer::NotMeasured { reason } => Some(reason),
+            Layer::Failed { error } => Some(error),
+        }
+    }
+}
+
+/// CPU use of the server's processes over a measured pass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerCpu {
+    /// All server processes together, % of one core.
+    pub process_pct: f64,
+    /// The busiest thread, % of one core.
+    pub busiest_thread_pct: f64,
+    /// Its name (`comm`) and id.
+    pub busiest_thread: String,
+    /// The longest time one server thread waited on a run queue for a CPU, % of the pass.
+    pub cpu_wait_pct: f64,
+    /// Cores of the server's host.
+    pub cores: u32,
+}
+
+/// CPU use over one measured pass.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PassCpu {
+    /// This process (the client side), % of one core.
+    pub client_process_pct: f64,
+    /// The longest time one thread of this process waited on a run queue for a CPU, % of
+    /// the pass (what other load on the host cost the client's data path).
+    pub client_cpu_wait_pct: f64,
+    /// Mean busy share of all cores of this host, %.
+    pub host_mean_pct: f64,
+    /// Busiest core of this host, mean busy %.
+    pub host_busiest_core_pct: f64,
+    /// The server's processes, when they run on this host (a lab site).
+    pub server: Option<ServerCpu>,
+}
+
+/// One measured pass of the storage or protocol test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pass {
+    /// Bytes per second over the measured pass.
+    pub bytes_per_s: f64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Measured seconds.
+    pub elapsed_s: f64,
+    /// Median latency per record or RPC, ns.
+    pub lat_p50_ns: u64,
+    /// 99th percentile, ns.
+    pub lat_p99_ns: u64,
+    /// CPU over the pass.
+    pub cpu: PassCpu,
+}
+
+/// (a) The storage at the server: local I/O on the served directory, run where the server
+/// runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StorageFigures {
+    /// The directory (the served one, or the target's directory inside it).
+    pub dir: PathBuf,
+    /// Its file system type and source (`ext4 /dev/loop3`).
+    pub fs: String,
+    /// Sequential read with the file's pages evicted first (cold).
+    pub read: Pass,
+    /// Sequential write, fsync at the end inside the timed pass.
+    pub write: Pass,
+}
+
+/// One direction of the network test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetDirection {
+    /// Receiver payload bit rate after the warm-up.
+    pub throughput_bps: f64,
+    /// Retransmitted segments.
+    pub retransmits: u64,
+    /// Mean smoothed RTT the sender saw under load, µs.
+    pub rtt_loaded_us: Option<f64>,
+    /// Mean receive window the receiver advertised, bytes.
+    pub peer_window_bytes: Option<u64>,
+    /// Share of busy time the sender was limited by the receive window, %.
+    pub rwnd_limited_pct: Option<f64>,
+    /// Sender's MSS, bytes.
+    pub mss_bytes: Option<u32>,
+}
+
+impl NetDirection {
+    /// Payload bytes per second.
+    pub fn bytes_per_s(&self) -> f64 {
+        self.throughput_bps / 8.0
+    }
+}
+
+/// (b) The network to the server: `nsperf net` against an nsperf server at (or next to) it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetworkFigures {
+    /// The nsperf server used (`ADDRESS:PORT`).
+    pub server: String,
+    /// True when doctor started that server itself (in the file server's lab site).
+    pub started_by_doctor: bool,
+    /// TCP, one stream, server to client (what reads cross).
+    pub to_client: NetDirection,
+    /// TCP, one stream, client to server (what writes cross).
+    pub to_server: NetDirection,
+    /// Round trip of 1-byte request/response transactions (median), ns: the idle RTT.
+    pub rtt_idle_ns: u64,
+    /// MTU of the lab's links, when the server is in a lab.
+    pub lab_mtu_bytes: Option<u32>,
+}
+
+impl NetworkFigures {
+    /// The direction a file-protocol direction crosses.
+    pub fn toward(&self, d: Direction) -> &NetDirection {
+        match d {
+            Direction::Read => &self.to_client,
+            Direction::Write => &self.to_server,
+        }
+    }
+}
+
+/// (c) The file protocol end to end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProtocolFigures {
+    /// `nfs3`.
+    pub protocol: String,
+    /// Where NFS answered (`ADDRESS:PORT`).
+    pub server: String,
+    /// Data bytes per READ/WRITE RPC (after the server's FSINFO limits).
+    pub rpc_bytes: u64,
+    /// RPCs in flight on the connection.
+    pub rpcs_in_flight: u32,
+    /// TCP connections.
+    pub connections: u32,
+    /// Median round trip of NULL RPCs (no work at the server), ns.
+    pub null_rtt_ns: u64,
+    /// This host's TCP congestion control (the client's end of the connection).
+    pub congestion_control: Option<String>,
+    /// Cache phase of the read (`cold`, `remote-warm`).
+    pub read_cache: String,
+    /// Sequential read.
+    pub read: Pass,
+    /// Sequential write, UNSTABLE with a timed COMMIT at the end.
+    pub write: Pass,
+}
+
+impl ProtocolFigures {
+    /// The pass of a direction.
+    pub fn pass(&self, d: Direction) -> &Pass {
+        match d {
+            Direction::Read => &self.read,
+            Direction::Write => &self.write,
+        }
+    }
+
+    /// True when the read's data came from the server's storage (cold), not its cache.
+    pub fn read_from_storage(&self) -> bool {
+        self.read_cache == "cold"
+    }
+}
+
+impl StorageFigures {
+    /// The pass of a direction.
+    pub fn pass(&self, d: Direction) -> &Pass {
+        match d {
+            Direction::Read => &self.read,
+            Direction::Write => &self.write,
+        }
+    }
+}
+
+/// Every layer's figures: the input of [`crate::verdict::diagnose`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Figures {
+    /// (a) storage at the server.
+    pub storage: Layer<StorageFigures>,
+    /// (b) network to the server.
+    pub network: Layer<NetworkFigures>,
+    /// (c) the file protocol end to end.
+    pub protocol: Layer<ProtocolFigures>,
+}
+
+/// The `summary` of a doctor report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DoctorSummary {
+    /// Each layer's figures.
+    #[serde(flatten)]
+    pub figures: Figures,
+    /// What limits reads and writes, with the ceiling arithmetic.
+    pub diagnosis: Diagnosis,
+}

@@ -1,0 +1,73 @@
+//! What the figures of a run through a network file protocol mean: the RPC size the server
+//! allowed, unstable writes, the cache phase, and the ceiling of one RPC in flight.
+
+use nsperf_core::report::{Finding, Severity};
+use nsperf_core::units::Bytes;
+
+use crate::config::{CacheMode, FsyncMode, RunConfig};
+use crate::result::IoSummary;
+
+/// The findings of a run through a network file protocol.
+pub fn remote_findings(
+    cfg: &RunConfig,
+    s: &IoSummary,
+    r: &crate::remote::RemoteFacts,
+    clamp: Option<(u64, u64)>,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Some((asked, used)) = clamp {
+        out.push(
+            Finding::new(
+                "rpc_size_clamped",
+                Severity::Warning,
+                format!(
+                    "--bs {} exceeds what the server allows per RPC (FSINFO rtmax {}, wtmax {}): records of {} were used",
+                    Bytes(asked),
+                    Bytes(r.rtmax_bytes as u64),
+                    Bytes(r.wtmax_bytes as u64),
+                    Bytes(used)
+                ),
+            )
+            .with("bs_asked_bytes", asked as f64)
+            .with("rpc_bytes", used as f64),
+        );
+    }
+    if s.write_bytes > 0 && cfg.fsync == FsyncMode::None {
+        out.push(Finding::new(
+            "writes_unstable",
+            Severity::Info,
+            "writes were sent UNSTABLE and never committed (--fsync none): the server may still hold them in memory; --fsync end adds a timed COMMIT, --fsync each sends FILE_SYNC writes",
+        ));
+    }
+    match cfg.cache {
+        CacheMode::RemoteWarm if s.read_bytes > 0 => out.push(Finding::new(
+            "remote_warm",
+            Severity::Info,
+            "remote-warm: the file was read once through the server before the pass, so only the server's cache held it (if it fit the server's memory); the nfs engine keeps no client cache, every read crossed the network",
+        )),
+        CacheMode::Cold => out.push(Finding::new(
+            "server_cache_dropped",
+            Severity::Info,
+            "cold: written data was committed and this host's page cache dropped before the pass — the server's cache too, as the server runs on this host",
+        )),
+        _ => {}
+    }
+    if cfg.iodepth == 1 && s.lat_p50_ns > 0 && s.ops >= 16 && cfg.workload.is_block() {
+        let ceiling = r.rpc_bytes as f64 / (s.lat_p50_ns as f64 / 1e9) * cfg.jobs as f64;
+        out.push(
+            Finding::new(
+                "one_rpc_in_flight",
+                Severity::Info,
+                format!(
+                    "one RPC in flight per connection: each waits a full round trip, so throughput is at most {} per RPC / {:.2} ms median latency = {}/s; --iodepth N keeps N RPCs in flight",
+                    Bytes(r.rpc_bytes),
+                    s.lat_p50_ns as f64 / 1e6,
+                    Bytes(ceiling as u64)
+                ),
+            )
+            .with("ceiling_bytes_per_s", ceiling)
+            .with("lat_p50_ns", s.lat_p50_ns as f64),
+        );
+    }
+    out
+}

@@ -1,0 +1,570 @@
+//! The NFSv3 (RFC 1813), MOUNT v3 and portmapper v2 (RFC 1833) pieces nsperf speaks: program
+//! and procedure numbers, status codes, file handles, attributes, and the encoders and
+//! checked decoders of the arguments and results both the client and the embedded server use.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::xdr::{XdrError, XdrReader, put_bool, put_opaque, put_u32, put_u64};
+
+/// The portmapper (rpcbind) program.
+pub const PMAP_PROG: u32 = 100_000;
+/// Portmapper version 2.
+pub const PMAP_VERS: u32 = 2;
+/// `PMAPPROC_GETPORT`.
+pub const PMAP_GETPORT: u32 = 3;
+/// The portmapper's well-known port.
+pub const PMAP_PORT: u16 = 111;
+/// The protocol number of TCP in portmapper mappings.
+pub const IPPROTO_TCP: u32 = 6;
+
+/// The MOUNT program.
+pub const MOUNT_PROG: u32 = 100_005;
+/// MOUNT version 3 (goes with NFSv3).
+pub const MOUNT_VERS: u32 = 3;
+/// `MOUNTPROC3_MNT`.
+pub const MOUNT_MNT: u32 = 1;
+/// `MOUNTPROC3_UMNT`.
+pub const MOUNT_UMNT: u32 = 3;
+/// `MOUNTPROC3_EXPORT`.
+pub const MOUNT_EXPORT: u32 = 5;
+/// Longest MOUNT path.
+pub const MNTPATHLEN: usize = 1024;
+
+/// The NFS program.
+pub const NFS_PROG: u32 = 100_003;
+/// NFS version 3.
+pub const NFS_VERS: u32 = 3;
+/// The usual NFS port.
+pub const NFS_PORT: u16 = 2049;
+
+/// NFSv3 procedures used here.
+#[allow(missing_docs)]
+pub mod proc3 {
+    pub const NULL: u32 = 0;
+    pub const GETATTR: u32 = 1;
+    pub const SETATTR: u32 = 2;
+    pub const LOOKUP: u32 = 3;
+    pub const ACCESS: u32 = 4;
+    pub const READ: u32 = 6;
+    pub const WRITE: u32 = 7;
+    pub const CREATE: u32 = 8;
+    pub const MKDIR: u32 = 9;
+    pub const REMOVE: u32 = 12;
+    pub const RMDIR: u32 = 13;
+    pub const READDIR: u32 = 16;
+    pub const FSSTAT: u32 = 18;
+    pub const FSINFO: u32 = 19;
+    pub const PATHCONF: u32 = 20;
+    pub const COMMIT: u32 = 21;
+}
+
+/// Longest NFSv3 file handle.
+pub const FHSIZE3: usize = 64;
+/// Longest file name nsperf sends or accepts.
+pub const NAME_MAX: usize = 255;
+/// Size of an encoded `fattr3`.
+pub const FATTR3_SIZE: usize = 84;
+
+/// An NFSv3 status (`nfsstat3`), also used for MOUNT's `mountstat3` (same numbers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NfsStat(pub u32);
+
+#[allow(missing_docs)]
+impl NfsStat {
+    pub const OK: NfsStat = NfsStat(0);
+    pub const PERM: NfsStat = NfsStat(1);
+    pub const NOENT: NfsStat = NfsStat(2);
+    pub const IO: NfsStat = NfsStat(5);
+    pub const ACCES: NfsStat = NfsStat(13);
+    pub const EXIST: NfsStat = NfsStat(17);
+    pub const NOTDIR: NfsStat = NfsStat(20);
+    pub const ISDIR: NfsStat = NfsStat(21);
+    pub const INVAL: NfsStat = NfsStat(22);
+    pub const FBIG: NfsStat = NfsStat(27);
+    pub const NOSPC: NfsStat = NfsStat(28);
+    pub const ROFS: NfsStat = NfsStat(30);
+    pub const NAMETOOLONG: NfsStat = NfsStat(63);
+    pub const NOTEMPTY: NfsStat = NfsStat(66);
+    pub const DQUOT: NfsStat = NfsStat(69);
+    pub const STALE: NfsStat = NfsStat(70);
+    pub const BADHANDLE: NfsStat = NfsStat(10001);
+    pub const NOTSUPP: NfsStat = NfsStat(10004);
+    pub const SERVERFAULT: NfsStat = NfsStat(10006);
+    pub const JUKEBOX: NfsStat = NfsStat(10008);
+
+    /// The protocol's name and meaning.
+    pub fn describe(self) -> &'static str {
+        match self.0 {
+            0 => "NFS3_OK",
+            1 => "NFS3ERR_PERM (not owner)",
+            2 => "NFS3ERR_NOENT (no such file or directory)",
+            5 => "NFS3ERR_IO (I/O error at the server)",
+            6 => "NFS3ERR_NXIO (no such device)",
+            13 => "NFS3ERR_ACCES (permission denied)",
+            17 => "NFS3ERR_EXIST (file exists)",
+            18 => "NFS3ERR_XDEV (cross-device)",
+            20 => "NFS3ERR_NOTDIR (not a directory)",
+            21 => "NFS3ERR_ISDIR (is a directory)",
+            22 => "NFS3ERR_INVAL (invalid argument)",
+            27 => "NFS3ERR_FBIG (file too large)",
+            28 => "NFS3ERR_NOSPC (no space left on the server)",
+            30 => "NFS3ERR_ROFS (read-only file system)",
+            63 => "NFS3ERR_NAMETOOLONG (name too long)",
+            66 => "NFS3ERR_NOTEMPTY (directory not empty)",
+            69 => "NFS3ERR_DQUOT (quota exceeded)",
+            70 => "NFS3ERR_STALE (stale file handle)",
+            10001 => "NFS3ERR_BADHANDLE (bad file handle)",
+            10004 => "NFS3ERR_NOTSUPP (not supported)",
+            10006 => "NFS3ERR_SERVERFAULT (server fault)",
+            10008 => "NFS3ERR_JUKEBOX (server busy, try later)",
+            _ => "unknown NFS status",
+        }
+    }
+
+    /// The status for a local I/O error (server side).
+    pub fn from_io(e: &std::io::Error) -> NfsStat {
+        match e.raw_os_error() {
+            Some(libc::EPERM) => NfsStat::PERM,
+            Some(libc::ENOENT) => NfsStat::NOENT,
+            Some(libc::EACCES) => NfsStat::ACCES,
+            Some(libc::EEXIST) => NfsStat::EXIST,
+            Some(libc::ENOTDIR) => NfsStat::NOTDIR,
+            Some(libc::EISDIR) => NfsStat::ISDIR,
+            Some(libc::EINVAL) => NfsStat::INVAL,
+            Some(libc::EFBIG) => NfsStat::FBIG,
+            Some(libc::ENOSPC) => NfsStat::NOSPC,
+            Some(libc::EROFS) => NfsStat::ROFS,
+            Some(libc::ENAMETOOLONG) => NfsStat::NAMETOOLONG,
+            Some(libc::ENOTEMPTY) => NfsStat::NOTEMPTY,
+            Some(libc::EDQUOT) => NfsStat::DQUOT,
+            Some(libc::ESTALE) => NfsStat::STALE,
+            _ => NfsStat::IO,
+        }
+    }
+}
+
+impl fmt::Display for NfsStat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.describe() {
+            "unknown NFS status" => write!(f, "unknown NFS status {}", self.0),
+            d => f.write_str(d),
+        }
+    }
+}
+
+/// An NFSv3 file handle: up to 64 opaque bytes, kept inline (copying it allocates nothing).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileHandle {
+    len: u8,
+    bytes: [u8; FHSIZE3],
+}
+
+impl FileHandle {
+    /// A handle from its bytes; `None` when longer than 64 bytes.
+    pub fn new(b: &[u8]) -> Option<FileHandle> {
+        if b.len() > FHSIZE3 {
+            return None;
+        }
+        let mut bytes = [0u8; FHSIZE3];
+        bytes[..b.len()].copy_from_slice(b);
+        Some(FileHandle {
+            len: b.len() as u8,
+            bytes,
+        })
+    }
+
+    /// The handle's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+
+    /// Decodes an `nfs_fh3`.
+    pub fn decode(r: &mut XdrReader<'_>) -> Result<FileHandle, XdrError> {
+        let b = r.opaque(FHSIZE3)?;
+        Ok(FileHandle::new(b).unwrap_or(FileHandle {
+            len: 0,
+            bytes: [0; FHSIZE3],
+        }))
+    }
+
+    /// Encodes it as an `nfs_fh3`.
+    pub fn encode(&self, buf: &mut Vec<u8>) {
+        put_opaque(buf, self.as_bytes());
+    }
+}
+
+impl fmt::Debug for FileHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.as_bytes() {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The type of a file system object (`ftype3`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileType {
+    /// Regular file.
+    Regular,
+    /// Directory.
+    Directory,
+    /// Anything else (device, link, socket, fifo).
+    Other,
+}
+
+/// The attributes nsperf uses from an `fattr3`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attr {
+    /// Object type.
+    pub ftype: FileType,
+    /// Permission bits.
+    pub mode: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Size in bytes.
+    pub size: u64,
+    /// Bytes used on disk.
+    pub used: u64,
+    /// File system id.
+    pub fsid: u64,
+    /// File id (inode number).
+    pub fileid: u64,
+    /// Modification time, seconds and nanoseconds.
+    pub mtime: (u32, u32),
+}
+
+impl Attr {
+    /// Decodes an `fattr3`.
+    pub fn decode(r: &mut XdrReader<'_>) -> Result<Attr, XdrError> {
+        let ftype = match r.u32()? {
+            1 => FileType::Regular,
+            2 => FileType::Directory,
+            3..=7 => FileType::Other,
+            v => return Err(XdrError::Discriminant(v)),
+        };
+        let mode = r.u32()?;
+        r.u32()?; // nlink
+        let (uid, gid) = (r.u32()?, r.u32()?);
+        let (size, used) = (r.u64()?, r.u64()?);
+        r.u64()?; // rdev
+        let (fsid, fileid) = (r.u64()?, r.u64()?);
+        r.u64()?; // atime
+        let mtime = (r.u32()?, r.u32()?);
+        r.u64()?; // ctime
+        Ok(Attr {
+            ftype,
+            mode,
+            uid,
+            gid,
+            size,
+            used,
+            fsid,
+            fileid,
+            mtime,
+        })
+    }
+
+    /// Encodes an `fattr3` (server side); `nlink` 1, times from `mtime`.
+    pub fn encode(&self, buf: &mut Vec<u8>) {
+        put_u32(
+            buf,
+            match self.ftype {
+                FileType::Regular => 1,
+                FileType::Directory => 2,
+                FileType::Other => 7,
+            },
+        );
+        put_u32(buf, self.mode);
+        put_u32(buf, 1);
+        put_u32(buf, self.uid);
+        put_u32(buf, self.gid);
+        put_u64(buf, self.size);
+        put_u64(buf, self.used);
+        put_u64(buf, 0);
+        put_u64(buf, self.fsid);
+        put_u64(buf, self.fileid);
+        for _ in 0..3 {
+            put_u32(buf, self.mtime.0);
+            put_u32(buf, self.mtime.1);
+        }
+    }
+}
+
+/// Decodes a `post_op_attr`.
+pub fn decode_post_op_attr(r: &mut XdrReader<'_>) -> Result<Option<Attr>, XdrError> {
+    if r.bool()? {
+        Ok(Some(Attr::decode(r)?))
+    } else {
+        Ok(None)
+    }
+}
+
+/// Encodes a `post_op_attr`.
+pub fn encode_post_op_attr(buf: &mut Vec<u8>, a: Option<&Attr>) {
+    put_bool(buf, a.is_some());
+    if let Some(a) = a {
+        a.encode(buf);
+    }
+}
+
+/// Skips a `wcc_data` (pre-op and post-op attributes).
+pub fn skip_wcc_data(r: &mut XdrReader<'_>) -> Result<(), XdrError> {
+    if r.bool()? {
+        r.skip(24)?;
+    }
+    decode_post_op_attr(r).map(|_| ())
+}
+
+/// Encodes a `wcc_data` with no pre-op attributes.
+pub fn encode_wcc_data(buf: &mut Vec<u8>, after: Option<&Attr>) {
+    put_bool(buf, false);
+    encode_post_op_attr(buf, after);
+}
+
+/// Encodes `diropargs3`.
+pub fn encode_dirop(buf: &mut Vec<u8>, dir: &FileHandle, name: &[u8]) {
+    dir.encode(buf);
+    put_opaque(buf, name);
+}
+
+/// What to set in a `sattr3` (nsperf sets only the mode and the size).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SetAttr {
+    /// New permission bits.
+    pub mode: Option<u32>,
+    /// New size.
+    pub size: Option<u64>,
+}
+
+impl SetAttr {
+    /// Encodes a `sattr3`.
+    pub fn encode(&self, buf: &mut Vec<u8>) {
+        put_bool(buf, self.mode.is_some());
+        if let Some(m) = self.mode {
+            put_u32(buf, m);
+        }
+        put_bool(buf, false); // uid
+        put_bool(buf, false); // gid
+        put_bool(buf, self.size.is_some());
+        if let Some(s) = self.size {
+            put_u64(buf, s);
+        }
+        put_u32(buf, 0); // atime: don't change
+        put_u32(buf, 0); // mtime: don't change
+    }
+
+    /// Decodes a `sattr3` (server side), ignoring owner and times.
+    pub fn decode(r: &mut XdrReader<'_>) -> Result<SetAttr, XdrError> {
+        let mode = if r.bool()? { Some(r.u32()?) } else { None };
+        if r.bool()? {
+            r.u32()?;
+        }
+        if r.bool()? {
+            r.u32()?;
+        }
+        let size = if r.bool()? { Some(r.u64()?) } else { None };
+        for _ in 0..2 {
+            match r.u32()? {
+                0 | 1 => {}
+                2 => r.skip(8)?,
+                v => return Err(XdrError::Discriminant(v)),
+            }
+        }
+        Ok(SetAttr { mode, size })
+    }
+}
+
+/// How a WRITE asks the server to store the data (`stable_how`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stable {
+    /// The server may keep the data in memory until a COMMIT.
+    Unstable,
+    /// Data on stable storage before the reply, metadata maybe not.
+    DataSync,
+    /// Data and metadata on stable storage before the reply.
+    FileSync,
+}
+
+impl Stable {
+    /// The wire value.
+    pub fn to_wire(self) -> u32 {
+        match self {
+            Stable::Unstable => 0,
+            Stable::DataSync => 1,
+            Stable::FileSync => 2,
+        }
+    }
+
+    /// From the wire value.
+    pub fn from_wire(v: u32) -> Result<Stable, XdrError> {
+        Ok(match v {
+            0 => Stable::Unstable,
+            1 => Stable::DataSync,
+            2 => Stable::FileSync,
+            v => return Err(XdrError::Discriminant(v)),
+        })
+    }
+}
+
+/// The limits a server states in FSINFO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FsInfo {
+    /// Largest READ.
+    pub rtmax: u32,
+    /// Preferred READ size.
+    pub rtpref: u32,
+    /// Largest WRITE.
+    pub wtmax: u32,
+    /// Preferred WRITE size.
+    pub wtpref: u32,
+    /// Largest file.
+    pub maxfilesize: u64,
+}
+
+impl FsInfo {
+    /// Decodes the `FSINFO3resok` after its `post_op_attr`.
+    pub fn decode(r: &mut XdrReader<'_>) -> Result<FsInfo, XdrError> {
+        decode_post_op_attr(r)?;
+        let (rtmax, rtpref) = (r.u32()?, r.u32()?);
+        r.u32()?; // rtmult
+        let (wtmax, wtpref) = (r.u32()?, r.u32()?);
+        r.u32()?; // wtmult
+        r.u32()?; // dtpref
+        let maxfilesize = r.u64()?;
+        r.u64()?; // time_delta
+        r.u32()?; // properties
+        Ok(FsInfo {
+            rtmax,
+            rtpref,
+            wtmax,
+            wtpref,
+            maxfilesize,
+        })
+    }
+}
+
+/// The head of a READ result, up to its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadHead {
+    /// Bytes of data that follow.
+    pub count: u32,
+    /// True when the read reached the end of the file.
+    pub eof: bool,
+}
+
+/// Decodes a READ result up to the start of its data: `Ok(Err(status))` for a failed READ.
+pub fn decode_read_head(r: &mut XdrReader<'_>) -> Result<Result<ReadHead, NfsStat>, XdrError> {
+    let st = NfsStat(r.u32()?);
+    decode_post_op_attr(r)?;
+    if st != NfsStat::OK {
+        return Ok(Err(st));
+    }
+    let count = r.u32()?;
+    let eof = r.bool()?;
+    let len = r.u32()?;
+    if len != count {
+        return Err(XdrError::TooLong {
+            len: len as usize,
+            max: count as usize,
+        });
+    }
+    Ok(Ok(ReadHead { count, eof }))
+}
+
+/// A WRITE result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteResult {
+    /// Bytes the server took.
+    pub count: u32,
+    /// How they were stored.
+    pub committed: Stable,
+    /// The server's write verifier (changes when it restarts and loses unstable data).
+    pub verf: u64,
+}
+
+/// Decodes a WRITE result: `Ok(Err(status))` for a failed WRITE.
+pub fn decode_write(r: &mut XdrReader<'_>) -> Result<Result<WriteResult, NfsStat>, XdrError> {
+    let st = NfsStat(r.u32()?);
+    skip_wcc_data(r)?;
+    if st != NfsStat::OK {
+        return Ok(Err(st));
+    }
+    let count = r.u32()?;
+    let committed = Stable::from_wire(r.u32()?)?;
+    let verf = r.u64()?;
+    Ok(Ok(WriteResult {
+        count,
+        committed,
+        verf,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attr() -> Attr {
+        Attr {
+            ftype: FileType::Regular,
+            mode: 0o600,
+            uid: 1,
+            gid: 2,
+            size: 4096,
+            used: 8192,
+            fsid: 3,
+            fileid: 77,
+            mtime: (5, 6),
+        }
+    }
+
+    #[test]
+    fn attr_round_trip_and_size() {
+        let mut b = Vec::new();
+        attr().encode(&mut b);
+        assert_eq!(b.len(), FATTR3_SIZE);
+        assert_eq!(Attr::decode(&mut XdrReader::new(&b)).unwrap(), attr());
+        b[3] = 9;
+        assert!(Attr::decode(&mut XdrReader::new(&b)).is_err());
+    }
+
+    #[test]
+    fn read_and_write_results() {
+        let mut b = Vec::new();
+        put_u32(&mut b, 0);
+        encode_post_op_attr(&mut b, Some(&attr()));
+        put_u32(&mut b, 3);
+        put_bool(&mut b, true);
+        put_opaque(&mut b, b"abc");
+        let mut r = XdrReader::new(&b);
+        let h = decode_read_head(&mut r).unwrap().unwrap();
+        assert_eq!((h.count, h.eof), (3, true));
+        assert_eq!(r.remaining(), 4);
+
+        let mut b = Vec::new();
+        put_u32(&mut b, NfsStat::ACCES.0);
+        encode_wcc_data(&mut b, None);
+        let st = decode_write(&mut XdrReader::new(&b)).unwrap().unwrap_err();
+        assert_eq!(st, NfsStat::ACCES);
+        assert!(st.to_string().contains("permission denied"));
+        assert_eq!(NfsStat(4242).to_string(), "unknown NFS status 4242");
+    }
+
+    #[test]
+    fn sattr_round_trip() {
+        let s = SetAttr {
+            mode: Some(0o644),
+            size: Some(10),
+        };
+        let mut b = Vec::new();
+        s.encode(&mut b);
+        assert_eq!(SetAttr::decode(&mut XdrReader::new(&b)).unwrap(), s);
+        assert!(FileHandle::new(&[0; 65]).is_none());
+    }
+}

@@ -1,0 +1,170 @@
+//! The client against the embedded server on loopback: mount, create, pipelined writes and
+//! reads with many calls in flight (data compared byte for byte), COMMIT, remove, and the
+//! errors for a missing export, a read-only export and a server that dies mid-run.
+
+use std::time::Duration;
+
+use nsperf_core::Failure;
+use nsperf_core::failure::Classify;
+use nsperf_nfs::server::{Server, ServerConfig, ServerHandle};
+use nsperf_nfs::{DataOp, Done, NfsError, NfsUrl, Pipeline, Session, Stable};
+
+struct Dir(std::path::PathBuf);
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn serve(tag: &str, read_only: bool) -> (Dir, ServerHandle, NfsUrl) {
+    let d = std::env::temp_dir().join(format!("nsperf-nfs-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let s = Server::bind(&ServerConfig {
+        dir: d.clone(),
+        bind: "127.0.0.1:0".parse().unwrap(),
+        read_only,
+        portmap_111: false,
+    })
+    .unwrap();
+    let url: NfsUrl = format!("nfs://127.0.0.1:{}{}", s.local_addr().port(), s.export())
+        .parse()
+        .unwrap();
+    (Dir(d), s.spawn(), url)
+}
+
+const T: Duration = Duration::from_secs(10);
+
+fn pattern(i: usize) -> u8 {
+    (i.wrapping_mul(2654435761) >> 13) as u8
+}
+
+#[test]
+fn write_then_read_back_with_many_in_flight() {
+    let (dir, _srv, url) = serve("rw", false);
+    let mut s = Session::open(&url, T).unwrap();
+    assert_eq!(s.fsinfo.rtmax, 1 << 20);
+    let fh = s.client.create(&s.dir.clone(), ".nsperf-t-1").unwrap();
+    let bs = 65536 + 3; // not a multiple of 4: exercises the XDR padding
+    let depth = 8;
+    let blocks = 64;
+    let mut bufs: Vec<Vec<u8>> = (0..depth).map(|_| vec![0u8; bs]).collect();
+    let mut p = Pipeline::connect(s.nfs_addr, fh, depth, Stable::Unstable, T).unwrap();
+    for (i, b) in bufs.iter_mut().enumerate() {
+        // SAFETY: the buffers outlive the pipeline's use of them (dropped after it).
+        unsafe { p.set_buffer(i as u32, b.as_mut_ptr(), bs) };
+    }
+    let mut done: Vec<Done> = Vec::new();
+    let mut next = 0usize;
+    let mut free: Vec<u32> = (0..depth as u32).collect();
+    let mut slot_block = vec![0usize; depth];
+    let mut finished = 0;
+    while finished < blocks {
+        while next < blocks {
+            let Some(slot) = free.pop() else { break };
+            let b = &mut bufs[slot as usize];
+            for (k, x) in b.iter_mut().enumerate() {
+                *x = pattern(next * bs + k);
+            }
+            slot_block[slot as usize] = next;
+            p.queue(DataOp::Write, (next * bs) as u64, bs, slot)
+                .unwrap();
+            next += 1;
+        }
+        done.clear();
+        p.reap(1, &mut done).unwrap();
+        for d in &done {
+            assert_eq!(d.result, bs as i32);
+            free.push(d.slot);
+            finished += 1;
+        }
+    }
+    p.commit(&mut done).unwrap();
+    let on_disk = std::fs::read(dir.0.join(".nsperf-t-1")).unwrap();
+    assert_eq!(on_disk.len(), blocks * bs);
+    assert!(on_disk.iter().enumerate().all(|(i, &b)| b == pattern(i)));
+
+    // Read back, out of order completion allowed.
+    let (mut next, mut finished) = (0usize, 0);
+    let mut free: Vec<u32> = (0..depth as u32).collect();
+    while finished < blocks {
+        while next < blocks {
+            let Some(slot) = free.pop() else { break };
+            bufs[slot as usize].fill(0);
+            slot_block[slot as usize] = next;
+            p.queue(DataOp::Read, (next * bs) as u64, bs, slot).unwrap();
+            next += 1;
+        }
+        done.clear();
+        p.reap(1, &mut done).unwrap();
+        for d in &done {
+            assert_eq!(d.result, bs as i32);
+            let blk = slot_block[d.slot as usize];
+            let b = &bufs[d.slot as usize];
+            assert!(
+                b.iter()
+                    .enumerate()
+                    .all(|(k, &x)| x == pattern(blk * bs + k)),
+                "block {blk}"
+            );
+            free.push(d.slot);
+            finished += 1;
+        }
+    }
+    drop(p);
+    let d = s.dir;
+    s.client.remove(&d, ".nsperf-t-1").unwrap();
+    assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 0);
+}
+
+#[test]
+fn missing_export_and_path_and_read_only() {
+    let (_dir, _srv, url) = serve("err", true);
+    let mut bad = url.clone();
+    bad.path = "/no/such/export".into();
+    let e = Session::open(&bad, T).unwrap_err();
+    assert_eq!(e.failure(), Failure::NotFound, "{e}");
+    let mut sub = url.clone();
+    sub.path = format!("{}/missing", url.path);
+    let e = Session::open(&sub, T).unwrap_err();
+    assert_eq!(e.failure(), Failure::NotFound, "{e}");
+    assert!(e.to_string().contains("missing"), "{e}");
+    let mut s = Session::open(&url, T).unwrap();
+    let d = s.dir;
+    let e = s.client.create(&d, ".nsperf-x").unwrap_err();
+    assert_eq!(e.failure(), Failure::Permission, "{e}");
+    let mut closed = url.clone();
+    closed.port = Some(1);
+    let e = Session::open(&closed, Duration::from_secs(2)).unwrap_err();
+    assert_eq!(e.failure(), Failure::Connect, "{e}");
+}
+
+#[test]
+fn server_dying_mid_run_is_peer_lost() {
+    let (_dir, mut srv, url) = serve("die", false);
+    let mut s = Session::open(&url, T).unwrap();
+    let d = s.dir;
+    let fh = s.client.create(&d, ".nsperf-die").unwrap();
+    let mut buf = vec![7u8; 1 << 20];
+    let mut p = Pipeline::connect(s.nfs_addr, fh, 1, Stable::Unstable, T).unwrap();
+    // SAFETY: buf outlives the pipeline.
+    unsafe { p.set_buffer(0, buf.as_mut_ptr(), buf.len()) };
+    let mut done = Vec::new();
+    p.queue(DataOp::Write, 0, 1 << 20, 0).unwrap();
+    p.reap(1, &mut done).unwrap();
+    srv.stop();
+    let mut err = None;
+    for i in 0..50 {
+        done.clear();
+        let r = p
+            .queue(DataOp::Read, 0, 1 << 20, 0)
+            .and_then(|()| p.reap(1, &mut done));
+        if let Err(e) = r {
+            err = Some(e);
+            break;
+        }
+        assert!(i < 49, "the pipeline never noticed the server was gone");
+    }
+    let e: NfsError = err.unwrap();
+    assert_eq!(e.failure(), Failure::PeerLost, "{e}");
+    assert!(!e.to_string().contains('\n'));
+}

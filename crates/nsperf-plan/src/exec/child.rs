@@ -1,0 +1,286 @@
+//! Child processes of the executor: each in its own process group (a timeout or Ctrl-C kills
+//! it together with whatever it started), its standard input fed, its output collected, CPU
+//! use per core sampled each second while it runs.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use nsperf_core::Failure;
+use nsperf_core::cpu::CpuSampler;
+use nsperf_core::report::CpuInterval;
+
+use crate::error::ExecError;
+
+/// A finished child.
+#[derive(Debug)]
+pub(super) struct ChildRun {
+    pub(super) status: ExitStatus,
+    pub(super) stdout: Vec<u8>,
+    pub(super) stderr: Vec<u8>,
+    pub(super) elapsed: Duration,
+    pub(super) cpu: Vec<CpuInterval>,
+}
+
+impl ChildRun {
+    /// `Ok` for exit 0; otherwise the failure, named by its [`Failure`] class. A child that
+    /// needs root ([`Failure::Permission`]) while we are not root is a skip.
+    pub(super) fn check(&self, what: &str) -> Result<(), ExecError> {
+        if self.status.success() {
+            return Ok(());
+        }
+        let err = String::from_utf8_lossy(&self.stderr);
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
+        let failure = self.status.code().and_then(Failure::from_exit_code);
+        if failure == Some(Failure::Permission) && !is_root() {
+            return Err(ExecError::Skip(format!("needs root: {last}")));
+        }
+        let status = match (self.status.code(), failure) {
+            (Some(c), Some(f)) => format!("exit {c}, {f:?}"),
+            (Some(c), None) => format!("exit {c}"),
+            (None, _) => "killed by a signal".into(),
+        };
+        Err(ExecError::Failed {
+            command: what.to_string(),
+            status,
+            stderr: last.chars().take(300).collect(),
+        })
+    }
+}
+
+/// Whether this process runs as root.
+pub(super) fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn kill_group(pid: u32, sig: libc::c_int) {
+    // SAFETY: kill has no memory-safety preconditions; the group is the child's own (it was
+    // started with process_group(0), so its group id is its pid).
+    unsafe {
+        libc::kill(-(pid as libc::pid_t), sig);
+    }
+}
+
+/// Starts `cmd` in its own process group with `input` on its standard input.
+fn spawn(mut cmd: Command, input: Option<Vec<u8>>, what: &str) -> Result<Child, ExecError> {
+    cmd.stdin(if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .process_group(0);
+    let mut child = cmd.spawn().map_err(|source| ExecError::Spawn {
+        program: what.to_string(),
+        source,
+    })?;
+    if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+        // A child that dies before reading shows in its exit status, not here.
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        });
+    }
+    Ok(child)
+}
+
+fn drain(r: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut r = r;
+        let mut v = Vec::new();
+        let _ = r.read_to_end(&mut v);
+        v
+    })
+}
+
+/// Runs `cmd` to completion with a timeout, sampling CPU per core each second when asked.
+/// Ctrl-C kills its group and gives [`ExecError::Interrupted`].
+pub(super) fn run(
+    cmd: Command,
+    input: Option<Vec<u8>>,
+    what: &str,
+    timeout: Duration,
+    sample_cpu: bool,
+) -> Result<ChildRun, ExecError> {
+    let mut child = spawn(cmd, input, what)?;
+    let to = drain(child.stdout.take().expect("piped"));
+    let te = drain(child.stderr.take().expect("piped"));
+    let t0 = Instant::now();
+    let pid = child.id();
+    // A waiter thread takes the exit time exactly; this loop only polls for it.
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let s = child.wait();
+        let _ = tx.send((s, Instant::now()));
+    });
+    let mut sampler = sample_cpu.then(CpuSampler::new);
+    let mut last_sample = t0;
+    let mut cpu = Vec::new();
+    let (status, ended) = loop {
+        match rx.recv_timeout(Duration::from_millis(10)) {
+            Ok((Ok(s), at)) => break (s, at),
+            Ok((Err(e), _)) => return Err(ExecError::Other(format!("waiting for a child: {e}"))),
+            Err(_) => {}
+        }
+        if nsperf_core::signal::interrupted() {
+            kill_group(pid, libc::SIGKILL);
+            let _ = rx.recv_timeout(Duration::from_secs(5));
+            return Err(ExecError::Interrupted);
+        }
+        if t0.elapsed() > timeout {
+            kill_group(pid, libc::SIGKILL);
+            let _ = rx.recv_timeout(Duration::from_secs(5));
+            return Err(ExecError::Timeout {
+                command: what.to_string(),
+                timeout_s: timeout.as_secs_f64(),
+            });
+        }
+        if let Some(s) = sampler.as_mut() {
+            let since = last_sample.elapsed();
+            if since >= Duration::from_secs(1) {
+                cpu.push(CpuInterval {
+                    role: "host".into(),
+                    start_s: last_sample.duration_since(t0).as_secs_f64(),
+                    length_s: since.as_secs_f64(),
+                    cpu: s.sample(since.as_secs_f64()),
+                });
+                last_sample = Instant::now();
+            }
+        }
+    };
+    // Whatever the child left running in its group goes with it.
+    kill_group(pid, libc::SIGKILL);
+    Ok(ChildRun {
+        status,
+        stdout: to.join().unwrap_or_default(),
+        stderr: te.join().unwrap_or_default(),
+        elapsed: ended.duration_since(t0),
+        cpu,
+    })
+}
+
+/// A background child (a server, a capture), killed with its group when finished or
+/// dropped. Its standard output is read line by line.
+pub(super) struct Background {
+    child: Child,
+    lines: Receiver<String>,
+}
+
+impl Background {
+    pub(super) fn spawn(
+        cmd: Command,
+        input: Option<Vec<u8>>,
+        what: &str,
+    ) -> Result<Self, ExecError> {
+        let mut child = spawn(cmd, input, what)?;
+        // Drain stderr so the child never blocks on a full pipe.
+        drain(child.stderr.take().expect("piped"));
+        let out = child.stdout.take().expect("piped");
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Background { child, lines })
+    }
+
+    /// The next line of its output, waiting up to `timeout`; `None` when it ended or the
+    /// time ran out (or Ctrl-C).
+    pub(super) fn next_line(&mut self, timeout: Duration) -> Option<String> {
+        let t0 = Instant::now();
+        while t0.elapsed() < timeout && !nsperf_core::signal::interrupted() {
+            match self.lines.recv_timeout(Duration::from_millis(20)) {
+                Ok(l) => return Some(l),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+        None
+    }
+
+    /// Waits up to `grace` for the child to end by itself, then kills its group.
+    pub(super) fn finish(mut self, grace: Duration) {
+        let t0 = Instant::now();
+        while t0.elapsed() < grace {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        kill_group(self.child.id(), libc::SIGKILL);
+        let _ = self.child.wait();
+    }
+
+    /// Sends SIGINT to the group (a capture flushes its file), then finishes.
+    pub(super) fn interrupt(self, grace: Duration) {
+        kill_group(self.child.id(), libc::SIGINT);
+        self.finish(grace);
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            kill_group(self.child.id(), libc::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn child_timeout_kills() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("5");
+        let t0 = Instant::now();
+        let e = run(cmd, None, "sleep 5", Duration::from_millis(200), false).unwrap_err();
+        assert!(matches!(e, ExecError::Timeout { .. }));
+        assert!(t0.elapsed() < Duration::from_secs(3));
+    }
+
+    #[test]
+    fn input_reaches_the_child_and_failures_are_classified() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "cat; exit 3"]);
+        let r = run(
+            cmd,
+            Some(b"spec".to_vec()),
+            "sh",
+            Duration::from_secs(10),
+            false,
+        )
+        .unwrap();
+        assert_eq!(r.stdout, b"spec");
+        let e = r.check("sh").unwrap_err().to_string();
+        assert!(e.contains("exit 3, Input"), "{e}");
+    }
+
+    #[test]
+    fn background_lines_arrive() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo ready; sleep 5"]);
+        let mut bg = Background::spawn(cmd, None, "sh").unwrap();
+        assert_eq!(
+            bg.next_line(Duration::from_secs(5)).as_deref(),
+            Some("ready")
+        );
+        let t0 = Instant::now();
+        bg.finish(Duration::from_millis(50));
+        assert!(t0.elapsed() < Duration::from_secs(2));
+    }
+}

@@ -1,0 +1,739 @@
+//! Steps on `[hosts]`: carried out by the hosts' agents through a [`Fleet`], all hosts of a
+//! group started at one instant of the coordinator's clock (or one after another), and their
+//! results merged on that clock: each host's part, the aggregate headline (the sum of the
+//! hosts' rates), the aggregate time series (each host's intervals placed by its measured
+//! start), its peak and sustained figures, the start skew, and for a network step the
+//! server's own count beside the clients' sum.
+//!
+//! A host whose part fails (its agent lost, its step failed) is recorded with the error and
+//! the run is partial; the others' figures are kept. All hosts failing fails the run.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use nsperf_net::{ClientConfig, ServerConfig};
+use nsperf_results::{HostPart, Measurement, SeriesPoint};
+
+use super::measure;
+use crate::agent::{AgentOptions, Fleet, HostFailure, StepId, StepOutcome};
+use crate::error::ExecError;
+use crate::plan::{Action, Hosts, OnHosts, ResolvedStep};
+use crate::step::{NetClient, StepReport, StepSpec};
+
+/// How long a server step may take to listen, and to report after it is stopped.
+const SERVER_WAIT: Duration = Duration::from_secs(20);
+/// How long to wait for every agent's welcome and clock.
+const CONNECT_WAIT: Duration = Duration::from_secs(60);
+
+/// What keeps a batch group's agents running (dropped after the fleet closed).
+enum BatchGuard {
+    Slurm(crate::agent::SrunStep),
+    Kubernetes(crate::agent::K8sDeployment),
+}
+
+/// The plan's hosts, connected.
+pub(super) struct HostRunner {
+    fleet: Fleet,
+    batch: Vec<BatchGuard>,
+}
+
+impl std::fmt::Debug for HostRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostRunner")
+            .field("fleet", &self.fleet)
+            .finish()
+    }
+}
+
+impl HostRunner {
+    /// Reaches or starts every host's agent (in parallel) and opens the sessions; the first
+    /// host that cannot be reached fails it.
+    pub(super) fn connect(hosts: &Hosts, exe: &Path) -> Result<Self, ExecError> {
+        let handles: Vec<_> = hosts
+            .hosts
+            .iter()
+            .filter(|h| !matches!(h.launch, crate::agent::Launch::Batch { .. }))
+            .cloned()
+            .map(|h| {
+                let exe = exe.to_path_buf();
+                std::thread::spawn(move || {
+                    let psk = match &h.psk_file {
+                        Some(p) => Some(nsperf_net::read_key_file(p).map_err(|e| {
+                            HostFailure::Unreachable {
+                                host: h.name.clone(),
+                                reason: e.to_string(),
+                            }
+                        })?),
+                        None => None,
+                    };
+                    let opts = AgentOptions {
+                        allow: h.allow.clone(),
+                    };
+                    crate::agent::open(&h.name, &h.launch, &opts, psk, &exe)
+                })
+            })
+            .collect();
+        let mut links = Vec::new();
+        let mut first_err = None;
+        for h in handles {
+            match h.join() {
+                Ok(Ok(l)) => links.push(l),
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(_) => {
+                    first_err.get_or_insert(HostFailure::Unreachable {
+                        host: "?".into(),
+                        reason: "the launching thread panicked".into(),
+                    });
+                }
+            }
+        }
+        let mut batch = Vec::new();
+        if first_err.is_none() {
+            for g in &hosts.batch {
+                match start_batch(g, hosts, exe) {
+                    Ok((mut l, guard)) => {
+                        links.append(&mut l);
+                        batch.push(guard);
+                    }
+                    Err(e) => {
+                        first_err = Some(e);
+                        break;
+                    }
+                }
+            }
+        }
+        let mut fleet = Fleet::new();
+        if let Some(e) = first_err {
+            // The links that opened are closed with the fleet.
+            let _ = fleet.connect(links, Duration::from_secs(1));
+            return Err(e.into());
+        }
+        fleet.connect(links, CONNECT_WAIT)?;
+        Ok(HostRunner { fleet, batch })
+    }
+
+    /// The fleet (for its agents' clocks and facts).
+    pub(super) fn fleet(&self) -> &Fleet {
+        &self.fleet
+    }
+
+    /// Ends every agent session, then the batch groups (srun step, Kubernetes Job).
+    pub(super) fn close(&mut self) {
+        self.fleet.close(Duration::from_secs(3));
+        for g in &mut self.batch {
+            match g {
+                BatchGuard::Slurm(s) => {
+                    s.stop(Duration::from_secs(5));
+                }
+                BatchGuard::Kubernetes(d) => {
+                    if let Err(e) = d.delete() {
+                        eprintln!("nsperf: {e}");
+                    }
+                }
+            }
+        }
+        self.batch.clear();
+    }
+
+    fn indices(&self, names: &[String]) -> Result<Vec<usize>, ExecError> {
+        names
+            .iter()
+            .map(|n| {
+                self.fleet
+                    .index(n)
+                    .ok_or_else(|| ExecError::Other(format!("host {n} is not connected")))
+            })
+            .collect()
+    }
+
+    /// Runs `step` (which names hosts) and merges what its hosts measured.
+    pub(super) fn measure(&mut self, step: &ResolvedStep) -> Result<Measurement, ExecError> {
+        let on = step
+            .on
+            .as_ref()
+            .ok_or_else(|| ExecError::Other("the step names no hosts".into()))?;
+        match &step.action {
+            Action::Net(n) => {
+                let server = on.server.as_deref().ok_or_else(|| {
+                    ExecError::Other("a network step needs its server host".into())
+                })?;
+                let crate::plan::Target::Host(addr) = &n.target else {
+                    return Err(ExecError::Other(
+                        "a network step on hosts targets a host".into(),
+                    ));
+                };
+                let config = ClientConfig {
+                    host: addr.clone(),
+                    port: n.port,
+                    params: n.params.clone(),
+                    psk: None,
+                    connect_timeout: Duration::from_secs(10),
+                    server_kind: nsperf_net::ServerKind::Nsperf,
+                    local: nsperf_net::LocalEnd::default(),
+                };
+                self.net(step, on, server, n.port, config)
+            }
+            Action::Io(io) => {
+                let spec = StepSpec::Io {
+                    site: None,
+                    config: io.config.clone(),
+                };
+                let parts = self.run_parts(on, &spec, step.timeout)?;
+                Ok(merge(parts, "host"))
+            }
+            Action::Exec(e) => {
+                let spec = StepSpec::Exec {
+                    site: None,
+                    command: e.command.clone(),
+                };
+                let parts = self.run_parts(on, &spec, step.timeout)?;
+                Ok(merge(parts, "host"))
+            }
+        }
+    }
+
+    /// Runs `spec` on every host of `on`: at one instant, or one host after another.
+    fn run_parts(
+        &mut self,
+        on: &OnHosts,
+        spec: &StepSpec,
+        timeout: Duration,
+    ) -> Result<Parts, ExecError> {
+        let idx = self.indices(&on.hosts)?;
+        let mut parts = Parts::default();
+        if on.concurrent {
+            let at = self.fleet.barrier(&idx);
+            parts.barrier_ns = at;
+            let ids: Vec<StepId> = idx
+                .iter()
+                .map(|&i| self.fleet.start(i, spec.clone(), Some(at)))
+                .collect();
+            let out = self.fleet.wait(&ids, timeout + Duration::from_secs(5));
+            for (&i, o) in idx.iter().zip(out) {
+                parts.push(&self.fleet, i, o);
+            }
+        } else {
+            parts.barrier_ns = nsperf_core::clock::unix_time_ns();
+            for &i in &idx {
+                let id = self.fleet.start(i, spec.clone(), None);
+                let o = self.fleet.wait(&[id], timeout + Duration::from_secs(5));
+                parts.push(&self.fleet, i, o.into_iter().next().unwrap_or_default());
+            }
+        }
+        if nsperf_core::signal::interrupted() {
+            return Err(ExecError::Interrupted);
+        }
+        Ok(parts)
+    }
+
+    /// A network step: a server on its host for all the clients, the clients on theirs, the
+    /// server stopped after them to report its own count.
+    fn net(
+        &mut self,
+        step: &ResolvedStep,
+        on: &OnHosts,
+        server: &str,
+        port: u16,
+        client: ClientConfig,
+    ) -> Result<Measurement, ExecError> {
+        let si = self.indices(&[server.to_string()])?[0];
+        let sid = self.fleet.start(
+            si,
+            StepSpec::NetServer {
+                site: None,
+                server: ServerConfig {
+                    bind: std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+                    port,
+                    one_off: false,
+                    max_clients: (on.hosts.len() as u32).max(64),
+                    ..ServerConfig::default()
+                },
+            },
+            None,
+        );
+        let listening = self.fleet.wait_report(sid, SERVER_WAIT, |r| {
+            matches!(r, StepReport::Listening { .. })
+        });
+        if listening.is_none() {
+            let o = self.fleet.wait(&[sid], Duration::from_secs(2));
+            let why = o
+                .first()
+                .map(|o| outcome_error(server, o))
+                .unwrap_or_else(|| "no answer".into());
+            return Err(ExecError::Other(format!(
+                "the server on {server} did not start listening: {why}"
+            )));
+        }
+        let spec = StepSpec::Net {
+            site: None,
+            client: NetClient::Server { config: client },
+        };
+        let parts = self.run_parts(on, &spec, step.timeout);
+        self.fleet.stop(sid);
+        let served = self.fleet.wait(&[sid], SERVER_WAIT);
+        let mut parts = parts?;
+        let server_part = served
+            .into_iter()
+            .next()
+            .map(|o| server_part(&self.fleet, si, o));
+        let mut m = merge(std::mem::take(&mut parts), "client");
+        if let Some(sp) = server_part {
+            compare_with_server(&mut m, &sp);
+            m.hosts.push(sp);
+        }
+        Ok(m)
+    }
+}
+
+/// Starts a batch group's agents (srun in the allocation, or an Indexed Job) and returns
+/// their links named as the plan names them (`GROUP-I`).
+fn start_batch(
+    g: &crate::plan::BatchGroup,
+    hosts: &Hosts,
+    exe: &Path,
+) -> Result<(Vec<crate::agent::AgentLink>, BatchGuard), HostFailure> {
+    use crate::plan::BatchGroup;
+    // What the group's agents run: what the plan's steps need of any of them.
+    let mut allow: Vec<crate::agent::StepClass> = hosts
+        .hosts
+        .iter()
+        .filter(|h| matches!(&h.launch, crate::agent::Launch::Batch { group, .. } if group == g.group()))
+        .flat_map(|h| h.allow.iter().copied())
+        .collect();
+    allow.sort();
+    allow.dedup();
+    match g {
+        BatchGroup::Slurm {
+            group,
+            tasks,
+            psk_file,
+            port,
+        } => {
+            let mut a = crate::agent::SlurmAgents::new(psk_file.clone(), exe.to_path_buf());
+            a.tasks = std::num::NonZeroU32::new(*tasks);
+            a.port = *port;
+            a.allow = allow;
+            let (mut links, srun) = crate::agent::slurm_links(&a)?;
+            for (i, l) in links.iter_mut().enumerate() {
+                l.name = format!("{group}-{i}");
+            }
+            Ok((links, BatchGuard::Slurm(srun)))
+        }
+        BatchGroup::Kubernetes {
+            group,
+            count,
+            image,
+            namespace,
+            context,
+            psk_file,
+            nsperf,
+        } => {
+            let unreachable = |reason: String| HostFailure::Unreachable {
+                host: group.clone(),
+                reason,
+            };
+            let n =
+                std::num::NonZeroU32::new(*count).ok_or_else(|| unreachable("no pods".into()))?;
+            let mut a = crate::agent::K8sAgents::new(group, n, image);
+            a.namespace = namespace.clone();
+            a.allow = allow;
+            if let Some(p) = nsperf {
+                a.nsperf = p.clone();
+            }
+            let psk =
+                nsperf_net::read_key_file(psk_file).map_err(|e| unreachable(e.to_string()))?;
+            let kubectl = crate::agent::Kubectl {
+                context: context.clone(),
+                ..crate::agent::Kubectl::default()
+            };
+            let (links, d) = crate::agent::k8s_links(&a, &kubectl, &psk, CONNECT_WAIT)?;
+            Ok((links, BatchGuard::Kubernetes(d)))
+        }
+    }
+}
+
+/// What each host gave, before merging.
+#[derive(Debug, Default)]
+struct Parts {
+    barrier_ns: u64,
+    parts: Vec<(
+        HostPart,
+        Vec<SeriesPoint>,
+        Vec<nsperf_core::report::CpuInterval>,
+    )>,
+}
+
+impl Parts {
+    fn push(&mut self, fleet: &Fleet, i: usize, o: StepOutcome) {
+        let a = &fleet.agents()[i];
+        let mut part = HostPart {
+            host: a.name.clone(),
+            clock_offset_ns: a.clock.offset_ns,
+            clock_error_ns: a.clock.error_ns,
+            ..HostPart::default()
+        };
+        let cpu = o.end.as_ref().map(|e| e.cpu.clone()).unwrap_or_default();
+        let host_figures = o.end.as_ref().map(host_figures).unwrap_or_default();
+        let report = o.reports.iter().rev().find_map(|r| match r {
+            StepReport::Net(r) => Some((measure::from_net(r), r.started_unix_ns)),
+            StepReport::Io(r) => Some((measure::from_io(r), r.started_unix_ns)),
+            _ => None,
+        });
+        let ok = o.lost.is_none() && o.end.as_ref().is_some_and(|e| e.ok());
+        let mut series = Vec::new();
+        match report {
+            Some((m, started)) if ok => {
+                part.metric = m.metric;
+                part.value = m.value;
+                part.payload_bytes = m.payload_bytes;
+                part.metrics = m.metrics;
+                part.report_json = m.report_json;
+                part.started_unix_ns = a.clock.to_coordinator(started);
+                series = m.series;
+            }
+            None if ok => {
+                // A command: its elapsed time.
+                let elapsed = o.end.as_ref().map_or(0, |e| e.elapsed_ns) as f64 / 1e9;
+                part.metric = "elapsed_s".into();
+                part.value = elapsed;
+                part.metrics.insert("elapsed_s".into(), elapsed);
+                part.started_unix_ns = self.barrier_ns;
+            }
+            _ => part.error = Some(outcome_error(&a.name, &o)),
+        }
+        part.metrics.extend(host_figures);
+        let cpu = cpu
+            .into_iter()
+            .map(|mut c| {
+                c.role = a.name.clone();
+                c
+            })
+            .collect();
+        self.parts.push((part, series, cpu));
+    }
+}
+
+/// What the agent measured on its host around the step: the step process's CPU time and
+/// peak memory, the host's NIC and disk counters' growth.
+fn host_figures(e: &crate::agent::StepEnd) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    m.insert("process.cpu_s".into(), e.process.cpu_ns as f64 / 1e9);
+    m.insert("process.max_rss_kib".into(), e.process.max_rss_kib as f64);
+    let nic =
+        |f: fn(&nsperf_core::nic::NicCounters) -> u64| e.nic.iter().map(f).sum::<u64>() as f64;
+    m.insert("nic.tx_bytes".into(), nic(|c| c.tx_bytes));
+    m.insert("nic.rx_bytes".into(), nic(|c| c.rx_bytes));
+    let disk =
+        |f: fn(&nsperf_core::disk::DiskCounters) -> u64| e.disk.iter().map(f).sum::<u64>() as f64;
+    m.insert("disk.read_bytes".into(), disk(|d| d.read_bytes));
+    m.insert("disk.write_bytes".into(), disk(|d| d.write_bytes));
+    m
+}
+
+/// One line for a host's failed part.
+fn outcome_error(host: &str, o: &StepOutcome) -> String {
+    if let Some(why) = &o.lost {
+        return HostFailure::Lost {
+            host: host.to_string(),
+            reason: why.clone(),
+        }
+        .to_string();
+    }
+    match &o.end {
+        None => format!("{host}: no end within the step's timeout (aborted)"),
+        Some(e) if e.ok() => format!("{host}: the step printed no report"),
+        Some(e) => HostFailure::Step {
+            host: host.to_string(),
+            exit_code: e.exit_code,
+            reason: match e.exit_code {
+                Some(c) => format!("{} (exit {c})", e.error),
+                None => e.error.clone(),
+            },
+        }
+        .to_string(),
+    }
+}
+
+/// The server's own count as a part of the run.
+fn server_part(fleet: &Fleet, i: usize, o: StepOutcome) -> HostPart {
+    let a = &fleet.agents()[i];
+    let mut part = HostPart {
+        host: a.name.clone(),
+        role: "server".into(),
+        metric: "received_bytes".into(),
+        clock_offset_ns: a.clock.offset_ns,
+        clock_error_ns: a.clock.error_ns,
+        ..HostPart::default()
+    };
+    if let Some(e) = &o.end {
+        part.metrics.extend(host_figures(e));
+    }
+    let served = o.reports.iter().rev().find_map(|r| match r {
+        StepReport::Served(t) => Some(t.clone()),
+        _ => None,
+    });
+    match served {
+        Some(t) => {
+            part.value = t.received_bytes as f64;
+            part.payload_bytes = Some(t.received_bytes);
+            for (k, v) in [
+                ("received_bytes", t.received_bytes as f64),
+                ("sent_bytes", t.sent_bytes as f64),
+                ("tests_completed", t.tests_completed as f64),
+                ("tests_failed", t.tests_failed as f64),
+                ("streams", t.streams as f64),
+                ("cpu_s", t.cpu_ns as f64 / 1e9),
+                ("serving_s", t.serving_ns as f64 / 1e9),
+            ] {
+                part.metrics.insert(k.into(), v);
+            }
+            part.report_json = serde_json::to_string(&t).ok();
+        }
+        None => part.error = Some(outcome_error(&a.name, &o)),
+    }
+    part
+}
+
+/// Records the server's count beside the clients' sum: what the clients sent (upload) or
+/// received (download) against what the server received or sent.
+fn compare_with_server(m: &mut Measurement, server: &HostPart) {
+    if server.error.is_some() {
+        return;
+    }
+    let sum = |k: &str| -> f64 {
+        m.hosts
+            .iter()
+            .filter(|h| h.error.is_none())
+            .filter_map(|h| h.metrics.get(k))
+            .sum()
+    };
+    let clients_sent = sum("sent_bytes");
+    let server_received = server.metrics.get("received_bytes").copied().unwrap_or(0.0);
+    m.metrics.insert("clients.sent_bytes".into(), clients_sent);
+    m.metrics
+        .insert("server.received_bytes".into(), server_received);
+    for k in ["sent_bytes", "tests_completed", "cpu_s"] {
+        if let Some(v) = server.metrics.get(k) {
+            m.metrics.insert(format!("server.{k}"), *v);
+        }
+    }
+    if clients_sent > 0.0 {
+        m.metrics.insert(
+            "server_vs_clients_pct".into(),
+            (server_received - clients_sent) / clients_sent * 100.0,
+        );
+    }
+}
+
+/// The run from its hosts' parts: the aggregate headline (sum of rates, longest elapsed
+/// time), the aggregate series on the coordinator's clock, peak and sustained figures, start
+/// skew, and every part.
+fn merge(p: Parts, role: &str) -> Measurement {
+    let mut m = Measurement::default();
+    let ok: Vec<&(HostPart, Vec<SeriesPoint>, _)> = p
+        .parts
+        .iter()
+        .filter(|(h, _, _)| h.error.is_none())
+        .collect();
+    m.metric = ok
+        .first()
+        .map(|(h, _, _)| h.metric.clone())
+        .unwrap_or_else(|| "elapsed_s".into());
+    let values = ok.iter().map(|(h, _, _)| h.value);
+    m.value = if m.metric == "elapsed_s" {
+        values.fold(0.0, f64::max)
+    } else {
+        values.sum()
+    };
+    let payload: u64 = ok.iter().filter_map(|(h, _, _)| h.payload_bytes).sum();
+    m.payload_bytes = ok
+        .iter()
+        .any(|(h, _, _)| h.payload_bytes.is_some())
+        .then_some(payload);
+    m.series = aggregate_series(
+        ok.iter().map(|(h, s, _)| (h.started_unix_ns, s.as_slice())),
+        p.barrier_ns,
+    );
+    if let Some(st) = nsperf_results::stats::series_stats(&m.series) {
+        m.metrics.insert("peak_interval".into(), st.peak);
+        m.metrics.insert("sustained_mean".into(), st.sustained_mean);
+        m.metrics.insert("steady_start_s".into(), st.steady_start_s);
+    }
+    let starts: Vec<u64> = ok.iter().map(|(h, _, _)| h.started_unix_ns).collect();
+    if let (Some(a), Some(b)) = (starts.iter().min(), starts.iter().max()) {
+        m.metrics.insert("start_skew_ns".into(), (b - a) as f64);
+        m.metrics.insert(
+            "start_after_barrier_ns".into(),
+            a.saturating_sub(p.barrier_ns) as f64,
+        );
+    }
+    let clock_error = p
+        .parts
+        .iter()
+        .map(|(h, _, _)| h.clock_error_ns)
+        .max()
+        .unwrap_or(0);
+    m.metrics
+        .insert("clock_error_max_ns".into(), clock_error as f64);
+    m.metrics.insert("hosts_measured".into(), ok.len() as f64);
+    m.metrics
+        .insert("hosts_failed".into(), (p.parts.len() - ok.len()) as f64);
+    let mut sums: BTreeMap<String, f64> = BTreeMap::new();
+    for (h, _, _) in &ok {
+        for k in ["sent_bytes", "received_bytes", "bytes"] {
+            if let Some(v) = h.metrics.get(k) {
+                *sums.entry(k.to_string()).or_default() += v;
+            }
+        }
+    }
+    m.metrics.extend(sums);
+    for (mut h, _, cpu) in p.parts {
+        h.role = role.to_string();
+        m.cpu.extend(cpu);
+        m.hosts.push(h);
+    }
+    m
+}
+
+/// Sums the hosts' series on one timeline: each point placed at its host's start (the
+/// coordinator's clock) plus its offset, relative to the barrier, in bins of the first
+/// series' interval length (each point in the bin nearest its start).
+fn aggregate_series<'a>(
+    hosts: impl Iterator<Item = (u64, &'a [SeriesPoint])> + Clone,
+    barrier_ns: u64,
+) -> Vec<SeriesPoint> {
+    let len = hosts
+        .clone()
+        .find_map(|(_, s)| s.first().map(|p| p.length_s))
+        .filter(|l| *l > 0.0)
+        .unwrap_or(1.0);
+    let mut bins: BTreeMap<i64, SeriesPoint> = BTreeMap::new();
+    for (start, series) in hosts {
+        let at = (start as f64 - barrier_ns as f64) / 1e9;
+        for p in series {
+            let bin = ((at + p.start_s) / len).round() as i64;
+            let e = bins.entry(bin).or_insert(SeriesPoint {
+                start_s: bin as f64 * len,
+                length_s: len,
+                value: 0.0,
+            });
+            e.value += p.value;
+        }
+    }
+    bins.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pts(vals: &[f64]) -> Vec<SeriesPoint> {
+        vals.iter()
+            .enumerate()
+            .map(|(i, &v)| SeriesPoint {
+                start_s: i as f64,
+                length_s: 1.0,
+                value: v,
+            })
+            .collect()
+    }
+
+    fn part(host: &str, value: f64, started: u64, sent: f64) -> HostPart {
+        let mut metrics = BTreeMap::new();
+        metrics.insert("sent_bytes".to_string(), sent);
+        HostPart {
+            host: host.into(),
+            metric: "throughput_bps".into(),
+            value,
+            payload_bytes: Some(sent as u64),
+            started_unix_ns: started,
+            clock_error_ns: 50_000,
+            metrics,
+            ..HostPart::default()
+        }
+    }
+
+    #[test]
+    fn series_of_hosts_add_up_on_one_timeline() {
+        let b = 1_000_000_000_000u64;
+        // Host a starts at the barrier, host b 40 ms later: same bins.
+        let a = pts(&[1.0, 2.0, 3.0]);
+        let c = pts(&[10.0, 20.0, 30.0]);
+        let s = aggregate_series(
+            [(b, a.as_slice()), (b + 40_000_000, c.as_slice())].into_iter(),
+            b,
+        );
+        assert_eq!(s.len(), 3);
+        assert_eq!(
+            s.iter().map(|p| p.value).collect::<Vec<_>>(),
+            [11.0, 22.0, 33.0]
+        );
+        // Host c a whole second late: shifted by one bin.
+        let s = aggregate_series(
+            [(b, a.as_slice()), (b + 1_000_000_000, c.as_slice())].into_iter(),
+            b,
+        );
+        assert_eq!(
+            s.iter().map(|p| p.value).collect::<Vec<_>>(),
+            [1.0, 12.0, 23.0, 30.0]
+        );
+    }
+
+    #[test]
+    fn a_failed_host_leaves_the_others_and_makes_the_run_partial() {
+        let b = 5_000_000_000u64;
+        let mut failed = part("c3", 0.0, 0, 0.0);
+        failed.error = Some("c3: agent lost: connection closed".into());
+        let p = Parts {
+            barrier_ns: b,
+            parts: vec![
+                (
+                    part("c1", 100.0, b + 1_000, 1000.0),
+                    pts(&[90.0, 100.0, 100.0]),
+                    vec![],
+                ),
+                (
+                    part("c2", 50.0, b + 3_000, 500.0),
+                    pts(&[40.0, 50.0, 50.0]),
+                    vec![],
+                ),
+                (failed, vec![], vec![]),
+            ],
+        };
+        let m = merge(p, "client");
+        assert_eq!(m.value, 150.0);
+        assert_eq!(m.metrics["hosts_measured"], 2.0);
+        assert_eq!(m.metrics["hosts_failed"], 1.0);
+        assert_eq!(m.metrics["start_skew_ns"], 2_000.0);
+        assert_eq!(m.metrics["sent_bytes"], 1500.0);
+        assert_eq!(m.metrics["peak_interval"], 150.0);
+        assert_eq!(m.payload_bytes, Some(1500));
+        assert!(m.partial());
+        assert_eq!(m.hosts.len(), 3);
+        assert!(m.hosts.iter().all(|h| h.role == "client"));
+        assert!(m.host_errors().unwrap().contains("c3: agent lost"));
+    }
+
+    #[test]
+    fn the_servers_count_is_set_beside_the_clients_sum() {
+        let b = 0u64;
+        let p = Parts {
+            barrier_ns: b,
+            parts: vec![(part("c1", 1.0, 0, 1000.0), vec![], vec![])],
+        };
+        let mut m = merge(p, "client");
+        let mut s = HostPart {
+            host: "srv".into(),
+            role: "server".into(),
+            ..HostPart::default()
+        };
+        s.metrics.insert("received_bytes".into(), 999.0);
+        compare_with_server(&mut m, &s);
+        assert_eq!(m.metrics["server.received_bytes"], 999.0);
+        assert_eq!(m.metrics["clients.sent_bytes"], 1000.0);
+        assert!((m.metrics["server_vs_clients_pct"] + 0.1).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,235 @@
+//! What a step measured, from the engines' typed reports: the headline figure, the summary
+//! flattened, the aggregate time series, payload bytes; and the NIC counters of the lab's
+//! sites and the analysis of a capture, read in this process through the libraries.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use nsperf_core::nic::{NicCounters, parse_proc_net_dev};
+use nsperf_io::IoReport;
+use nsperf_net::{Mode, NetReport};
+use nsperf_results::{Measurement, NicDelta, SeriesPoint};
+use serde::Serialize;
+
+use super::Lab;
+use crate::error::ExecError;
+
+/// Flattens the numbers of a serialized value: `{"a": {"b": 1}}` gives `a.b = 1`.
+fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, f64>) {
+    match v {
+        serde_json::Value::Number(n) => {
+            if let Some(x) = n.as_f64() {
+                out.insert(prefix.to_string(), x);
+            }
+        }
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, x, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every number of a summary, by its field path.
+fn summary_metrics(summary: &impl Serialize) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    if let Ok(v) = serde_json::to_value(summary) {
+        flatten("", &v, &mut out);
+    }
+    out
+}
+
+/// Sums `(start_s, length_s, value)` points that share a start: the aggregate series.
+fn series(points: impl Iterator<Item = (f64, f64, f64)>) -> Vec<SeriesPoint> {
+    let mut by_start: BTreeMap<u64, SeriesPoint> = BTreeMap::new();
+    for (s, l, v) in points {
+        let p = by_start.entry((s * 1e6) as u64).or_insert(SeriesPoint {
+            start_s: s,
+            length_s: l,
+            value: 0.0,
+        });
+        p.value += v;
+    }
+    by_start.into_values().collect()
+}
+
+/// A network step's measurement: throughput (stream, sweep) or transactions per second
+/// (request/response).
+pub(super) fn from_net(r: &NetReport) -> Measurement {
+    let s = &r.summary;
+    let (metric, value) = match (r.spec.params.mode, s.transactions_per_s) {
+        (Mode::Rr { .. }, Some(t)) => ("transactions_per_s", t),
+        _ => ("throughput_bps", s.throughput_bps),
+    };
+    // The aggregate entries (no stream); a run that reports per stream only is summed.
+    let aggregate = r.intervals.iter().any(|i| i.stream.is_none());
+    let points = r
+        .intervals
+        .iter()
+        .filter(|i| !aggregate || i.stream.is_none())
+        .map(|i| (i.start_s, i.length_s, i.throughput_bps));
+    Measurement {
+        metric: metric.into(),
+        value,
+        metrics: summary_metrics(s),
+        series: series(points),
+        payload_bytes: Some(s.received_bytes),
+        duration_ns: r.duration_ns,
+        report_json: serde_json::to_string(r).ok(),
+        ..Default::default()
+    }
+}
+
+/// An io step's measurement: bytes per second of the measured pass.
+pub(super) fn from_io(r: &IoReport) -> Measurement {
+    let s = &r.summary;
+    let aggregate = r.intervals.iter().any(|i| i.job.is_none());
+    let points = r
+        .intervals
+        .iter()
+        .filter(|i| !aggregate || i.job.is_none())
+        .map(|i| (i.start_s, i.length_s, i.throughput_bytes_per_s));
+    Measurement {
+        metric: "throughput_bytes_per_s".into(),
+        value: s.throughput_bytes_per_s,
+        metrics: summary_metrics(s),
+        series: series(points),
+        payload_bytes: Some(s.bytes),
+        duration_ns: r.duration_ns,
+        report_json: serde_json::to_string(r).ok(),
+        ..Default::default()
+    }
+}
+
+/// An external command's measurement: payload bytes per second when the payload is known,
+/// else the elapsed time.
+pub(super) fn from_exec(elapsed_s: f64, payload: Option<u64>) -> Measurement {
+    let mut m = Measurement::default();
+    m.metrics.insert("elapsed_s".into(), elapsed_s);
+    m.payload_bytes = payload;
+    match payload {
+        Some(b) if elapsed_s > 0.0 => {
+            m.metric = "throughput_bytes_per_s".into();
+            m.value = b as f64 / elapsed_s;
+            m.metrics.insert("payload_bytes".into(), b as f64);
+        }
+        _ => {
+            m.metric = "elapsed_s".into();
+            m.value = elapsed_s;
+        }
+    }
+    m
+}
+
+/// NIC counters of every site of the lab (each read inside its namespace), or of this host.
+pub(super) fn read_nic(lab: Option<&Lab>) -> Vec<(String, Vec<NicCounters>)> {
+    match lab {
+        None => vec![("local".into(), nsperf_core::nic::read_nic_counters())],
+        Some(l) => l
+            .sites
+            .iter()
+            .map(|s| {
+                let ns = nsperf_lab::lab::netns_name(&l.name, s);
+                // /proc/thread-self: the namespace of the reading thread, not the process's.
+                let text = nsperf_lab::netns::run_in(&ns, || {
+                    Ok(std::fs::read_to_string("/proc/thread-self/net/dev").unwrap_or_default())
+                })
+                .unwrap_or_default();
+                (s.clone(), parse_proc_net_dev(&text))
+            })
+            .collect(),
+    }
+}
+
+/// Adds the NIC counters' growth since `before` (loopback excluded) and the wire bytes (the
+/// largest transmit growth of any interface).
+pub(super) fn attach_nic(
+    m: &mut Measurement,
+    before: &[(String, Vec<NicCounters>)],
+    lab: Option<&Lab>,
+) {
+    let after = read_nic(lab);
+    let mut wire = 0u64;
+    for (site, now) in &after {
+        let Some((_, prev)) = before.iter().find(|(s, _)| s == site) else {
+            continue;
+        };
+        for c in now.iter().filter(|c| c.name != "lo") {
+            if let Some(p) = prev.iter().find(|p| p.name == c.name) {
+                let d = c.since(p);
+                wire = wire.max(d.tx_bytes);
+                m.nic.push(NicDelta {
+                    site: site.clone(),
+                    counters: d,
+                });
+            }
+        }
+    }
+    if !m.nic.is_empty() {
+        m.wire_bytes = Some(wire);
+    }
+}
+
+/// The analysis of a capture file by the trace library, as the JSON document that
+/// `nsperf trace --json` prints (findings included).
+pub(super) fn analyse_capture(file: &Path) -> Result<String, ExecError> {
+    let cfg = nsperf_trace::TraceConfig {
+        filter: nsperf_trace::Filter::default(),
+        bin_ns: 1_000_000_000,
+        series_connections: 3,
+    };
+    let t0 = std::time::Instant::now();
+    let (summary, intervals) = nsperf_trace::analyze_file(file, cfg)
+        .map_err(|e| ExecError::Other(format!("capture analysis: {e}")))?;
+    let spec = nsperf_trace::TraceSpec {
+        file: file.display().to_string(),
+        filter: None,
+        bin_s: 1.0,
+        top: 3,
+    };
+    let findings = nsperf_trace::findings::findings(&summary, spec.top)
+        .map_err(|e| ExecError::Other(format!("capture analysis: {e}")))?;
+    let mut report = nsperf_core::Report::new("trace", spec, summary);
+    report.duration_ns = t0.elapsed().as_nanos() as u64;
+    report.intervals = intervals;
+    report.findings = findings;
+    serde_json::to_string(&report).map_err(|e| ExecError::Other(format!("capture analysis: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aggregate_series_and_flattened_summary() {
+        let pts = [(0.0, 1.0, 1.0), (0.0, 1.0, 2.0), (1.0, 1.0, 4.0)];
+        let s = series(pts.into_iter());
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].value, 3.0);
+        let mut out = BTreeMap::new();
+        flatten(
+            "",
+            &serde_json::json!({"a": {"b": 7}, "c": 1.5, "d": "x"}),
+            &mut out,
+        );
+        assert_eq!(out.len(), 2);
+        assert_eq!(out["a.b"], 7.0);
+    }
+
+    #[test]
+    fn exec_headline_is_payload_rate_or_time() {
+        let m = from_exec(2.0, Some(1000));
+        assert_eq!(
+            (m.metric.as_str(), m.value),
+            ("throughput_bytes_per_s", 500.0)
+        );
+        let m = from_exec(2.0, None);
+        assert_eq!((m.metric.as_str(), m.value), ("elapsed_s", 2.0));
+    }
+}

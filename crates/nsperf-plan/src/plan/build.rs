@@ -1,0 +1,317 @@
+//! From the raw plan to the validated [`Plan`]: the lab (checked by the lab's own rules),
+//! the matrix, and every cell expanded and resolved.
+
+use nsperf_lab::LinkSetup;
+use nsperf_lab::lab::UpConfig;
+
+use super::raw::{Param, RawLab, RawPlan, used_variables, value_text};
+use super::resolve::resolve_step;
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Action, Cell, Hosts, LabSpec, LinkSettings, MAX_RUNS, Plan, Record, bdp_bytes};
+use crate::agent::StepClass;
+use crate::error::PlanError;
+use crate::template::substitute;
+
+pub(super) fn invalid(msg: impl Into<String>) -> PlanError {
+    PlanError::Invalid(msg.into())
+}
+
+/// Names of plans, steps and matrix parameters.
+pub(super) fn check_name(what: &str, s: &str) -> Result<(), PlanError> {
+    if s.is_empty()
+        || s.len() > 64
+        || !s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+    {
+        return Err(invalid(format!(
+            "{what} \"{s}\" must be 1 to 64 characters of letters, digits, '-', '_' or '.'"
+        )));
+    }
+    Ok(())
+}
+
+pub(super) fn build(raw: RawPlan, text: &str) -> Result<Plan, PlanError> {
+    check_name("plan name", &raw.name)?;
+    let repetitions = raw.repetitions.unwrap_or(3);
+    if !(1..=1000).contains(&repetitions) {
+        return Err(invalid("repetitions must be between 1 and 1000"));
+    }
+    let lab = raw.lab.as_ref().map(lab_spec).transpose()?;
+    let mut hosts = super::hosts::hosts(
+        &raw.hosts,
+        &raw.groups,
+        raw.slurm.as_ref(),
+        raw.kubernetes.as_ref(),
+    )?;
+    let matrix = matrix(&raw.matrix)?;
+    if raw.step.is_empty() {
+        return Err(invalid("the plan has no [[step]]"));
+    }
+    for (i, s) in raw.step.iter().enumerate() {
+        check_name("step name", &s.name)?;
+        if raw.step[..i].iter().any(|o| o.name == s.name) {
+            return Err(invalid(format!("step name \"{}\" appears twice", s.name)));
+        }
+    }
+    let ncells = matrix
+        .iter()
+        .try_fold(1usize, |acc, (_, v)| acc.checked_mul(v.len()))
+        .filter(|&n| n <= MAX_RUNS)
+        .ok_or_else(|| invalid(format!("the matrix has more than {MAX_RUNS} cells")))?;
+    let mut cells = Vec::with_capacity(ncells);
+    for index in 0..ncells {
+        let mut rem = index;
+        let mut params = vec![(String::new(), String::new()); matrix.len()];
+        for (j, (k, vals)) in matrix.iter().enumerate().rev() {
+            params[j] = (k.clone(), vals[rem % vals.len()].clone());
+            rem /= vals.len();
+        }
+        let cell = resolve_cell(index, params, &raw, lab.as_ref(), hosts.as_ref())?;
+        if !cell.steps.is_empty() {
+            cells.push(cell);
+        }
+    }
+    if let Some(h) = hosts.as_mut() {
+        super::hosts::settle_allow(h, &host_needs(&cells))?;
+    }
+    let plan = Plan {
+        name: raw.name,
+        description: raw.description,
+        repetitions,
+        lab,
+        hosts,
+        matrix,
+        record: Record {
+            cpu: raw.record.cpu,
+            nic: raw.record.nic,
+        },
+        cells,
+        source: text.to_string(),
+    };
+    if plan.total_runs() > MAX_RUNS {
+        return Err(invalid(format!(
+            "the plan expands to {} runs, more than {MAX_RUNS}",
+            plan.total_runs()
+        )));
+    }
+    Ok(plan)
+}
+
+/// What each host's agent must run: the classes of the steps `on` it (a network step's
+/// server host runs a server).
+fn host_needs(cells: &[Cell]) -> BTreeMap<String, BTreeSet<StepClass>> {
+    let mut needs: BTreeMap<String, BTreeSet<StepClass>> = BTreeMap::new();
+    for step in cells.iter().flat_map(|c| &c.steps) {
+        let Some(on) = &step.on else { continue };
+        let class = match &step.action {
+            Action::Net(_) => StepClass::Net,
+            Action::Io(_) => StepClass::Io,
+            Action::Exec(_) => StepClass::Exec,
+        };
+        for h in &on.hosts {
+            needs.entry(h.clone()).or_default().insert(class);
+        }
+        if let Some(s) = &on.server {
+            needs
+                .entry(s.clone())
+                .or_default()
+                .insert(StepClass::Server);
+        }
+    }
+    needs
+}
+
+/// The lab's name and sites, checked as `nsperf lab up` checks them.
+fn lab_spec(l: &RawLab) -> Result<LabSpec, PlanError> {
+    let spec = LabSpec {
+        name: l.name.clone(),
+        sites: l.sites.clone(),
+    };
+    check_lab(&spec, &LinkSetup::default(), "")?;
+    Ok(spec)
+}
+
+/// Checks a lab with one cell's link by the lab's own rules (names, site count, MTU,
+/// `--from`/`--to` sites), as `lab up` will.
+fn check_lab(spec: &LabSpec, link: &LinkSetup, cell_desc: &str) -> Result<(), PlanError> {
+    /// The highest pid Linux hands out (`PID_MAX_LIMIT`).
+    const PID_MAX: u32 = 1 << 22;
+    let cfg = UpConfig {
+        // A name made for a run is valid by construction; check the longest one.
+        name: spec
+            .name
+            .clone()
+            .unwrap_or_else(|| spec.name_for_run(PID_MAX, u64::MAX)),
+        sites: spec.sites.clone(),
+        clients: 0,
+        mtu: link.mtu(),
+        link: link.change.clone(),
+        schedule: None,
+        allow_deep_idle: false,
+        owner: None,
+        ..UpConfig::default()
+    };
+    nsperf_lab::lab::site_names(&cfg)
+        .map(|_| ())
+        .map_err(|e| invalid(format!("[lab]{cell_desc}: {e}")))
+}
+
+fn matrix(raw: &toml::Table) -> Result<Vec<(String, Vec<String>)>, PlanError> {
+    let mut matrix = Vec::new();
+    for (k, v) in raw {
+        check_name("matrix parameter", k)?;
+        if k == "bdp" {
+            return Err(invalid(
+                "matrix parameter \"bdp\" is reserved (it is derived from the lab's rate and rtt)",
+            ));
+        }
+        let arr = v.as_array().ok_or_else(|| {
+            invalid(format!(
+                "matrix.{k}: expected a list of values, e.g. {k} = [1, 2]"
+            ))
+        })?;
+        if arr.is_empty() {
+            return Err(invalid(format!("matrix.{k}: the list is empty")));
+        }
+        let mut vals = Vec::new();
+        for x in arr {
+            let s = match x {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                _ => {
+                    return Err(invalid(format!(
+                        "matrix.{k}: values must be strings, numbers or booleans"
+                    )));
+                }
+            };
+            if vals.contains(&s) {
+                return Err(invalid(format!("matrix.{k}: value \"{s}\" appears twice")));
+            }
+            vals.push(s);
+        }
+        matrix.push((k.clone(), vals));
+    }
+    Ok(matrix)
+}
+
+/// Substitution context of one cell.
+pub(super) struct Ctx<'a> {
+    params: &'a [(String, String)],
+    bdp: Option<u64>,
+}
+
+impl Ctx<'_> {
+    fn lookup(&self, name: &str) -> Option<String> {
+        if name == "bdp" {
+            return self.bdp.map(|b| b.to_string());
+        }
+        self.params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    }
+
+    pub(super) fn sub(&self, where_: &str, p: &Param) -> Result<String, PlanError> {
+        let s = p.to_string();
+        let once =
+            substitute(&s, &|n| self.lookup(n)).map_err(|e| invalid(format!("{where_}: {e}")))?;
+        // A matrix value may itself hold a derived variable ({bdp}).
+        if once.contains('{') && once != s {
+            return substitute(&once, &|n| self.lookup(n))
+                .map_err(|e| invalid(format!("{where_}: {e}")));
+        }
+        Ok(once)
+    }
+}
+
+/// The lab link of one cell: `rate`, `rtt` and `link_args` substituted, then parsed by the
+/// lab's own parser and checked with the lab's sites.
+fn cell_link(
+    l: &RawLab,
+    spec: &LabSpec,
+    base: &Ctx<'_>,
+    cell_desc: &str,
+) -> Result<LinkSettings, PlanError> {
+    let mut args: Vec<String> = Vec::new();
+    for (flag, p) in [("--rate", &l.rate), ("--rtt", &l.rtt)] {
+        if let Some(p) = p {
+            args.push(flag.into());
+            args.push(base.sub(&format!("[lab] {}{cell_desc}", &flag[2..]), p)?);
+        }
+    }
+    for p in &l.link_args {
+        args.push(base.sub(&format!("[lab] link_args{cell_desc}"), p)?);
+    }
+    let link =
+        LinkSetup::parse_args(&args).map_err(|e| invalid(format!("[lab]{cell_desc}: {e}")))?;
+    check_lab(spec, &link, cell_desc)?;
+    Ok(link)
+}
+
+fn resolve_cell(
+    index: usize,
+    params: Vec<(String, String)>,
+    raw: &RawPlan,
+    lab: Option<&LabSpec>,
+    hosts: Option<&Hosts>,
+) -> Result<Cell, PlanError> {
+    let cell_desc = if params.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (cell {})",
+            params
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        )
+    };
+    let base = Ctx {
+        params: &params,
+        bdp: None,
+    };
+    let link = match (&raw.lab, lab) {
+        (Some(l), Some(spec)) => Some(cell_link(l, spec, &base, &cell_desc)?),
+        _ => None,
+    };
+    // {bdp}: rounded up to a KiB, at least 64 KiB (a zero window means nothing).
+    let bdp = link
+        .as_ref()
+        .and_then(bdp_bytes)
+        .map(|b| b.div_ceil(1024).max(64) * 1024);
+    let ctx = Ctx {
+        params: &params,
+        bdp,
+    };
+    let mut steps = Vec::new();
+    for s in &raw.step {
+        let used = used_variables(s, raw);
+        let repeats = params.iter().zip(&raw.matrix).any(|((k, v), (_, first))| {
+            !used.contains(k)
+                && first
+                    .as_array()
+                    .and_then(|a| a.first())
+                    .is_some_and(|f| value_text(f) != *v)
+        });
+        if !repeats {
+            let mut r = resolve_step(s, &ctx, lab, hosts, &cell_desc)?;
+            r.params = params
+                .iter()
+                .filter(|(k, _)| used.contains(k))
+                .cloned()
+                .collect();
+            steps.push(r);
+        }
+    }
+    Ok(Cell {
+        index,
+        params,
+        link,
+        steps,
+    })
+}

@@ -1,0 +1,440 @@
+//! Plan files: what to build (a lab, or nothing), the parameter matrix, the steps of each
+//! cell, repetitions, and what to record beside.
+//!
+//! A plan is parsed strictly: an unknown key, a value of the wrong type, an unknown template
+//! variable or a value that does not parse in any cell is an error naming the place, found
+//! before anything runs. Every cell of the matrix is resolved at load time into the engines'
+//! own configuration types and checked with the engines' own rules (the lab's names, link
+//! flags and MTU; the network test's and the io run's `validate`), so a plan that passes
+//! `nsperf run --dry-run` is one the engines accept. The format is documented in
+//! `docs/run.md`.
+//!
+//! Inside: `raw` (the TOML as written), `build` (matrix expansion and the lab), `resolve`
+//! (one step of one cell, per step type).
+
+mod build;
+mod hosts;
+mod raw;
+mod resolve;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use nsperf_io::RunConfig;
+use nsperf_lab::LinkSetup;
+use nsperf_net::TestParams;
+use nsperf_results::{IoShape, RunConditions};
+pub use nsperf_results::{Phase, RunKey};
+
+use crate::error::PlanError;
+pub use hosts::{BatchGroup, HostSpec, Hosts, OnHosts};
+pub use raw::Param;
+
+/// Most runs one plan may expand to.
+pub const MAX_RUNS: usize = 100_000;
+
+/// What to record beside each run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record {
+    /// CPU use per core, sampled each second.
+    pub cpu: bool,
+    /// NIC counters before and after (wire bytes beside payload bytes).
+    pub nic: bool,
+}
+
+/// The lab a plan builds (its link may be templated per cell).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabSpec {
+    /// The name the plan gives (`[lab] name`); without one each run makes a unique name
+    /// ([`LabSpec::name_for_run`]), so two runs of one plan never share a lab.
+    pub name: Option<String>,
+    /// Site names in order; site `i` has address `10.77.0.(i+1)`.
+    pub sites: Vec<String>,
+}
+
+impl LabSpec {
+    /// The lab name of the run of process `pid` started at `unix_ns`: the plan's name, or
+    /// `r` + the pid and the start time in base 36 (at most 11 of the lab's 12 characters).
+    pub fn name_for_run(&self, pid: u32, unix_ns: u64) -> String {
+        if let Some(n) = &self.name {
+            return n.clone();
+        }
+        let tick = (unix_ns / 1_000_000) % 36u64.pow(4);
+        format!("r{}_{:0>4}", base36(u64::from(pid)), base36(tick))
+    }
+}
+
+fn base36(mut n: u64) -> String {
+    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut v = Vec::new();
+    loop {
+        v.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    v.reverse();
+    String::from_utf8(v).unwrap_or_default()
+}
+
+/// The lab link of a cell: parsed by the lab's own parser (the flags of `nsperf lab up`).
+pub type LinkSettings = LinkSetup;
+
+/// Rate of a lab link in bit/s, when limited.
+pub fn link_rate_bps(l: &LinkSettings) -> Option<f64> {
+    l.change.rate_bps.filter(|r| *r > 0.0)
+}
+
+/// Round-trip time of a lab link (twice the one-way delay), when set.
+pub fn link_rtt(l: &LinkSettings) -> Option<Duration> {
+    l.change
+        .delay_ns
+        .map(|d| Duration::from_nanos(d.saturating_mul(2)))
+}
+
+/// The bandwidth-delay product in bytes, when rate and RTT are both known.
+pub fn bdp_bytes(l: &LinkSettings) -> Option<u64> {
+    Some((link_rate_bps(l)? / 8.0 * link_rtt(l)?.as_secs_f64()).ceil() as u64)
+}
+
+/// The link in the spelling of `nsperf lab up` flags, for people.
+pub fn describe_link(l: &LinkSettings) -> String {
+    let mut s = l.change.to_flags();
+    if let Some(m) = l.mtu {
+        if !s.is_empty() {
+            s.push(' ');
+        }
+        s.push_str(&format!("--mtu {m}"));
+    }
+    s
+}
+
+/// The type of a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StepKind {
+    /// Bulk network transfer.
+    Net,
+    /// Network request/response.
+    Rr,
+    /// Network message-size sweep.
+    Sweep,
+    /// File-system I/O.
+    Io,
+    /// A user's command.
+    Exec,
+}
+
+impl StepKind {
+    /// The name used in plans and the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepKind::Net => "net",
+            StepKind::Rr => "rr",
+            StepKind::Sweep => "sweep",
+            StepKind::Io => "io",
+            StepKind::Exec => "exec",
+        }
+    }
+}
+
+impl fmt::Display for StepKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for StepKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "net" => StepKind::Net,
+            "rr" => StepKind::Rr,
+            "sweep" => StepKind::Sweep,
+            "io" => StepKind::Io,
+            "exec" => StepKind::Exec,
+            _ => {
+                return Err(format!(
+                    "unknown type \"{s}\" (use net, rr, sweep, io or exec)"
+                ));
+            }
+        })
+    }
+}
+
+/// Where a network test's server runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// In the client's process, on 127.0.0.1 (`nsperf net --loopback`).
+    Loopback,
+    /// A server already running (started by the user), by name or address.
+    Host(String),
+    /// Client and server in two sites of the plan's lab.
+    Lab {
+        /// Site where the client runs.
+        client: String,
+        /// Site where the server runs.
+        server: String,
+        /// Index of the server site (its address is `10.77.0.(i+1)`).
+        server_index: usize,
+    },
+}
+
+/// A network step (`type = "net"`, `"rr"` or `"sweep"`), resolved for one cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetStep {
+    /// Where the server is.
+    pub target: Target,
+    /// The server's port.
+    pub port: u16,
+    /// The test, as the network engine takes it (checked by its `validate`).
+    pub params: TestParams,
+    /// Take a capture at this site during the step and analyse it.
+    pub capture: Option<String>,
+}
+
+/// A file-system step (`type = "io"`), resolved for one cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IoStep {
+    /// Lab site to run in, if any.
+    pub site: Option<String>,
+    /// The run, as the io engine takes it (checked by its `validate`); a cache phase
+    /// overrides its cache mode.
+    pub config: RunConfig,
+}
+
+/// Where the payload byte count of an external command comes from.
+#[derive(Debug, Clone)]
+pub enum Payload {
+    /// Not known: only the elapsed time is recorded.
+    Unknown,
+    /// Declared in the plan.
+    Declared(nsperf_core::Bytes),
+    /// The first capture group of this regex over stdout then stderr (a byte count).
+    Parsed(regex::Regex),
+}
+
+impl PartialEq for Payload {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Payload::Unknown, Payload::Unknown) => true,
+            (Payload::Declared(a), Payload::Declared(b)) => a == b,
+            (Payload::Parsed(a), Payload::Parsed(b)) => a.as_str() == b.as_str(),
+            _ => false,
+        }
+    }
+}
+
+/// An external command (`type = "exec"`), resolved for one cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecStep {
+    /// Lab site to run it in, if any.
+    pub site: Option<String>,
+    /// Program and arguments.
+    pub command: Vec<String>,
+    /// Payload bytes.
+    pub payload: Payload,
+    /// Command run before a `remote-warm` phase.
+    pub prime: Option<Vec<String>>,
+}
+
+/// What a step does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Network test.
+    Net(NetStep),
+    /// File-system test.
+    Io(IoStep),
+    /// External command.
+    Exec(ExecStep),
+}
+
+/// One step resolved for one cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedStep {
+    /// Step name (unique in the plan).
+    pub name: String,
+    /// Its type.
+    pub kind: StepKind,
+    /// Cache phases in order; `[Phase::None]` when none were asked.
+    pub phases: Vec<Phase>,
+    /// Kill the step after this long.
+    pub timeout: Duration,
+    /// The matrix parameters this step depends on, with this cell's values.
+    pub params: Vec<(String, String)>,
+    /// What it does.
+    pub action: Action,
+    /// The `[hosts]` it runs on (through their agents), when it names some; a network step's
+    /// target is then its server host's address.
+    pub on: Option<OnHosts>,
+}
+
+impl ResolvedStep {
+    /// Whether the step runs in the plan's lab (so it needs the lab up).
+    pub fn needs_lab(&self, plan_has_lab: bool) -> bool {
+        if self.on.is_some() {
+            return false;
+        }
+        match &self.action {
+            Action::Net(n) => matches!(n.target, Target::Lab { .. }),
+            Action::Io(io) => io.site.is_some(),
+            Action::Exec(e) => e.site.is_some() || e.prime.is_some() && plan_has_lab,
+        }
+    }
+}
+
+/// One cell of the matrix: a value for every parameter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// Position in the expansion order.
+    pub index: usize,
+    /// `(parameter, value)` in matrix order.
+    pub params: Vec<(String, String)>,
+    /// Link settings for this cell (when the plan has a lab).
+    pub link: Option<LinkSettings>,
+    /// The steps, resolved.
+    pub steps: Vec<ResolvedStep>,
+}
+
+impl Cell {
+    /// Stable key of the cell: `rtt=50ms,window=default` (`-` for a plan without a matrix).
+    pub fn key(&self) -> String {
+        if self.params.is_empty() {
+            return "-".into();
+        }
+        self.params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// What `step` runs under in this cell: the lab link it crosses, the window it asks
+    /// for, the shape of its io.
+    pub fn conditions(&self, step: &ResolvedStep) -> RunConditions {
+        let mut c = RunConditions::default();
+        match &step.action {
+            Action::Net(n) => {
+                c.in_lab = matches!(n.target, Target::Lab { .. });
+                c.window_bytes = n.params.window;
+                if c.in_lab
+                    && let Some(l) = &self.link
+                {
+                    c.link_rate_bps = link_rate_bps(l);
+                    c.rtt_s = link_rtt(l).map(|t| t.as_secs_f64());
+                }
+            }
+            Action::Io(io) => {
+                c.io = Some(IoShape {
+                    workload: io.config.workload.to_string(),
+                    size_bytes: io.config.size_bytes,
+                    bs_bytes: io.config.bs_bytes,
+                });
+            }
+            Action::Exec(_) => {}
+        }
+        c
+    }
+}
+
+/// A parsed, fully validated plan.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Plan name.
+    pub name: String,
+    /// Free text.
+    pub description: Option<String>,
+    /// Repetitions of each (cell, step, phase).
+    pub repetitions: u32,
+    /// The lab to build, if any.
+    pub lab: Option<LabSpec>,
+    /// The hosts its steps run on through agents, if any.
+    pub hosts: Option<Hosts>,
+    /// Matrix parameters in order, with their values.
+    pub matrix: Vec<(String, Vec<String>)>,
+    /// What to record beside.
+    pub record: Record,
+    /// Every cell, resolved.
+    pub cells: Vec<Cell>,
+    /// The plan text as given.
+    pub source: String,
+}
+
+impl Plan {
+    /// Parses and validates plan bytes.
+    pub fn parse(bytes: &[u8]) -> Result<Plan, PlanError> {
+        let text = std::str::from_utf8(bytes).map_err(|_| PlanError::NotUtf8)?;
+        let raw: raw::RawPlan = toml::from_str(text).map_err(|e| {
+            // "line L, column C: what", not toml's multi-line drawing of the line.
+            let message = e.message().trim().replace('\n', " ");
+            PlanError::Syntax(match e.span() {
+                Some(span) => {
+                    let before = &text[..span.start.min(text.len())];
+                    let line = before.matches('\n').count() + 1;
+                    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                    format!("line {line}, column {column}: {message}")
+                }
+                None => message,
+            })
+        })?;
+        build::build(raw, text)
+    }
+
+    /// Number of runs of a whole experiment.
+    pub fn total_runs(&self) -> usize {
+        self.cells
+            .iter()
+            .map(|c| c.steps.iter().map(|s| s.phases.len()).sum::<usize>())
+            .sum::<usize>()
+            * self.repetitions as usize
+    }
+
+    /// Every run in execution order: cell by cell, repetition by repetition, step by step,
+    /// phase by phase (so a warm phase follows its cold phase directly).
+    pub fn runs(&self) -> Vec<(usize, usize, RunKey)> {
+        let mut v = Vec::new();
+        for (ci, c) in self.cells.iter().enumerate() {
+            let key = c.key();
+            for rep in 1..=self.repetitions {
+                for (si, s) in c.steps.iter().enumerate() {
+                    for &phase in &s.phases {
+                        v.push((
+                            ci,
+                            si,
+                            RunKey {
+                                cell: key.clone(),
+                                step: s.name.clone(),
+                                phase,
+                                repetition: rep,
+                            },
+                        ));
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// A stable fingerprint of the plan text (FNV-1a 64), to find the experiment to resume.
+    pub fn fingerprint(&self) -> String {
+        let mut h: u64 = 0xcbf29ce484222325;
+        for b in self.source.bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100000001b3);
+        }
+        format!("{h:016x}")
+    }
+}
+
+/// The default plan embedded in the binary (`plans/default.toml`).
+pub const DEFAULT_PLAN: &str = include_str!("../../../../plans/default.toml");
+
+/// The parameters of each cell as a map (for display and export).
+pub fn params_map(c: &Cell) -> BTreeMap<String, String> {
+    c.params.iter().cloned().collect()
+}
+
+#[cfg(test)]
+mod tests;

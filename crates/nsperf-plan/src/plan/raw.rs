@@ -1,0 +1,348 @@
+//! The plan file as written: TOML parsed strictly into raw structs (every key known, every
+//! value typed), and which matrix parameters each step names.
+
+use std::fmt;
+
+use serde::Deserialize;
+
+use super::StepKind;
+use crate::template::variables;
+
+/// A scalar plan value: numbers and booleans are accepted where a string is, and templated.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Param {
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A boolean.
+    Bool(bool),
+    /// A string, possibly with `{templates}`.
+    Str(String),
+}
+
+impl fmt::Display for Param {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Param::Int(i) => write!(f, "{i}"),
+            Param::Float(x) => write!(f, "{x}"),
+            Param::Bool(b) => write!(f, "{b}"),
+            Param::Str(s) => f.write_str(s),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPlan {
+    pub(super) name: String,
+    pub(super) description: Option<String>,
+    pub(super) repetitions: Option<u32>,
+    pub(super) lab: Option<RawLab>,
+    #[serde(default)]
+    pub(super) matrix: toml::Table,
+    #[serde(default)]
+    pub(super) record: RawRecord,
+    #[serde(default)]
+    pub(super) step: Vec<RawStep>,
+    #[serde(default)]
+    pub(super) hosts: std::collections::BTreeMap<String, RawHost>,
+    #[serde(default)]
+    pub(super) groups: std::collections::BTreeMap<String, Vec<String>>,
+    pub(super) slurm: Option<RawSlurm>,
+    pub(super) kubernetes: Option<RawKubernetes>,
+}
+
+/// `[slurm]`: a group of agents started with srun inside the allocation the plan runs in.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSlurm {
+    pub(super) group: String,
+    pub(super) tasks: u32,
+    pub(super) psk_file: String,
+    pub(super) port: Option<u16>,
+}
+
+/// `[kubernetes]`: a group of agents in the pods of an Indexed Job.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawKubernetes {
+    pub(super) group: String,
+    pub(super) count: u32,
+    pub(super) image: String,
+    pub(super) namespace: Option<String>,
+    pub(super) context: Option<String>,
+    pub(super) psk_file: String,
+    pub(super) nsperf: Option<String>,
+}
+
+/// A host of `[hosts.NAME]`: how its agent is reached or started, and its address.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHost {
+    pub(super) address: Option<String>,
+    pub(super) ssh: Option<String>,
+    pub(super) ssh_port: Option<u16>,
+    pub(super) ssh_identity: Option<String>,
+    #[serde(default)]
+    pub(super) ssh_options: Vec<String>,
+    pub(super) agent: Option<String>,
+    pub(super) local: Option<bool>,
+    pub(super) psk_file: Option<String>,
+    pub(super) allow: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLab {
+    pub(super) name: Option<String>,
+    pub(super) sites: Vec<String>,
+    pub(super) rate: Option<Param>,
+    pub(super) rtt: Option<Param>,
+    #[serde(default)]
+    pub(super) link_args: Vec<Param>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRecord {
+    #[serde(default = "yes")]
+    pub(super) cpu: bool,
+    #[serde(default = "yes")]
+    pub(super) nic: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for RawRecord {
+    fn default() -> Self {
+        RawRecord {
+            cpu: true,
+            nic: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawStep {
+    pub(super) name: String,
+    #[serde(rename = "type")]
+    pub(super) kind: String,
+    #[serde(default)]
+    pub(super) phases: Vec<String>,
+    pub(super) timeout: Option<Param>,
+    // net, rr, sweep
+    pub(super) client: Option<String>,
+    pub(super) server: Option<String>,
+    pub(super) host: Option<Param>,
+    pub(super) port: Option<Param>,
+    pub(super) time: Option<Param>,
+    pub(super) omit: Option<Param>,
+    pub(super) window: Option<Param>,
+    pub(super) streams: Option<Param>,
+    pub(super) cc: Option<Param>,
+    pub(super) length: Option<Param>,
+    pub(super) reverse: Option<Param>,
+    pub(super) awake: Option<Param>,
+    pub(super) range: Option<Param>,
+    pub(super) capture: Option<String>,
+    // io (size also for rr)
+    pub(super) dir: Option<Param>,
+    pub(super) workload: Option<Param>,
+    pub(super) size: Option<Param>,
+    pub(super) bs: Option<Param>,
+    pub(super) cache: Option<Param>,
+    pub(super) fsync: Option<Param>,
+    pub(super) engine: Option<Param>,
+    pub(super) iodepth: Option<Param>,
+    // exec (site also for io)
+    pub(super) site: Option<String>,
+    pub(super) command: Option<Vec<Param>>,
+    pub(super) payload: Option<Param>,
+    pub(super) payload_regex: Option<String>,
+    pub(super) prime: Option<Vec<Param>>,
+    // many hosts
+    pub(super) on: Option<String>,
+    pub(super) concurrent: Option<bool>,
+}
+
+pub(super) fn value_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The matrix parameters a step depends on: those named in its fields, those named in the
+/// lab's link settings when it runs in the lab, and, through `{bdp}` (also inside matrix
+/// values it uses), the lab's rate and rtt parameters. A step is not repeated over the
+/// parameters it does not depend on.
+pub(super) fn used_variables(s: &RawStep, raw: &RawPlan) -> Vec<String> {
+    let mut texts: Vec<String> = Vec::new();
+    let params = [
+        &s.timeout,
+        &s.host,
+        &s.port,
+        &s.time,
+        &s.omit,
+        &s.window,
+        &s.streams,
+        &s.cc,
+        &s.length,
+        &s.reverse,
+        &s.awake,
+        &s.range,
+        &s.dir,
+        &s.workload,
+        &s.size,
+        &s.bs,
+        &s.cache,
+        &s.fsync,
+        &s.engine,
+        &s.iodepth,
+        &s.payload,
+    ];
+    texts.extend(
+        params
+            .iter()
+            .filter_map(|p| p.as_ref().map(Param::to_string)),
+    );
+    for c in [&s.command, &s.prime].into_iter().flatten() {
+        texts.extend(c.iter().map(Param::to_string));
+    }
+    let mut used: Vec<String> = texts.iter().flat_map(|t| variables(t)).collect();
+    // Matrix values may name derived variables.
+    for (k, v) in &raw.matrix {
+        if used.contains(k)
+            && let Some(a) = v.as_array()
+        {
+            for x in a {
+                used.extend(variables(&value_text(x)));
+            }
+        }
+    }
+    let in_lab =
+        s.client.is_some() || s.server.is_some() || s.site.is_some() || s.capture.is_some();
+    if (in_lab || used.iter().any(|u| u == "bdp"))
+        && let Some(l) = &raw.lab
+    {
+        for p in l.rate.iter().chain(&l.rtt).chain(&l.link_args) {
+            used.extend(variables(&p.to_string()));
+        }
+    }
+    used
+}
+
+/// The fields each step type accepts (besides name, type, phases, timeout).
+pub(super) fn allowed(kind: StepKind) -> &'static [&'static str] {
+    match kind {
+        StepKind::Net => &[
+            "client",
+            "server",
+            "host",
+            "port",
+            "time",
+            "omit",
+            "window",
+            "streams",
+            "cc",
+            "length",
+            "reverse",
+            "capture",
+            "awake",
+            "on",
+            "concurrent",
+        ],
+        StepKind::Rr => &[
+            "client",
+            "server",
+            "host",
+            "port",
+            "time",
+            "size",
+            "capture",
+            "window",
+            "awake",
+            "on",
+            "concurrent",
+        ],
+        StepKind::Sweep => &[
+            "client",
+            "server",
+            "host",
+            "port",
+            "time",
+            "range",
+            "capture",
+            "window",
+            "on",
+            "concurrent",
+        ],
+        StepKind::Io => &[
+            "dir",
+            "workload",
+            "size",
+            "bs",
+            "cache",
+            "fsync",
+            "engine",
+            "iodepth",
+            "site",
+            "time",
+            "on",
+            "concurrent",
+        ],
+        StepKind::Exec => &[
+            "site",
+            "command",
+            "payload",
+            "payload_regex",
+            "prime",
+            "on",
+            "concurrent",
+        ],
+    }
+}
+
+pub(super) fn present_fields(s: &RawStep) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    macro_rules! chk {
+        ($($f:ident),*) => { $( if s.$f.is_some() { v.push(stringify!($f)); } )* };
+    }
+    chk!(
+        client,
+        server,
+        host,
+        port,
+        time,
+        omit,
+        window,
+        streams,
+        cc,
+        length,
+        reverse,
+        awake,
+        range,
+        capture,
+        dir,
+        workload,
+        size,
+        bs,
+        cache,
+        fsync,
+        engine,
+        iodepth,
+        site,
+        command,
+        payload,
+        payload_regex,
+        prime,
+        on,
+        concurrent
+    );
+    v
+}

@@ -1,0 +1,320 @@
+//! The step contract: what the runner asks a child process to do, and what the child answers.
+//!
+//! The runner starts `nsperf step` (a hidden subcommand) as a child process in its own
+//! process group, writes one [`StepSpec`] as JSON on its standard input and reads one
+//! [`StepReport`] as JSON from its standard output; the exit status is a
+//! [`nsperf_core::Failure`] class. The child enters the lab site's namespaces itself when the
+//! spec names one, and runs the engine in-process. Specifications are built from the
+//! engines' own configuration types ([`TestParams`], [`ClientConfig`], [`ServerConfig`],
+//! [`RunConfig`]) and checked with the engines' own rules ([`StepSpec::validate`]), both when a
+//! plan is loaded and again by the child. The JSON of both is documented in `docs/run.md`.
+//!
+//! An `exec` step (a user's command) and a `capture` step (tcpdump) replace the child with
+//! the program once inside the site: their output is the program's own, not a report.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use nsperf_io::{IoReport, RunConfig};
+use nsperf_net::{ClientConfig, NetReport, ServerConfig, ServerTotals, TestParams};
+use serde::{Deserialize, Serialize};
+
+/// A site of a lab: where a step's process runs (its network namespace).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SiteRef {
+    /// Lab name.
+    pub lab: String,
+    /// Site name.
+    pub site: String,
+}
+
+/// The server a network step's client tests against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "to", rename_all = "snake_case")]
+pub enum NetClient {
+    /// A server in the same process, on 127.0.0.1 (`nsperf net --loopback`).
+    Loopback {
+        /// The test.
+        params: TestParams,
+    },
+    /// A server reached over the network (`nsperf net HOST`).
+    Server {
+        /// Address, port, test, timeouts.
+        config: ClientConfig,
+    },
+}
+
+impl NetClient {
+    /// The test asked for.
+    pub fn params(&self) -> &TestParams {
+        match self {
+            NetClient::Loopback { params } => params,
+            NetClient::Server { config } => &config.params,
+        }
+    }
+}
+
+/// One step for a child process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum StepSpec {
+    /// A network test (bulk stream, request/response or message-size sweep: `mode` of the
+    /// test parameters); answers [`StepReport::Net`].
+    Net {
+        /// The site to run in; this host's namespace when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        site: Option<SiteRef>,
+        /// Against what.
+        client: NetClient,
+    },
+    /// An `nsperf server` (normally `one_off`): answers [`StepReport::Listening`] once it
+    /// accepts connections, then serves and exits.
+    NetServer {
+        /// The site to run in.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        site: Option<SiteRef>,
+        /// The server's settings.
+        server: ServerConfig,
+    },
+    /// A file-system run; answers [`StepReport::Io`].
+    Io {
+        /// The site to run in.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        site: Option<SiteRef>,
+        /// The run.
+        config: RunConfig,
+    },
+    /// A packet capture of TCP headers on every interface of a site, written to `file` until
+    /// the child is interrupted (tcpdump, which must be installed).
+    Capture {
+        /// The site to capture in.
+        site: SiteRef,
+        /// The pcap file to write.
+        file: PathBuf,
+        /// Bytes kept of each packet.
+        snaplen: u32,
+    },
+    /// A user's command, run in place of the child (in a site when given).
+    Exec {
+        /// The site to run in.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        site: Option<SiteRef>,
+        /// Program and arguments.
+        command: Vec<String>,
+    },
+}
+
+/// What `nsperf step` reads on its standard input: a step, and when to start it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepRequest {
+    /// The step.
+    pub spec: StepSpec,
+    /// Start the engine at this wall-clock time (ns since the Unix epoch, this host's clock),
+    /// not before: the start barrier of a step run on several hosts at once. A time in the
+    /// past starts at once; the report's `started_unix_ns` says when it really started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at_unix_ns: Option<u64>,
+    /// Print a [`StepReport::Progress`] line once per interval while a net or io engine
+    /// runs (an agent streams them to its coordinator).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub progress: bool,
+}
+
+impl StepRequest {
+    /// A request to start `spec` at once.
+    pub fn now(spec: StepSpec) -> Self {
+        StepRequest {
+            spec,
+            start_at_unix_ns: None,
+            progress: false,
+        }
+    }
+}
+
+/// How far a running step got: printed once per interval when asked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepProgress {
+    /// Seconds since the engine started measuring.
+    pub elapsed_s: f64,
+    /// Payload bytes this end moved so far (net: sent and received; io: read and written).
+    pub bytes: u64,
+}
+
+/// What a child answers on its standard output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "report", rename_all = "snake_case")]
+pub enum StepReport {
+    /// The network engine's report (`nsperf net --json`).
+    Net(Box<NetReport>),
+    /// The io engine's report (`nsperf io run --json`).
+    Io(Box<IoReport>),
+    /// A server step is ready for its client.
+    Listening {
+        /// Where it listens.
+        addr: SocketAddr,
+    },
+    /// A server step that served until it was interrupted: what it served, by its own
+    /// count (per test and in total, with its CPU time).
+    Served(Box<ServerTotals>),
+    /// A running step's progress (when the request asked for it).
+    Progress(StepProgress),
+}
+
+impl StepSpec {
+    /// The site the step runs in, if any.
+    pub fn site(&self) -> Option<&SiteRef> {
+        match self {
+            StepSpec::Net { site, .. }
+            | StepSpec::NetServer { site, .. }
+            | StepSpec::Io { site, .. }
+            | StepSpec::Exec { site, .. } => site.as_ref(),
+            StepSpec::Capture { site, .. } => Some(site),
+        }
+    }
+
+    /// Checks the spec with the engines' own rules; the message is one line.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(s) = self.site() {
+            nsperf_lab::config::check_name("lab name", &s.lab).map_err(|e| e.to_string())?;
+            nsperf_lab::config::check_name("site", &s.site).map_err(|e| e.to_string())?;
+        }
+        match self {
+            StepSpec::Net { client, .. } => client.params().validate(),
+            StepSpec::NetServer { .. } => Ok(()),
+            StepSpec::Io { config, .. } => config.validate().map_err(|e| e.to_string()),
+            StepSpec::Capture { snaplen, .. } => {
+                if *snaplen == 0 {
+                    Err("a capture keeps at least one byte of each packet".into())
+                } else {
+                    Ok(())
+                }
+            }
+            StepSpec::Exec { command, .. } => match command.first() {
+                Some(p) if !p.is_empty() => Ok(()),
+                _ => Err("the command is empty".into()),
+            },
+        }
+    }
+}
+
+/// Reads arbitrary bytes as a step spec and checks it, as `nsperf step` does with its
+/// standard input (the body of the fuzz target, also run by unit tests). Never panics.
+pub fn fuzz_spec(data: &[u8]) {
+    if let Ok(spec) = serde_json::from_slice::<StepSpec>(data) {
+        let _ = spec.validate();
+        let _ = serde_json::to_vec(&spec);
+    }
+    if let Ok(req) = serde_json::from_slice::<StepRequest>(data) {
+        let _ = req.spec.validate();
+        let _ = serde_json::to_vec(&req);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_round_trip_through_json() {
+        let specs = [
+            StepSpec::Net {
+                site: Some(SiteRef {
+                    lab: "t3".into(),
+                    site: "client".into(),
+                }),
+                client: NetClient::Server {
+                    config: ClientConfig {
+                        host: "10.77.0.2".into(),
+                        port: 5301,
+                        params: TestParams::default(),
+                        psk: None,
+                        connect_timeout: std::time::Duration::from_secs(5),
+                        server_kind: nsperf_net::ServerKind::Nsperf,
+                        local: nsperf_net::LocalEnd::default(),
+                    },
+                },
+            },
+            StepSpec::Io {
+                site: None,
+                config: RunConfig::new(
+                    nsperf_io::Target::Dir { path: ".".into() },
+                    nsperf_io::Workload::SeqRead,
+                    1 << 20,
+                    4096,
+                ),
+            },
+            StepSpec::Exec {
+                site: None,
+                command: vec!["true".into()],
+            },
+        ];
+        for s in specs {
+            let j = serde_json::to_string(&s).unwrap();
+            assert_eq!(serde_json::from_str::<StepSpec>(&j).unwrap(), s, "{j}");
+            assert!(s.validate().is_ok());
+        }
+        let r = StepReport::Listening {
+            addr: "10.77.0.2:5301".parse().unwrap(),
+        };
+        let j = serde_json::to_string(&r).unwrap();
+        assert_eq!(j, r#"{"report":"listening","addr":"10.77.0.2:5301"}"#);
+        assert_eq!(serde_json::from_str::<StepReport>(&j).unwrap(), r);
+    }
+
+    #[test]
+    fn engine_rules_refuse_bad_specs() {
+        let p = TestParams {
+            streams: 0,
+            ..TestParams::default()
+        };
+        let net = StepSpec::Net {
+            site: None,
+            client: NetClient::Loopback { params: p },
+        };
+        assert!(net.validate().unwrap_err().contains("parallel streams"));
+        let exec = StepSpec::Exec {
+            site: Some(SiteRef {
+                lab: "Bad-Name".into(),
+                site: "a".into(),
+            }),
+            command: vec!["true".into()],
+        };
+        assert!(exec.validate().is_err());
+        assert!(
+            serde_json::from_str::<StepSpec>(r#"{"step":"fly"}"#).is_err(),
+            "unknown step"
+        );
+    }
+
+    #[test]
+    fn random_and_mutated_specs_never_panic() {
+        let seed = serde_json::to_vec(&StepSpec::Exec {
+            site: Some(SiteRef {
+                lab: "t3".into(),
+                site: "a".into(),
+            }),
+            command: vec!["true".into()],
+        })
+        .unwrap();
+        let mut x: u64 = 0x9e3779b97f4a7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..2000 {
+            let mut v = seed.clone();
+            let i = (next() as usize) % v.len();
+            v[i] = next() as u8;
+            fuzz_spec(&v);
+            let n = (next() % 64) as usize;
+            let junk: Vec<u8> = (0..n).map(|_| next() as u8).collect();
+            fuzz_spec(&junk);
+        }
+        for cut in 0..seed.len() {
+            fuzz_spec(&seed[..cut]);
+        }
+    }
+}

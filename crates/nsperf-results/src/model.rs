@@ -1,0 +1,332 @@
+//! What one run measured and what it was measured under: the records the runner writes and
+//! the exporters read. Units are in the field names.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use nsperf_core::nic::NicCounters;
+use nsperf_core::report::CpuInterval;
+use serde::{Deserialize, Serialize};
+
+/// One point of a run's time series, in the unit of its headline metric.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SeriesPoint {
+    /// Interval start, seconds since the run started.
+    pub start_s: f64,
+    /// Interval length, seconds.
+    pub length_s: f64,
+    /// The metric over the interval.
+    pub value: f64,
+}
+
+/// NIC counter growth of one interface of one site over a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NicDelta {
+    /// Site name (`local` outside a lab).
+    pub site: String,
+    /// The counters' growth.
+    pub counters: NicCounters,
+}
+
+/// One host's part of a run on several hosts (a step `on` a group of `[hosts]`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostPart {
+    /// Host name, as the plan calls it.
+    pub host: String,
+    /// What the host was in the step: `client`, `server`, or `host` (io and exec steps).
+    pub role: String,
+    /// Why its part failed; `None` when it measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Headline metric of its part (unit in the name), as the run's.
+    pub metric: String,
+    /// Its value (0 when the part failed).
+    pub value: f64,
+    /// Payload bytes it moved, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_bytes: Option<u64>,
+    /// When its engine started, on the coordinator's clock (ns since the Unix epoch).
+    pub started_unix_ns: u64,
+    /// Its clock minus the coordinator's, ns, as measured over the control connection.
+    pub clock_offset_ns: i64,
+    /// The offset is right within ± this, ns.
+    pub clock_error_ns: u64,
+    /// Every number of its engine's summary (a server's own counts for the server).
+    pub metrics: BTreeMap<String, f64>,
+    /// Its engine's report (JSON), verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_json: Option<String>,
+}
+
+/// What one run measured.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Measurement {
+    /// Name of the headline metric, unit in the name: `throughput_bps`,
+    /// `throughput_bytes_per_s`, `transactions_per_s`, `elapsed_s`.
+    pub metric: String,
+    /// Its value.
+    pub value: f64,
+    /// Every other figure of the summary, flattened (`lat_p99_ns`, `peak_interval_bps`, …).
+    pub metrics: BTreeMap<String, f64>,
+    /// Time series of the headline metric (aggregate over streams).
+    pub series: Vec<SeriesPoint>,
+    /// CPU use per core, per interval.
+    pub cpu: Vec<CpuInterval>,
+    /// NIC counter growth per site and interface (loopback excluded).
+    pub nic: Vec<NicDelta>,
+    /// Payload bytes moved, when known.
+    pub payload_bytes: Option<u64>,
+    /// Bytes on the wire (headers included), when NIC counters were recorded.
+    pub wire_bytes: Option<u64>,
+    /// Wall time of the run.
+    pub duration_ns: u64,
+    /// The resolved parameters, for the record.
+    pub spec: BTreeMap<String, String>,
+    /// The engine's own report (JSON), verbatim.
+    pub report_json: Option<String>,
+    /// The analysis of the capture taken during the run (`nsperf trace --json` document).
+    pub trace_json: Option<String>,
+    /// Per-host parts of a run on several hosts (empty on one host). The headline, series
+    /// and metrics above are then the aggregate; a failed part makes the run partial.
+    pub hosts: Vec<HostPart>,
+}
+
+impl Measurement {
+    /// True when some host's part failed (the run is stored as partial).
+    pub fn partial(&self) -> bool {
+        self.hosts.iter().any(|h| h.error.is_some())
+    }
+
+    /// The failed hosts' errors, one line.
+    pub fn host_errors(&self) -> Option<String> {
+        let v: Vec<&str> = self
+            .hosts
+            .iter()
+            .filter_map(|h| h.error.as_deref())
+            .collect();
+        (!v.is_empty()).then(|| v.join("; "))
+    }
+}
+
+/// The shape of an io run, for the report's file size × record size heatmap.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IoShape {
+    /// Workload name (`seqread`, `randwrite`, …).
+    pub workload: String,
+    /// File size, bytes.
+    pub size_bytes: u64,
+    /// Record (block) size, bytes.
+    pub bs_bytes: u64,
+}
+
+/// What a run was measured under, as the plan configured it: the figures the report's
+/// ceilings (window/RTT, link rate) and heatmaps are drawn from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunConditions {
+    /// Link rate of the lab, bit/s (network steps between lab sites).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_rate_bps: Option<f64>,
+    /// Round-trip time of the lab link, s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_s: Option<f64>,
+    /// Socket buffer asked for, bytes (network steps with an explicit window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_bytes: Option<u64>,
+    /// True for a network step between two lab sites.
+    #[serde(default)]
+    pub in_lab: bool,
+    /// io steps: workload, file size, record size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<IoShape>,
+}
+
+/// A cache phase: the state of the page cache when the step starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Phase {
+    /// No phase asked: the step runs as it is (`-`).
+    None,
+    /// Page cache dropped before the step (needs root).
+    Cold,
+    /// The step ran just before (unmeasured if needed), so caches hold its data.
+    Warm,
+    /// Page cache dropped, then the step's `prime` command run (on the remote site).
+    RemoteWarm,
+}
+
+impl Phase {
+    /// The name used in plans and the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::None => "-",
+            Phase::Cold => "cold",
+            Phase::Warm => "warm",
+            Phase::RemoteWarm => "remote-warm",
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Phase {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Phase {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A name that is not a phase.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("\"{0}\" is not cold, warm or remote-warm")]
+pub struct UnknownPhase(pub String);
+
+impl FromStr for Phase {
+    type Err = UnknownPhase;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "-" => Phase::None,
+            "cold" => Phase::Cold,
+            "warm" => Phase::Warm,
+            "remote-warm" => Phase::RemoteWarm,
+            _ => return Err(UnknownPhase(s.to_string())),
+        })
+    }
+}
+
+/// One run of an experiment: a (cell, step, phase, repetition).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RunKey {
+    /// Cell key (`rtt=50ms,window=64k`, `-` without a matrix).
+    pub cell: String,
+    /// Step name.
+    pub step: String,
+    /// Phase.
+    pub phase: Phase,
+    /// Repetition, 1-based.
+    pub repetition: u32,
+}
+
+/// Status of a stored run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Measured.
+    Ok,
+    /// Could not run here (reason in `error`); `--resume` tries again.
+    Skipped,
+    /// Ran and failed (reason in `error`); `--resume` tries again.
+    Failed,
+    /// Ran on several hosts and some parts failed (which, in `error`): the figures are those
+    /// of the hosts that measured; kept out of the statistics; `--resume` tries again.
+    Partial,
+}
+
+impl RunStatus {
+    /// The name used in the store and the exports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Ok => "ok",
+            RunStatus::Skipped => "skipped",
+            RunStatus::Failed => "failed",
+            RunStatus::Partial => "partial",
+        }
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for RunStatus {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "ok" => RunStatus::Ok,
+            "partial" => RunStatus::Partial,
+            "skipped" => RunStatus::Skipped,
+            "failed" => RunStatus::Failed,
+            o => return Err(format!("run status \"{o}\"")),
+        })
+    }
+}
+
+/// Status of an experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExperimentStatus {
+    /// A run is executing it now (or was killed; its owner pid tells).
+    Running,
+    /// Every run measured.
+    Complete,
+    /// Ended with some runs skipped or failed.
+    Partial,
+    /// Stopped by Ctrl-C; `--resume` completes it.
+    Interrupted,
+}
+
+impl ExperimentStatus {
+    /// The name used in the store and the exports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExperimentStatus::Running => "running",
+            ExperimentStatus::Complete => "complete",
+            ExperimentStatus::Partial => "partial",
+            ExperimentStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl fmt::Display for ExperimentStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ExperimentStatus {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "running" => ExperimentStatus::Running,
+            "complete" => ExperimentStatus::Complete,
+            "partial" => ExperimentStatus::Partial,
+            "interrupted" => ExperimentStatus::Interrupted,
+            o => return Err(format!("experiment status \"{o}\"")),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for p in [Phase::None, Phase::Cold, Phase::Warm, Phase::RemoteWarm] {
+            assert_eq!(p.to_string().parse::<Phase>().unwrap(), p);
+        }
+        assert!("hot".parse::<Phase>().is_err());
+        for s in [RunStatus::Ok, RunStatus::Skipped, RunStatus::Failed] {
+            assert_eq!(s.to_string().parse::<RunStatus>().unwrap(), s);
+        }
+        for s in [
+            ExperimentStatus::Running,
+            ExperimentStatus::Complete,
+            ExperimentStatus::Partial,
+            ExperimentStatus::Interrupted,
+        ] {
+            assert_eq!(s.to_string().parse::<ExperimentStatus>().unwrap(), s);
+        }
+    }
+}

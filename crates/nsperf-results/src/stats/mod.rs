@@ -1,0 +1,152 @@
+//! Statistics over repetitions and over a run's time series.
+//!
+//! - mean, median, sample standard deviation: `nsperf_core::stats`;
+//! - the 95 % interval of the mean, the noise of a set and the ratio of two sets:
+//!   [`interval`] (sources cited there);
+//! - outliers (Tukey) and the steady state of a series (MSER): [`series`].
+
+mod interval;
+mod series;
+
+use std::collections::BTreeMap;
+
+use nsperf_core::stats::mean;
+use serde::Serialize;
+
+use crate::model::{Phase, RunStatus, SeriesPoint};
+use crate::store::RunRecord;
+
+pub use interval::{
+    CiMethod, NOISY_HALF_WIDTH, Ratio, Summary, TARGET_HALF_WIDTH, compare, summarize, t975,
+};
+pub use series::{SeriesStats, series_stats, steady_state_start, tukey_outliers};
+
+/// The statistics of one (step, cell, phase) over its repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupStats {
+    /// Step name.
+    pub step: String,
+    /// Step type.
+    pub kind: String,
+    /// Cell key.
+    pub cell: String,
+    /// The parameters the step depends on.
+    pub params: BTreeMap<String, String>,
+    /// Cache phase.
+    pub phase: Phase,
+    /// Headline metric.
+    pub metric: String,
+    /// Summary of the headline over measured repetitions.
+    pub summary: Summary,
+    /// Repetition numbers flagged as outliers.
+    pub outlier_repetitions: Vec<u32>,
+    /// Highest interval value over all repetitions.
+    pub peak_interval: Option<f64>,
+    /// Mean over repetitions of each one's sustained (steady-state) mean.
+    pub sustained_mean: Option<f64>,
+    /// Mean steady-state start over repetitions, s.
+    pub steady_start_s: Option<f64>,
+    /// Mean payload bytes per repetition.
+    pub payload_bytes: Option<f64>,
+    /// Mean wire bytes per repetition.
+    pub wire_bytes: Option<f64>,
+    /// Run ids of the repetitions, in repetition order.
+    pub run_ids: Vec<i64>,
+    /// Repetitions skipped or failed.
+    pub not_measured: usize,
+}
+
+/// Groups runs by (step, cell, phase) in first-seen order and summarises each group.
+/// `series_of(run_id)` gives a run's time series.
+pub fn group_stats(
+    runs: &[RunRecord],
+    series_of: &dyn Fn(i64) -> Vec<SeriesPoint>,
+) -> Vec<GroupStats> {
+    let mut order: Vec<(String, String, Phase)> = Vec::new();
+    let mut groups: BTreeMap<(String, String, Phase), Vec<&RunRecord>> = BTreeMap::new();
+    for r in runs {
+        let k = (r.step.clone(), r.cell.clone(), r.phase);
+        if !groups.contains_key(&k) {
+            order.push(k.clone());
+        }
+        groups.entry(k).or_default().push(r);
+    }
+    let mut out = Vec::new();
+    for k in order {
+        let mut rs = groups.remove(&k).unwrap_or_default();
+        rs.sort_by_key(|r| r.repetition);
+        let ok: Vec<&&RunRecord> = rs
+            .iter()
+            .filter(|r| r.status == RunStatus::Ok && r.value.is_some())
+            .collect();
+        let not_measured = rs.len() - ok.len();
+        let vals: Vec<f64> = ok.iter().filter_map(|r| r.value).collect();
+        let Some(summary) = summarize(&vals) else {
+            continue;
+        };
+        let first = ok[0];
+        let sers: Vec<SeriesStats> = ok
+            .iter()
+            .filter_map(|r| series_stats(&series_of(r.id)))
+            .collect();
+        let mean_of = |f: &dyn Fn(&SeriesStats) -> f64| -> Option<f64> {
+            mean(&sers.iter().map(f).collect::<Vec<_>>())
+        };
+        let opt_mean = |xs: Vec<f64>| mean(&xs);
+        out.push(GroupStats {
+            step: k.0,
+            kind: first.kind.clone(),
+            cell: k.1,
+            params: first.params.clone(),
+            phase: k.2,
+            metric: first.metric.clone().unwrap_or_default(),
+            outlier_repetitions: summary.outliers.iter().map(|&i| ok[i].repetition).collect(),
+            summary,
+            peak_interval: sers
+                .iter()
+                .map(|s| s.peak)
+                .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x)))),
+            sustained_mean: mean_of(&|s| s.sustained_mean),
+            steady_start_s: mean_of(&|s| s.steady_start_s),
+            payload_bytes: opt_mean(
+                ok.iter()
+                    .filter_map(|r| r.payload_bytes.map(|b| b as f64))
+                    .collect(),
+            ),
+            wire_bytes: opt_mean(
+                ok.iter()
+                    .filter_map(|r| r.wire_bytes.map(|b| b as f64))
+                    .collect(),
+            ),
+            run_ids: ok.iter().map(|r| r.id).collect(),
+            not_measured,
+        });
+    }
+    out
+}
+
+/// A metric value for people: rates with their units, elapsed seconds, plain numbers.
+pub fn format_metric(metric: &str, v: f64) -> String {
+    if metric.ends_with("_bps") {
+        nsperf_core::BitRate(v).to_string()
+    } else if metric.ends_with("_bytes_per_s") {
+        let mib = v / (1024.0 * 1024.0);
+        if v < 0.0 {
+            format!("-{}", format_metric(metric, -v))
+        } else if mib >= 100.0 {
+            format!("{mib:.0} MiB/s")
+        } else if mib >= 1.0 {
+            format!("{mib:.1} MiB/s")
+        } else {
+            format!("{:.1} KiB/s", v / 1024.0)
+        }
+    } else if metric.ends_with("per_s") {
+        format!("{v:.1}/s")
+    } else if metric.ends_with("_s") {
+        format!("{v:.3} s")
+    } else if metric.ends_with("_ns") {
+        nsperf_core::units::format_duration(std::time::Duration::from_nanos(v.max(0.0) as u64))
+    } else {
+        format!("{v:.3}")
+    }
+}

@@ -1,0 +1,212 @@
+//! The result store on its own: a run written and read back, a version 1 store upgraded in
+//! place, and an experiment whose owner is alive refused to `--resume`.
+
+use nsperf_results::{
+    ExperimentStatus, IoShape, Measurement, NewExperiment, Phase, RunConditions, RunHeader, RunKey,
+    RunStatus, STORE_VERSION, SeriesPoint, Store, StoreError,
+};
+
+fn new_experiment(store: &mut Store, fingerprint: &str) -> i64 {
+    store
+        .create_experiment(&NewExperiment {
+            plan_name: "p",
+            description: None,
+            fingerprint,
+            plan_toml: "name = \"p\"",
+            total_runs: 1,
+            host_json: "{}",
+        })
+        .unwrap()
+}
+
+#[test]
+fn run_round_trip_with_conditions() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+    let id = new_experiment(&mut store, "f");
+    let key = RunKey {
+        cell: "size=8m".into(),
+        step: "read".into(),
+        phase: Phase::Cold,
+        repetition: 1,
+    };
+    let cond = RunConditions {
+        io: Some(IoShape {
+            workload: "seqread".into(),
+            size_bytes: 8 << 20,
+            bs_bytes: 4096,
+        }),
+        ..Default::default()
+    };
+    let m = Measurement {
+        metric: "throughput_bytes_per_s".into(),
+        value: 1e8,
+        series: vec![SeriesPoint {
+            start_s: 0.0,
+            length_s: 1.0,
+            value: 1e8,
+        }],
+        payload_bytes: Some(8 << 20),
+        duration_ns: 84_000_000,
+        ..Default::default()
+    };
+    let params = [("size".to_string(), "8m".to_string())];
+    let header = RunHeader {
+        key: &key,
+        kind: "io",
+        params: &params,
+        started_unix_ns: 1,
+        conditions: Some(&cond),
+    };
+    let rid = store.write_run(id, &header, Ok(&m)).unwrap();
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 1);
+    let r = &runs[0];
+    assert_eq!((r.id, r.phase, r.status), (rid, Phase::Cold, RunStatus::Ok));
+    assert_eq!(r.conditions.as_ref(), Some(&cond));
+    assert_eq!(store.series(rid).unwrap(), m.series);
+    assert_eq!(store.done_keys(id).unwrap(), [key]);
+    store
+        .set_status(id, ExperimentStatus::Complete, None)
+        .unwrap();
+    assert_eq!(
+        store.experiment("latest").unwrap().status,
+        ExperimentStatus::Complete
+    );
+}
+
+/// Issue #13: `nsperf run --resume` while the original still runs said "UNIQUE constraint
+/// failed"; it now names the experiment and the process that owns it.
+#[test]
+fn resume_of_an_experiment_whose_owner_lives_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    let mut store = Store::open(&path).unwrap();
+    let id = new_experiment(&mut store, "f");
+    // This process owns it and is alive.
+    let mut other = Store::open(&path).unwrap();
+    let e = other.take_over("f").unwrap_err();
+    assert!(matches!(e, StoreError::StillRunning { experiment, pid }
+        if experiment == id && pid == std::process::id()));
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "experiment {id} is still running (pid {})",
+            std::process::id()
+        )
+    );
+    // An owner that died is taken over.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute(
+        "UPDATE experiments SET owner_start = owner_start + 1 WHERE id = ?1",
+        [id],
+    )
+    .unwrap();
+    assert_eq!(other.take_over("f").unwrap(), Some(id));
+    assert_eq!(other.take_over("nothing").unwrap(), None);
+}
+
+#[test]
+fn a_version_1_store_is_upgraded_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(V1_SCHEMA).unwrap();
+        conn.execute_batch(
+            "INSERT INTO experiments (plan_name, fingerprint, plan_toml, status,
+             started_unix_ns, total_runs, nsperf_version, host_json)
+             VALUES ('old', 'f1', '', 'interrupted', 5, 1, '0.1.0', '{}');
+             INSERT INTO runs (experiment_id, cell, params_json, step, kind, phase, repetition,
+             status, started_unix_ns, duration_ns, metric, value, metrics_json, spec_json)
+             VALUES (1, '-', '{}', 's', 'exec', '-', 1, 'ok', 5, 7, 'elapsed_s', 0.5, '{}', '{}');
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    }
+    let mut store = Store::open(&path).unwrap();
+    let runs = store.runs(1).unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].conditions, None);
+    assert_eq!(runs[0].value, Some(0.5));
+    // An interrupted experiment of a version 1 store has no owner: it can be resumed.
+    assert_eq!(store.take_over("f1").unwrap(), Some(1));
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let v: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, STORE_VERSION);
+}
+
+/// The schema of store version 1, as nsperf 0.1 wrote it.
+const V1_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS experiments (
+    id INTEGER PRIMARY KEY,
+    plan_name TEXT NOT NULL,
+    description TEXT,
+    fingerprint TEXT NOT NULL,
+    plan_toml TEXT NOT NULL,
+    status TEXT NOT NULL,
+    started_unix_ns INTEGER NOT NULL,
+    finished_unix_ns INTEGER,
+    total_runs INTEGER NOT NULL,
+    nsperf_version TEXT NOT NULL,
+    host_json TEXT NOT NULL,
+    notes TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+    cell TEXT NOT NULL,
+    params_json TEXT NOT NULL,
+    step TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    phase TEXT NOT NULL,
+    repetition INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    error TEXT,
+    started_unix_ns INTEGER NOT NULL,
+    duration_ns INTEGER NOT NULL,
+    metric TEXT,
+    value REAL,
+    payload_bytes INTEGER,
+    wire_bytes INTEGER,
+    metrics_json TEXT NOT NULL,
+    spec_json TEXT NOT NULL,
+    report_json TEXT,
+    trace_json TEXT,
+    UNIQUE (experiment_id, cell, step, phase, repetition)
+);
+CREATE TABLE IF NOT EXISTS intervals (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    start_s REAL NOT NULL,
+    length_s REAL NOT NULL,
+    value REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cpu (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    start_s REAL NOT NULL,
+    length_s REAL NOT NULL,
+    core INTEGER NOT NULL,
+    busy_pct REAL NOT NULL,
+    user_pct REAL NOT NULL,
+    sys_pct REAL NOT NULL,
+    softirq_pct REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS nic (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    site TEXT NOT NULL,
+    iface TEXT NOT NULL,
+    rx_bytes INTEGER NOT NULL,
+    tx_bytes INTEGER NOT NULL,
+    rx_packets INTEGER NOT NULL,
+    tx_packets INTEGER NOT NULL,
+    rx_dropped INTEGER NOT NULL,
+    tx_dropped INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_experiment ON runs(experiment_id);
+CREATE INDEX IF NOT EXISTS intervals_by_run ON intervals(run_id);
+CREATE INDEX IF NOT EXISTS cpu_by_run ON cpu(run_id);
+CREATE INDEX IF NOT EXISTS nic_by_run ON nic(run_id);
+";

@@ -1,0 +1,253 @@
+//! What `nsperf lab stats`, `lab capture` and `lab events` print: tables per link and per
+//! queue, the capture's counts beside the emulator's, the event list. Arguments and the
+//! rest of `lab` are in `lab.rs`; the figures come from the `nsperf-lab` crate.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use nsperf_core::Report;
+use nsperf_core::table::Table;
+use nsperf_core::units::Bytes;
+use nsperf_lab::capture::CaptureSummary;
+use nsperf_lab::events::LinkEvent;
+use nsperf_lab::lab;
+use nsperf_lab::state::{LabState, SiteState};
+use nsperf_lab::stats::{DirectionStats, LabStats, QueueSample};
+use nsperf_lab::topology::{Link, Topology};
+use serde::Serialize;
+
+use crate::output::print_json;
+
+#[derive(Serialize)]
+struct StatsSpec {
+    lab: String,
+    sites: Vec<SiteState>,
+    mtu: u32,
+    topology: Topology,
+}
+
+#[derive(Serialize)]
+struct StatsSummary {
+    uptime_s: f64,
+    links: Vec<Link>,
+    directions: Vec<DirectionStats>,
+    events: Vec<LinkEvent>,
+    unroutable_packets: u64,
+    write_errors: u64,
+    overrun_packets: u64,
+    held_bytes: u64,
+    memory_limit_bytes: u64,
+}
+
+fn spec(state: LabState) -> StatsSpec {
+    StatsSpec {
+        lab: state.name,
+        sites: state.sites,
+        mtu: state.mtu,
+        topology: state.topology,
+    }
+}
+
+/// `lab stats NAME`.
+pub fn stats(name: &str, json: bool) -> anyhow::Result<()> {
+    let state = LabState::load(name)?;
+    let s: LabStats = lab::stats(name)?;
+    if json {
+        let mut r: Report<StatsSpec, QueueSample, StatsSummary> = Report::new(
+            "lab",
+            spec(state),
+            StatsSummary {
+                uptime_s: s.uptime_s,
+                links: s.links,
+                directions: s.directions,
+                events: s.events,
+                unroutable_packets: s.unroutable_packets,
+                write_errors: s.write_errors,
+                overrun_packets: s.overrun_packets,
+                held_bytes: s.held_bytes,
+                memory_limit_bytes: s.memory_limit_bytes,
+            },
+        );
+        r.duration_ns = (r.summary.uptime_s * 1e9) as u64;
+        r.intervals = s.queue_series;
+        return print_json(&r);
+    }
+    println!("lab {name} ({}), up {:.1} s", s.topology.kind(), s.uptime_s);
+    let mut t = Table::new([
+        "link",
+        "direction (queue)",
+        "forwarded",
+        "bytes",
+        "drop queue",
+        "drop loss",
+        "drop down",
+        "dup",
+        "corrupt",
+        "reorder",
+        "queue now",
+        "queue max",
+    ]);
+    for d in &s.directions {
+        let c = &d.counters;
+        t.row([
+            d.link.clone(),
+            format!("{} -> {}", d.from, d.to),
+            c.forwarded_packets.to_string(),
+            Bytes(c.forwarded_bytes).to_string(),
+            c.dropped_queue_packets.to_string(),
+            c.dropped_loss_packets.to_string(),
+            c.dropped_link_down_packets.to_string(),
+            c.duplicated_packets.to_string(),
+            c.corrupted_packets.to_string(),
+            c.reordered_packets.to_string(),
+            format!("{} pkts", d.queue_packets),
+            format!("{} pkts", c.queue_max_packets),
+        ]);
+    }
+    print!("{}", t.render());
+    for d in &s.directions {
+        println!("{} -> {}: {}", d.from, d.to, d.params.describe());
+    }
+    println!(
+        "delay lines hold {} of {}{}",
+        Bytes(s.held_bytes),
+        Bytes(s.memory_limit_bytes),
+        if s.overrun_packets > 0 {
+            format!(
+                "; {} packets dropped over the budget (raise lab up --memory)",
+                s.overrun_packets
+            )
+        } else {
+            String::new()
+        }
+    );
+    print_events(&s.events);
+    Ok(())
+}
+
+fn print_events(events: &[LinkEvent]) {
+    if events.is_empty() {
+        return;
+    }
+    println!("events:");
+    for e in events {
+        println!("  {:>9.3} s  {:<8} {}", e.t_s, e.source.to_string(), e.text);
+    }
+}
+
+/// `lab events NAME`.
+pub fn events(name: &str, json: bool) -> anyhow::Result<()> {
+    let ev = lab::events(name)?;
+    if json {
+        #[derive(Serialize)]
+        struct Events {
+            events: Vec<LinkEvent>,
+            outages: Vec<nsperf_lab::events::Outage>,
+        }
+        let state = LabState::load(name)?;
+        let outages = nsperf_lab::events::outages(&ev);
+        let r: Report<StatsSpec, (), Events> = Report::new(
+            "lab",
+            spec(state),
+            Events {
+                events: ev,
+                outages,
+            },
+        );
+        return print_json(&r);
+    }
+    print_events(&ev);
+    Ok(())
+}
+
+/// `lab capture NAME LINK -w FILE [-t TIME]`.
+pub fn capture(
+    name: &str,
+    link: &str,
+    file: &Path,
+    time_ns: Option<u64>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let cap = lab::capture(name, link, file)?;
+    eprintln!(
+        "capturing link {link} of lab {name} into {}{}",
+        file.display(),
+        match time_ns {
+            Some(t) => format!(" for {:.1} s", t as f64 / 1e9),
+            None => " (Ctrl-C stops)".into(),
+        }
+    );
+    let t0 = Instant::now();
+    let limit = time_ns.map(Duration::from_nanos);
+    while !nsperf_core::signal::interrupted() && limit.is_none_or(|l| t0.elapsed() < l) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let s = cap.stop()?;
+    if json {
+        #[derive(Serialize)]
+        struct Spec<'a> {
+            lab: &'a str,
+            link: &'a str,
+        }
+        let mut r: Report<Spec, (), CaptureSummary> =
+            Report::new("lab", Spec { lab: name, link }, s);
+        r.duration_ns = (r.summary.duration_s * 1e9) as u64;
+        return print_json(&r);
+    }
+    print_capture(&s);
+    Ok(())
+}
+
+fn print_capture(s: &CaptureSummary) {
+    println!(
+        "link {}: {:.1} s captured into {} ({})",
+        s.link,
+        s.duration_s,
+        s.file.display(),
+        Bytes(s.file_bytes)
+    );
+    let mut t = Table::new([
+        "direction",
+        "records",
+        "left the link",
+        "dropped: queue",
+        "loss",
+        "link down",
+        "emulator: entered",
+        "left",
+        "dropped",
+    ]);
+    for d in &s.directions {
+        let (r, c) = (&d.recorded, &d.counters);
+        t.row([
+            d.direction.clone(),
+            r.records.to_string(),
+            r.delivered.to_string(),
+            r.dropped_queue.to_string(),
+            r.dropped_loss.to_string(),
+            r.dropped_link_down.to_string(),
+            c.offered_packets.to_string(),
+            c.forwarded_packets.to_string(),
+            (c.dropped_queue_packets + c.dropped_loss_packets + c.dropped_link_down_packets)
+                .to_string(),
+        ]);
+    }
+    print!("{}", t.render());
+    println!(
+        "dropped by the emulator on this link: {}",
+        s.dropped_packets()
+    );
+    let supers: u64 = s.directions.iter().map(|d| d.recorded.super_packets).sum();
+    if supers > 0 {
+        println!(
+            "note: {supers} records are offloaded super-packets read before the capture \
+             turned segmentation offloads off (each stands for several wire packets)"
+        );
+    }
+    if s.lost_records > 0 {
+        println!(
+            "warning: {} records lost (the file could not be written fast enough)",
+            s.lost_records
+        );
+    }
+}

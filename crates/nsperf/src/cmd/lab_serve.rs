@@ -1,0 +1,293 @@
+//! `nsperf lab serve LAB SITE nfs DIR`: a file server in a lab site, and the two hidden
+//! commands behind it — `lab service` (the supervisor, run inside the site's namespace) and
+//! `lab nfsd` (the embedded NFSv3 server in the current namespace, for tests and by hand).
+//! Process management is in `nsperf_lab::service`, the server in `nsperf_nfs::server`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use nsperf_lab::LabError;
+use nsperf_lab::service::{self, Protocol, ServerKind, ServiceRecord, Stopped};
+use nsperf_lab::state::{LabState, process_start_ticks};
+use nsperf_nfs::server::{Server, ServerConfig};
+
+/// Arguments of `lab serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Lab name.
+    pub lab: String,
+    /// Site the server runs in.
+    pub site: String,
+    /// File protocol: nfs.
+    pub protocol: Protocol,
+    /// Directory to export (its path is also the export's name).
+    pub dir: PathBuf,
+    /// Server program: embedded (nsperf's own NFSv3 server, nothing to install) or ganesha
+    /// (nfs-ganesha with its own rpcbind in the site).
+    #[arg(long, default_value = "embedded")]
+    pub server: ServerKind,
+    /// Refuse writes (embedded server).
+    #[arg(long)]
+    pub read_only: bool,
+}
+
+/// Arguments of the hidden `lab service` (the supervisor inside the site).
+#[derive(Debug, Args)]
+pub struct ServiceArgs {
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+/// Arguments of the hidden `lab nfsd`.
+#[derive(Debug, Args)]
+pub struct NfsdArgs {
+    /// Directory to export.
+    pub dir: PathBuf,
+    /// Address to listen on (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+    /// Refuse writes.
+    #[arg(long)]
+    pub read_only: bool,
+    /// Also answer the portmapper on port 111.
+    #[arg(long)]
+    pub portmap: bool,
+}
+
+const READY: &str = "ready ";
+
+/// `lab serve`: starts the supervisor in the site and waits until the server answers.
+pub fn serve(a: ServeArgs) -> anyhow::Result<()> {
+    let state = LabState::load(&a.lab)?;
+    let site = state
+        .sites
+        .iter()
+        .find(|s| s.name == a.site)
+        .ok_or_else(|| LabError::Usage(format!("lab '{}' has no site '{}'", a.lab, a.site)))?;
+    if !nsperf_lab::netns::is_root() {
+        return Err(LabError::NeedsRoot("lab serve").into());
+    }
+    if !state.emulator_running() {
+        return Err(LabError::Usage(format!(
+            "lab '{}' is not running (lab down it, then up)",
+            a.lab
+        ))
+        .into());
+    }
+    if let Some(r) = ServiceRecord::load_all(&a.lab)
+        .into_iter()
+        .find(|r| r.site == a.site && r.protocol == a.protocol && r.running())
+    {
+        return Err(LabError::Usage(format!(
+            "site {} of lab {} already runs an {} server ({}, {}): one per site (its ports are taken)",
+            a.site, a.lab, r.protocol, r.server, r.url
+        ))
+        .into());
+    }
+    let dir = a
+        .dir
+        .canonicalize()
+        .with_context(|| format!("directory to serve {}", a.dir.display()))?;
+    let exe = std::env::current_exe().context("finding the nsperf binary")?;
+    let dir_s = dir.to_str().context("the directory's path is not UTF-8")?;
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", &site.netns])
+        .arg(&exe)
+        .args([
+            "lab",
+            "service",
+            &a.lab,
+            &a.site,
+            &a.protocol.to_string(),
+            dir_s,
+        ])
+        .args(["--server", &a.server.to_string()]);
+    if a.read_only {
+        c.arg("--read-only");
+    }
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setsid is async-signal-safe: the supervisor leaves the terminal's session, so
+    // Ctrl-C in this shell does not stop the server.
+    unsafe {
+        c.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = c.spawn().context("starting the server's supervisor")?;
+    let out = child.stdout.take().context("supervisor stdout")?;
+    let err = child.stderr.take().context("supervisor stderr")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(out).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+    match line.trim().strip_prefix(READY.trim()) {
+        Some(url) => {
+            let url = url.trim();
+            println!(
+                "{} server ({}) in site {} of lab {}: {url}",
+                a.protocol, a.server, a.site, a.lab
+            );
+            println!("test it:  nsperf io run {url} -w seqread");
+            println!("stops with: nsperf lab down {}", a.lab);
+            Ok(())
+        }
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            let mut msg = String::new();
+            let _ = std::io::Read::read_to_string(&mut BufReader::new(err), &mut msg);
+            let msg = msg
+                .lines()
+                .last()
+                .unwrap_or("no message")
+                .trim()
+                .to_string();
+            Err(LabError::Usage(format!("the {} server did not start: {msg}", a.server)).into())
+        }
+    }
+}
+
+/// The hidden `lab service`: runs inside the site's namespace until the lab goes.
+pub fn service(a: ServiceArgs) -> anyhow::Result<()> {
+    let a = a.serve;
+    nsperf_core::signal::install_interrupt_handler();
+    let state = LabState::load(&a.lab)?;
+    let site = state
+        .sites
+        .iter()
+        .find(|s| s.name == a.site)
+        .ok_or_else(|| LabError::Usage(format!("no site '{}'", a.site)))?;
+    let me = std::process::id();
+    let work = service::services_dir(&a.lab).join(format!("{}-{me}", a.server));
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    let addr: Ipv4Addr = site.addr;
+    let url = format!("nfs://{addr}{}", a.dir.display());
+    let rec = ServiceRecord {
+        site: a.site.clone(),
+        protocol: a.protocol,
+        server: a.server,
+        dir: a.dir.clone(),
+        url: url.clone(),
+        pid: me,
+        start_ticks: process_start_ticks(me).unwrap_or(0),
+        log: work.join("server.log"),
+    };
+    rec.save(&a.lab)?;
+    let emulator = state.emulator_pid.zip(state.emulator_start_ticks);
+    let stopped = match a.server {
+        ServerKind::Embedded => {
+            let srv = Server::bind(&ServerConfig {
+                dir: a.dir.clone(),
+                bind: SocketAddr::new(addr.into(), nsperf_nfs::proto::NFS_PORT),
+                read_only: a.read_only,
+                portmap_111: true,
+            })
+            .context("starting the embedded NFS server")?;
+            let _running = srv.spawn();
+            ready(&url)?;
+            service::supervise(&mut [], emulator)
+        }
+        ServerKind::Ganesha => {
+            let mut kids = service::start_ganesha(&a.dir, addr, &work)?;
+            wait_for_mount(addr, &mut kids, &rec)?;
+            ready(&url)?;
+            service::supervise(&mut kids, emulator)
+        }
+    };
+    let _ = std::fs::remove_file(service::services_dir(&a.lab).join(format!("{me}.json")));
+    match stopped {
+        Stopped::ServerExited(why) => Err(anyhow::anyhow!("{why}")),
+        _ => Ok(()),
+    }
+}
+
+fn ready(url: &str) -> anyhow::Result<()> {
+    let mut o = std::io::stdout();
+    writeln!(o, "{READY}{url}")?;
+    o.flush()?;
+    // Nothing more goes to the pipe: the parent stops reading once the server is up.
+    // SAFETY: replacing fd 1 with /dev/null; no Rust handle caches it beyond `Stdout`.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+        if null >= 0 {
+            libc::dup2(null, 1);
+            libc::close(null);
+        }
+    }
+    Ok(())
+}
+
+/// Waits until ganesha's MOUNT is registered with rpcbind and lists the export.
+fn wait_for_mount(
+    addr: Ipv4Addr,
+    kids: &mut [(String, std::process::Child)],
+    rec: &ServiceRecord,
+) -> anyhow::Result<()> {
+    let t0 = std::time::Instant::now();
+    let host = addr.to_string();
+    loop {
+        if let Ok(p) = nsperf_nfs::client::getport(
+            &host,
+            nsperf_nfs::proto::MOUNT_PROG,
+            3,
+            Duration::from_secs(1),
+        ) {
+            let listed = nsperf_nfs::client::RpcConn::connect(
+                "MOUNT",
+                SocketAddr::new(addr.into(), p),
+                Duration::from_secs(1),
+            )
+            .and_then(|mut c| nsperf_nfs::client::exports(&mut c));
+            if listed.is_ok_and(|l| l.iter().any(|e| Path::new(e) == rec.dir)) {
+                return Ok(());
+            }
+        }
+        if let Some((name, st)) = kids
+            .iter_mut()
+            .find_map(|(n, c)| c.try_wait().ok().flatten().map(|s| (n.clone(), s)))
+        {
+            anyhow::bail!("{name} exited ({st}); see {}", rec.log.display());
+        }
+        if t0.elapsed() > Duration::from_secs(45) {
+            anyhow::bail!(
+                "ganesha's MOUNT did not answer within 45 s; see {}",
+                rec.log.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The hidden `lab nfsd`: the embedded server in this namespace, in the foreground.
+pub fn nfsd(a: NfsdArgs) -> anyhow::Result<()> {
+    nsperf_core::signal::install_interrupt_handler();
+    let srv = Server::bind(&ServerConfig {
+        dir: a.dir.clone(),
+        bind: a.listen,
+        read_only: a.read_only,
+        portmap_111: a.portmap,
+    })
+    .with_context(|| format!("serving {}", a.dir.display()))?;
+    let addr = srv.local_addr();
+    let url = format!("nfs://{}:{}{}", addr.ip(), addr.port(), srv.export());
+    let h = srv.spawn();
+    println!("{READY}{url}");
+    std::io::stdout().flush()?;
+    while !nsperf_core::signal::interrupted() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(h);
+    Ok(())
+}

@@ -1,0 +1,333 @@
+//! Plans with `[hosts]`: agents started on this host (`local = true`, the way ssh starts them
+//! elsewhere), steps `on` a group at one instant, results merged per host and in aggregate,
+//! the server's own count beside the clients' sum; faults (an unreachable host, a host lost
+//! mid-step) and load-time errors.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::scratch::{Scratch, TMPFS};
+use nsperf_results::{RunStatus, Store};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn write_plan(dir: &Scratch, text: &str) -> String {
+    let p = Path::new(dir.path()).join("plan.toml");
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+fn hosts_block(clients: usize) -> String {
+    let mut s = String::from("[hosts.srv]\nlocal = true\n");
+    let mut names = Vec::new();
+    for i in 1..=clients {
+        s.push_str(&format!("[hosts.c{i}]\nlocal = true\n"));
+        names.push(format!("\"c{i}\""));
+    }
+    s.push_str(&format!("[groups]\nclients = [{}]\n", names.join(", ")));
+    s
+}
+
+#[test]
+fn clients_on_a_group_against_one_server_agree_with_its_count_and_io_runs_per_host() {
+    let dir = Scratch::new(TMPFS, "hosts-plan");
+    let port = free_port();
+    let plan = write_plan(
+        &dir,
+        &format!(
+            r#"name = "hosts-local"
+repetitions = 1
+{}
+[[step]]
+name = "upload"
+type = "net"
+on = "clients"
+server = "srv"
+port = {port}
+streams = 2
+time = "2s"
+
+[[step]]
+name = "write"
+type = "io"
+on = "clients"
+dir = "{}"
+workload = "seqwrite"
+size = "8m"
+bs = "1m"
+"#,
+            hosts_block(3),
+            dir.path()
+        ),
+    );
+    let db = Path::new(dir.path()).join("r.db").display().to_string();
+    let r = common::run_with_limit(
+        common::nsperf(["run", &plan, "--db", &db, "--no-report", "--json"]),
+        Duration::from_secs(120),
+    )
+    .ok();
+    assert_eq!(r.json()["measured"], 2, "{}", r.stdout);
+
+    let store = Store::open(Path::new(&db)).unwrap();
+    let runs = store.runs(store.experiment("latest").unwrap().id).unwrap();
+    let net = runs.iter().find(|r| r.step == "upload").unwrap();
+    assert_eq!(net.status, RunStatus::Ok);
+    let parts = store.hosts(net.id).unwrap();
+    let clients: Vec<_> = parts.iter().filter(|h| h.role == "client").collect();
+    assert_eq!(clients.len(), 3, "{parts:?}");
+    let sum: f64 = clients.iter().map(|h| h.value).sum();
+    assert!((net.value.unwrap() - sum).abs() < 1e-6 * sum.max(1.0));
+    // The server's own count of bytes received equals what the clients sent (±0.1 %).
+    let m = &net.metrics;
+    let diff = m["server_vs_clients_pct"].abs();
+    assert!(diff <= 0.1, "server vs clients {diff} %: {m:?}");
+    assert_eq!(m["server.tests_completed"], 3.0);
+    // The clients started at one instant: within 50 ms of each other on one host.
+    assert!(m["start_skew_ns"] < 50e6, "skew {} ns", m["start_skew_ns"]);
+    assert!(m.contains_key("peak_interval") && m.contains_key("sustained_mean"));
+    assert!(!store.series(net.id).unwrap().is_empty());
+
+    let io = runs.iter().find(|r| r.step == "write").unwrap();
+    assert_eq!(io.status, RunStatus::Ok);
+    let parts = store.hosts(io.id).unwrap();
+    assert_eq!(parts.len(), 3);
+    assert!(parts.iter().all(|h| h.error.is_none() && h.value > 0.0));
+    assert_eq!(io.payload_bytes, Some(3 * (8 << 20)));
+    assert!(dir.leftovers().is_empty(), "{:?}", dir.leftovers());
+}
+
+#[test]
+fn an_unreachable_host_fails_the_plan_before_any_run() {
+    let dir = Scratch::new(TMPFS, "hosts-unreachable");
+    // A port nothing listens on.
+    let port = free_port();
+    let plan = write_plan(
+        &dir,
+        &format!(
+            r#"name = "unreachable"
+repetitions = 1
+[hosts.a]
+agent = "127.0.0.1:{port}"
+[[step]]
+name = "w"
+type = "io"
+on = "a"
+dir = "{}"
+workload = "seqwrite"
+size = "1m"
+"#,
+            dir.path()
+        ),
+    );
+    let db = Path::new(dir.path()).join("r.db").display().to_string();
+    let t0 = std::time::Instant::now();
+    let r = common::run_with_limit(
+        common::nsperf(["run", &plan, "--db", &db, "--no-report"]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("a: cannot reach the agent"),
+        "{}",
+        r.stderr
+    );
+    assert!(t0.elapsed() < Duration::from_secs(15));
+}
+
+#[test]
+fn plan_errors_about_hosts_are_found_at_load() {
+    let dir = Scratch::new(TMPFS, "hosts-errors");
+    let cases = [
+        (
+            "[hosts.a]\nlocal = true\nssh = \"x\"\n",
+            "on = \"a\"",
+            "exactly one of",
+        ),
+        ("[hosts.a]\nlocal = true\n", "on = \"b\"", "neither a host"),
+        (
+            "[hosts.a]\nlocal = true\nallow = [\"net\"]\n",
+            "on = \"a\"",
+            "runs io on this host",
+        ),
+        ("", "on = \"a\"", "the plan has no [hosts]"),
+        (
+            "[hosts.a]\nlocal = true\n",
+            "on = \"a\"\nphases = [\"cold\"]",
+            "cache phases",
+        ),
+        (
+            "[hosts.a]\nlocal = true\n[groups]\ng = [\"a\", \"z\"]\n",
+            "on = \"a\"",
+            "not in [hosts]",
+        ),
+    ];
+    for (hosts, on, want) in cases {
+        let plan = write_plan(
+            &dir,
+            &format!(
+                "name = \"e\"\n{hosts}\n[[step]]\nname = \"w\"\ntype = \"io\"\n{on}\nworkload = \"seqwrite\"\nsize = \"1m\"\n"
+            ),
+        );
+        let r = common::run(&["run", &plan, "--dry-run"]);
+        assert_eq!(r.code, Some(3), "{hosts} {on}: {}", r.stderr);
+        assert!(r.stderr.contains(want), "want {want}: {}", r.stderr);
+    }
+    // A network step on hosts needs its server host, not one of the clients.
+    let plan = write_plan(
+        &dir,
+        "name = \"e\"\n[hosts.a]\nlocal = true\n[hosts.b]\nlocal = true\n[[step]]\nname = \"n\"\ntype = \"net\"\non = \"a\"\nserver = \"a\"\n",
+    );
+    let r = common::run(&["run", &plan, "--dry-run"]);
+    assert!(r.stderr.contains("also one of the clients"), "{}", r.stderr);
+}
+
+/// The pids of `nsperf agent --stdio` children of `parent`.
+fn agents_of(parent: u32) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) && cmd.split(|b| *b == 0).any(|a| a == b"--stdio") {
+            v.push(pid);
+        }
+    }
+    v.sort();
+    v
+}
+
+#[test]
+fn an_agent_killed_mid_step_makes_the_run_partial_and_resume_completes_it() {
+    let dir = Scratch::new(TMPFS, "hosts-killed");
+    let plan = write_plan(
+        &dir,
+        r#"name = "killed"
+repetitions = 1
+[hosts.a]
+local = true
+[hosts.b]
+local = true
+[groups]
+both = ["a", "b"]
+[[step]]
+name = "nap"
+type = "exec"
+on = "both"
+command = ["sleep", "2"]
+"#,
+    );
+    let db = Path::new(dir.path()).join("r.db").display().to_string();
+    let child = common::nsperf(["run", &plan, "--db", &db, "--no-report", "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Both agents up and the step running, then one agent killed.
+    let t0 = std::time::Instant::now();
+    let agents = loop {
+        let a = agents_of(child.id());
+        if a.len() == 2 || t0.elapsed() > Duration::from_secs(20) {
+            break a;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(agents.len(), 2, "agents did not start");
+    std::thread::sleep(Duration::from_millis(1200));
+    // SAFETY: kill has no memory-safety preconditions; the pid is our child's child.
+    unsafe { libc::kill(agents[1] as libc::pid_t, libc::SIGKILL) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+
+    let store = Store::open(Path::new(&db)).unwrap();
+    let exp = store.experiment("latest").unwrap();
+    let run = &store.runs(exp.id).unwrap()[0];
+    assert_eq!(run.status, RunStatus::Partial, "{run:?}");
+    let e = run.error.as_deref().unwrap_or("");
+    assert!(e.contains("agent lost"), "{e}");
+    let parts = store.hosts(run.id).unwrap();
+    assert_eq!(
+        parts.iter().filter(|h| h.error.is_none()).count(),
+        1,
+        "{parts:?}"
+    );
+    assert!(run.value.unwrap() >= 1.9, "the other host's figure is kept");
+    assert_eq!(exp.status.to_string(), "partial");
+    drop(store);
+
+    // --resume runs the partial run again, now on both hosts.
+    common::run_with_limit(
+        common::nsperf(["run", &plan, "--db", &db, "--no-report", "--resume", "-q"]),
+        Duration::from_secs(60),
+    )
+    .ok();
+    let store = Store::open(Path::new(&db)).unwrap();
+    let runs = store.runs(exp.id).unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0].status, RunStatus::Ok);
+    assert_eq!(store.hosts(runs[0].id).unwrap().len(), 2);
+}
+
+#[test]
+fn batch_groups_of_slurm_and_kubernetes_expand_at_load() {
+    let dir = Scratch::new(TMPFS, "hosts-batch");
+    let plan = write_plan(
+        &dir,
+        r#"name = "batch"
+[hosts.srv]
+ssh = "root@10.0.0.1"
+[slurm]
+group = "nodes"
+tasks = 3
+psk_file = "/shared/key"
+[kubernetes]
+group = "pods"
+count = 2
+image = "registry.example/nsperf:0.1"
+psk_file = "key"
+[[step]]
+name = "up"
+type = "net"
+on = "nodes"
+server = "srv"
+[[step]]
+name = "w"
+type = "io"
+on = "pods"
+workload = "seqwrite"
+size = "1m"
+"#,
+    );
+    let r = common::run(&["run", &plan, "--dry-run"]).ok();
+    for want in [
+        "host nodes-2: address , agent 2 of batch group nodes, runs net",
+        "host pods-1: address pods-1.pods.default.svc, agent 1 of batch group pods, runs io",
+        "host srv: address 10.0.0.1, agent started through ssh root@10.0.0.1, runs server",
+        "group nodes: nodes-0, nodes-1, nodes-2",
+        "up (net) phases - on nodes, server srv",
+    ] {
+        assert!(r.stdout.contains(want), "want {want}:\n{}", r.stdout);
+    }
+    // A Slurm task cannot be a server: its address is known only once it runs.
+    let plan = write_plan(
+        &dir,
+        "name = \"b\"\n[hosts.c]\nlocal = true\n[slurm]\ngroup = \"n\"\ntasks = 2\npsk_file = \"k\"\n[[step]]\nname = \"x\"\ntype = \"net\"\non = \"c\"\nserver = \"n-0\"\n",
+    );
+    let r = common::run(&["run", &plan, "--dry-run"]);
+    assert_eq!(r.code, Some(3));
+    assert!(r.stderr.contains("is a Slurm task"), "{}", r.stderr);
+}

@@ -1,0 +1,404 @@
+//! `nsperf io run nfs://…` through the real binary: every workload through the embedded
+//! server on loopback (no root needed), data written and read back compared by checksum,
+//! the one-line errors and their exit codes; as root, `lab serve` with the embedded server
+//! and nfs-ganesha in a lab site, every workload across the lab link, and a server killed
+//! mid-run (exit 12, no process left after `lab down`).
+
+mod common;
+use common::scratch::{Scratch, disk_base};
+use common::*;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use nsperf_nfs::{DataOp, Done, NfsUrl, Pipeline, Session, Stable};
+
+/// `nsperf lab nfsd DIR` on loopback, killed on drop; returns its URL.
+fn embedded(dir: &str, extra: &[&str]) -> (KillOnDrop, String) {
+    let mut c = nsperf(["lab", "nfsd", dir]);
+    c.args(extra).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("ready ")
+        .expect("ready line")
+        .to_string();
+    (KillOnDrop(child), url)
+}
+
+const WORKLOADS: [&str; 14] = [
+    "seqwrite",
+    "rewrite",
+    "seqread",
+    "reread",
+    "randread",
+    "randwrite",
+    "randrw",
+    "bkwdread",
+    "strideread",
+    "recrewrite",
+    "charwrite",
+    "charread",
+    "seeks",
+    "meta",
+];
+
+fn every_workload(prefix: &[&str], url: &str, dir: &Scratch) {
+    for w in WORKLOADS {
+        let mut a: Vec<&str> = prefix.to_vec();
+        a.extend_from_slice(&[
+            "io",
+            "run",
+            url,
+            "-w",
+            w,
+            "-s",
+            "8m",
+            "-b",
+            "256k",
+            "--iodepth",
+            "4",
+        ]);
+        a.extend_from_slice(&[
+            "--files",
+            "64",
+            "--file-size",
+            "4k",
+            "--fsync",
+            "end",
+            "--json",
+        ]);
+        if w == "randrw" {
+            a.extend_from_slice(&["--jobs", "2"]);
+        }
+        let r = run(&a).ok();
+        let j = r.json();
+        let s = &j["summary"];
+        assert_eq!(s["engine"], "nfs", "{w}");
+        assert!(s["ops"].as_u64().unwrap() > 0, "{w}: {s}");
+        assert!(s["lat_count"].as_u64().unwrap() > 0, "{w}");
+        assert!(!j["intervals"].as_array().unwrap().is_empty(), "{w}");
+        if w != "meta" {
+            assert!(s["bytes"].as_u64().unwrap() >= 8 << 20, "{w}: {s}");
+            assert_eq!(s["remote"]["protocol"], "nfs3", "{w}");
+        }
+        assert!(dir.leftovers().is_empty(), "{w} left {:?}", dir.leftovers());
+    }
+}
+
+#[test]
+fn every_workload_through_the_embedded_server_on_loopback() {
+    let dir = Scratch::new(&disk_base(), "nfs-all");
+    let (_srv, url) = embedded(dir.path(), &[]);
+    every_workload(&[], &url, &dir);
+}
+
+#[test]
+fn errors_are_one_line_with_their_exit_codes() {
+    let dir = Scratch::new(&disk_base(), "nfs-err");
+    let (_srv, url) = embedded(dir.path(), &["--read-only"]);
+    let cases: [(String, i32, &str); 5] = [
+        (format!("{url}/missing"), 11, "NFS3ERR_NOENT"),
+        ("nfs://127.0.0.1:1/x".into(), 5, "cannot reach MOUNT"),
+        ("nfs://127.0.0.1:2049".into(), 2, "bad NFS URL"),
+        (url.clone(), 4, "NFS3ERR_ROFS"),
+        (
+            "nfs://127.0.0.1:1/x --cache warm".into(),
+            2,
+            "the nfs engine has none",
+        ),
+    ];
+    for (target, code, want) in cases {
+        let mut a: Vec<&str> = vec!["io", "run"];
+        a.extend(target.split(' '));
+        let r = run(&a);
+        assert_eq!(r.code, Some(code), "{target}: {}", r.stderr);
+        assert!(r.stderr.contains(want), "{target}: {}", r.stderr);
+        assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+    }
+}
+
+fn fnv(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// Writes a file through NFS and reads a server-side file through NFS; both compared with
+/// the server's local copy by checksum.
+fn checksums_match(url: &str, server_dir: &std::path::Path) {
+    let url: NfsUrl = url.parse().unwrap();
+    let mut s = Session::open(&url, Duration::from_secs(10)).unwrap();
+    let d = s.dir;
+    let name = format!(".nsperf-{}-check", std::process::id());
+    let fh = s.client.create(&d, &name).unwrap();
+    let len = 6 << 20;
+    let data: Vec<u8> = (0..len)
+        .map(|i: usize| (i.wrapping_mul(31) ^ (i >> 9)) as u8)
+        .collect();
+    let mut p =
+        Pipeline::connect(s.nfs_addr, fh, 4, Stable::Unstable, Duration::from_secs(10)).unwrap();
+    let chunk = 1 << 20;
+    let mut bufs: Vec<Vec<u8>> = data.chunks(chunk).map(|c| c.to_vec()).collect();
+    for (i, b) in bufs.iter_mut().enumerate().take(4) {
+        // SAFETY: the buffers outlive the pipeline's calls (all reaped below).
+        unsafe { p.set_buffer(i as u32, b.as_mut_ptr(), b.len()) };
+    }
+    let mut done: Vec<Done> = Vec::new();
+    for round in bufs.chunks_mut(4).enumerate() {
+        for (k, b) in round.1.iter_mut().enumerate() {
+            // SAFETY: as above.
+            unsafe { p.set_buffer(k as u32, b.as_mut_ptr(), b.len()) };
+            p.queue(
+                DataOp::Write,
+                ((round.0 * 4 + k) * chunk) as u64,
+                b.len(),
+                k as u32,
+            )
+            .unwrap();
+        }
+        while p.inflight() > 0 {
+            p.reap(1, &mut done).unwrap();
+        }
+    }
+    p.commit(&mut done).unwrap();
+    assert!(done.iter().all(|d| d.result == chunk as i32));
+    let local = std::fs::read(server_dir.join(&name)).unwrap();
+    assert_eq!(
+        fnv(&local),
+        fnv(&data),
+        "written data differs at the server"
+    );
+    // Read back through NFS.
+    let mut back = vec![0u8; len];
+    for (i, c) in back.chunks_mut(chunk).enumerate() {
+        done.clear();
+        // SAFETY: c outlives the call, reaped at once.
+        unsafe { p.set_buffer(0, c.as_mut_ptr(), c.len()) };
+        p.queue(DataOp::Read, (i * chunk) as u64, c.len(), 0)
+            .unwrap();
+        p.reap(1, &mut done).unwrap();
+        assert_eq!(done[0].result, c.len() as i32);
+    }
+    assert_eq!(fnv(&back), fnv(&data), "data read back differs");
+    drop(p);
+    s.client.remove(&d, &name).unwrap();
+}
+
+#[test]
+fn data_written_and_read_back_match_through_the_embedded_server() {
+    let dir = Scratch::new(&disk_base(), "nfs-sum");
+    let (_srv, url) = embedded(dir.path(), &[]);
+    checksums_match(&url, &dir.0);
+    assert!(dir.leftovers().is_empty());
+}
+
+/// A lab removed when the test ends, however it ends.
+struct LabGuard(String);
+impl Drop for LabGuard {
+    fn drop(&mut self) {
+        let _ = run(&["lab", "down", &self.0]);
+    }
+}
+
+fn service_pids(lab: &str) -> Vec<u32> {
+    std::fs::read_dir(format!("/run/nsperf/labs/{lab}/services"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| e.path().file_stem()?.to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Starts a 30 s read through the lab, kills `victim` after 2 s, and checks the client
+/// stops at once with "peer lost" (exit 12) and one line.
+fn kill_mid_run(lab: &str, url: &str, victim: u32) {
+    let bin = nsperf_bin();
+    let mut c = nsperf([
+        "lab", "exec", lab, "a", "--", bin, "io", "run", url, "-w", "seqread",
+    ]);
+    c.args(["-s", "64m", "-b", "256k", "-t", "30s", "--iodepth", "4"]);
+    c.stdout(Stdio::null()).stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    let mut child = KillOnDrop(child);
+    std::thread::sleep(Duration::from_secs(3));
+    // SAFETY: signalling the server process this test started.
+    unsafe { libc_kill(victim as i32, 9) };
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(40),
+            "the client did not notice the server died"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(12), "{err}");
+    assert!(err.contains("went away"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+unsafe extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+#[test]
+fn lab_serve_embedded_and_ganesha_every_workload_and_a_kill() {
+    if !require_lab("lab serve test") {
+        return;
+    }
+    let lab = format!("t{}nfs", std::process::id() % 100_000);
+    let _g = LabGuard(lab.clone());
+    run(&["lab", "up", &lab, "--sites", "a,b"]).ok();
+    let bin = nsperf_bin();
+
+    // Embedded server.
+    let dir = Scratch::new(&disk_base(), "nfs-lab");
+    let r = run(&["lab", "serve", &lab, "b", "nfs", dir.path()]).ok();
+    let url = format!(
+        "nfs://10.77.0.2{}",
+        std::fs::canonicalize(&dir.0).unwrap().display()
+    );
+    assert!(r.stdout.contains(&url), "{}", r.stdout);
+    let again = run(&["lab", "serve", &lab, "b", "nfs", dir.path()]);
+    assert_eq!(again.code, Some(2), "{}", again.stderr);
+    assert!(again.stderr.contains("already runs"), "{}", again.stderr);
+    every_workload(&["lab", "exec", &lab, "a", "--", bin], &url, &dir);
+    let pids = service_pids(&lab);
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    kill_mid_run(&lab, &url, pids[0]);
+
+    // nfs-ganesha, when installed.
+    if require_program("ganesha.nfsd", "lab serve ganesha test")
+        && require_program("rpcbind", "lab serve ganesha test")
+    {
+        let gdir = Scratch::new(&disk_base(), "nfs-ganesha");
+        let r = run(&[
+            "lab",
+            "serve",
+            &lab,
+            "b",
+            "nfs",
+            gdir.path(),
+            "--server",
+            "ganesha",
+        ])
+        .ok();
+        let gurl = format!(
+            "nfs://10.77.0.2{}",
+            std::fs::canonicalize(&gdir.0).unwrap().display()
+        );
+        assert!(r.stdout.contains(&gurl), "{}", r.stdout);
+        every_workload(&["lab", "exec", &lab, "a", "--", bin], &gurl, &gdir);
+        let ganesha: Vec<u32> = nsperf_lab::service::pids_in_netns(&format!("nsp-{lab}-b"))
+            .into_iter()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm"))
+                    .is_ok_and(|c| c.trim() == "ganesha.nfsd")
+            })
+            .collect();
+        assert_eq!(ganesha.len(), 1, "{ganesha:?}");
+        kill_mid_run(&lab, &gurl, ganesha[0]);
+    }
+    run(&["lab", "down", &lab]).ok();
+    assert!(nsperf_lab::service::pids_in_netns(&format!("nsp-{lab}-b")).is_empty());
+    let stray = std::process::Command::new("pgrep")
+        .args(["-f", &format!("lab service {lab} ")])
+        .output();
+    assert!(
+        stray.map(|o| o.stdout.is_empty()).unwrap_or(true),
+        "a supervisor survived lab down"
+    );
+}
+
+#[test]
+fn ganesha_checksums_in_a_lab() {
+    if !require_lab("ganesha checksum test")
+        || !require_program("ganesha.nfsd", "ganesha checksum test")
+        || !require_program("rpcbind", "ganesha checksum test")
+    {
+        return;
+    }
+    let lab = format!("t{}nfc", std::process::id() % 100_000);
+    let _g = LabGuard(lab.clone());
+    run(&["lab", "up", &lab, "--sites", "a,b"]).ok();
+    let dir = Scratch::new(&disk_base(), "nfs-gsum");
+    run(&[
+        "lab",
+        "serve",
+        &lab,
+        "a",
+        "nfs",
+        dir.path(),
+        "--server",
+        "ganesha",
+    ])
+    .ok();
+    // The test process is in the host namespace: reach site a through its namespace by
+    // running the check in a thread that entered it.
+    let ns = std::fs::File::open(format!("/run/netns/nsp-{lab}-a")).unwrap();
+    let url = format!(
+        "nfs://10.77.0.1{}",
+        std::fs::canonicalize(&dir.0).unwrap().display()
+    );
+    let local = dir.0.clone();
+    std::thread::spawn(move || {
+        use std::os::fd::AsRawFd;
+        // SAFETY: setns on this thread only.
+        assert_eq!(unsafe { setns(ns.as_raw_fd(), 0x4000_0000) }, 0);
+        checksums_match(&url, &local);
+    })
+    .join()
+    .unwrap();
+    assert!(dir.leftovers().is_empty());
+}
+
+unsafe extern "C" {
+    fn setns(fd: i32, nstype: i32) -> i32;
+}
+
+#[test]
+fn ctrl_c_stops_with_130_and_removes_the_files() {
+    let dir = Scratch::new(&disk_base(), "nfs-int");
+    let (_srv, url) = embedded(dir.path(), &[]);
+    for w in ["randread", "seqwrite"] {
+        let mut c = nsperf([
+            "io", "run", &url, "-w", w, "-s", "32m", "-b", "64k", "-t", "30s",
+        ]);
+        c.args(["--iodepth", "4"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let child = c.spawn().unwrap();
+        let mut child = KillOnDrop(child);
+        std::thread::sleep(Duration::from_millis(2500));
+        // SAFETY: signalling the nsperf this test started.
+        unsafe { libc_kill(child.0.id() as i32, 2) };
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(s) = child.0.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "{w}: Ctrl-C was not honoured"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(child.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(130), "{w}: {err}");
+        assert!(err.contains("created files were removed"), "{err}");
+        assert!(dir.leftovers().is_empty(), "{w}: {:?}", dir.leftovers());
+    }
+}
