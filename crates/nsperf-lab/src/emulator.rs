@@ -103,6 +103,9 @@ pub struct InitialConfig {
     /// Most bytes the delay lines may hold.
     #[serde(default = "default_memory")]
     pub memory_bytes: u64,
+    /// Seed of the impairments' random numbers; `None`: from the OS.
+    #[serde(default)]
+    pub seed: Option<u64>,
 }
 
 fn default_memory() -> u64 {
@@ -394,7 +397,9 @@ pub fn run(name: &str) -> Result<()> {
     );
     let tuns = Arc::new(tuns);
     let mut threads = Vec::new();
-    let seed = crate::rng::Rng::from_entropy().next_u64();
+    let seed = init
+        .seed
+        .unwrap_or_else(|| crate::rng::Rng::from_entropy().next_u64());
     for src in 0..n {
         let f = Forwarder::new(src, shared.clone(), tuns.clone(), seed ^ src as u64);
         threads.push(

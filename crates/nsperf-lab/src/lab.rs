@@ -53,6 +53,9 @@ pub struct UpConfig {
     /// beyond it are dropped and counted as overruns): a 10 Gbit/s × 100 ms path holds
     /// 125 MB. Default [`crate::fabric::DEFAULT_MEMORY`].
     pub memory_bytes: u64,
+    /// Seed of the impairments' random numbers (loss, jitter, reorder, duplicate, corrupt):
+    /// the same seed and the same packets give the same drops. `None`: from the OS.
+    pub seed: Option<u64>,
     /// The process the lab belongs to (see [`LabState::owner`]); `None` for nobody.
     pub owner: Option<ProcessId>,
 }
@@ -70,6 +73,7 @@ impl Default for UpConfig {
             schedule: None,
             allow_deep_idle: false,
             memory_bytes: crate::fabric::DEFAULT_MEMORY,
+            seed: None,
             owner: None,
         }
     }
@@ -208,6 +212,7 @@ fn build(
         schedule: cfg.schedule.clone(),
         allow_deep_idle: cfg.allow_deep_idle,
         memory_bytes: cfg.memory_bytes,
+        seed: cfg.seed,
     };
     write_atomic(
         &initial_path(&cfg.name),

@@ -202,6 +202,10 @@ pub struct UpArgs {
     /// 10 Gbit/s × 100 ms is 125 MB); beyond it packets are dropped and counted as overruns.
     #[arg(long, default_value = "1g", value_parser = parse_memory)]
     memory: u64,
+    /// Seed of the impairments' random numbers (loss, jitter, reorder, duplicate, corrupt), so
+    /// that a run can be repeated with the same drops (default: a fresh seed from the OS).
+    #[arg(long)]
+    seed: Option<u64>,
     /// The process the lab belongs to (default: the one that ran `nsperf lab up`, e.g. the
     /// shell, script or plan run). While it runs, `lab down` from anywhere else refuses
     /// without --force; `--owner 0` gives the lab no owner.
@@ -405,6 +409,7 @@ fn up(a: UpArgs) -> anyhow::Result<()> {
         schedule: read_schedule(&a.schedule)?,
         allow_deep_idle: a.allow_deep_idle,
         memory_bytes: a.memory,
+        seed: a.seed,
         owner,
     };
     let state = lab::up(&cfg, emulator_command(&a.name))?;
