@@ -15,6 +15,7 @@ pub mod failure;
 pub mod host;
 pub mod nic;
 pub mod process;
+pub mod psk;
 pub mod report;
 pub mod signal;
 pub mod stats;

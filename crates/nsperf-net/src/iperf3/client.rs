@@ -120,8 +120,7 @@ impl Ctrl {
 
 /// Random bytes for a cookie.
 fn random_cookie() -> Result<[u8; COOKIE_LEN], NetError> {
-    let mut b = [0u8; COOKIE_LEN];
-    getrandom::fill(&mut b).map_err(|e| NetError::Socket(format!("no randomness: {e}")))?;
+    let b = nsperf_core::psk::os_random::<COOKIE_LEN>().map_err(NetError::Socket)?;
     Ok(wire::cookie_from(b))
 }
 

@@ -5,49 +5,19 @@
 //! the client answers HMAC-SHA256(key, "nsperf-psk-v1" ‖ nonce); the key never crosses the
 //! wire and a recorded answer is useless for another nonce.
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
+use nsperf_core::psk::{Context, hex, unhex};
 
 use super::{Accepted, Msg, ProtoError, RefuseReason};
 use crate::config::TestParams;
 use crate::results::SideResults;
 
-type HmacSha256 = Hmac<Sha256>;
-
-const AUTH_CONTEXT: &[u8] = b"nsperf-psk-v1";
-
-/// Lowercase hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Parses lowercase or uppercase hex; `None` on odd length or a non-hex digit.
-pub fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 || s.len() > 1024 {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
 /// The answer to a challenge.
 pub fn auth_mac(key: &[u8], nonce: &[u8]) -> String {
-    let mut m = HmacSha256::new_from_slice(key).expect("HMAC takes any key length");
-    m.update(AUTH_CONTEXT);
-    m.update(nonce);
-    hex(&m.finalize().into_bytes())
+    Context::SERVER.answer(key, nonce)
 }
 
 fn auth_ok(key: &[u8], nonce: &[u8], mac_hex: &str) -> bool {
-    let Some(mac) = unhex(mac_hex) else {
-        return false;
-    };
-    let mut m = HmacSha256::new_from_slice(key).expect("HMAC takes any key length");
-    m.update(AUTH_CONTEXT);
-    m.update(nonce);
-    m.verify_slice(&mac).is_ok()
+    Context::SERVER.verify(key, nonce, mac_hex)
 }
 
 /// What the server enforces on every client.

@@ -31,6 +31,7 @@ use crate::poller::{Interest, Poller};
 use crate::proto::session::{ServerAction, ServerPolicy, ServerSession};
 use crate::proto::{Msg, RefuseReason};
 use greet::{Backoff, Greeted, Greeting, Greetings, RateLimited};
+use nsperf_core::psk::os_random;
 use test::{Rendezvous, TestEnv};
 
 /// Where the server writes its one-line log messages.
@@ -50,16 +51,6 @@ pub const LOG_EVERY: Duration = Duration::from_secs(10);
 pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 mod iperf3;
-
-/// Draws `N` random bytes from the operating system (`getrandom(2)`): the challenge nonce and
-/// test cookies. There is no fallback: a server that cannot get randomness refuses to serve.
-fn os_random<const N: usize>(
-    fill: impl FnOnce(&mut [u8]) -> Result<(), getrandom::Error>,
-) -> Result<[u8; N], String> {
-    let mut b = [0u8; N];
-    fill(&mut b).map_err(|e| format!("the operating system's random source failed: {e}"))?;
-    Ok(b)
-}
 
 struct Shared {
     cfg: ServerConfig,
@@ -466,7 +457,7 @@ fn serve_client(
     shared: &Arc<Shared>,
     mut handshake: Counted<'_>,
 ) -> Result<(), String> {
-    let nonce = os_random::<32>(getrandom::fill)?;
+    let nonce = os_random::<32>()?;
     let mut session = ServerSession::new(policy(&shared.cfg), nonce);
     let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
     loop {
@@ -521,7 +512,7 @@ fn serve_client(
                         counted: std::cell::Cell::new(false),
                     };
                     shared.counters.test_started();
-                    let cookie = u64::from_le_bytes(os_random::<8>(getrandom::fill)?);
+                    let cookie = u64::from_le_bytes(os_random::<8>()?);
                     let r = test::run_test(conn, &mut session, p, cookie, &env);
                     if let Err(e) = &r
                         && !env.counted.get()
@@ -539,21 +530,5 @@ fn serve_client(
                 ServerAction::Stop => return Err("stop outside a test".into()),
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn randomness_comes_from_the_os_or_the_server_refuses() {
-        let a = os_random::<32>(getrandom::fill).unwrap();
-        let b = os_random::<32>(getrandom::fill).unwrap();
-        assert_ne!(a, b);
-        assert_ne!(a, [0; 32]);
-        // No clock fallback: a failing source is an error.
-        let e = os_random::<32>(|_| Err(getrandom::Error::UNSUPPORTED)).unwrap_err();
-        assert!(e.contains("random source failed"), "{e}");
     }
 }

@@ -316,7 +316,7 @@ pub fn serve_session(
     runner: &dyn StepRunner,
     host: HostFacts,
 ) -> SessionEnd {
-    let nonce = match random_nonce() {
+    let nonce = match nsperf_core::psk::os_random::<32>() {
         Ok(n) => n,
         Err(e) => {
             return SessionEnd {
@@ -418,13 +418,6 @@ fn wait_for_ends(
             steps.retain(|(i, _)| *i != id);
         }
     }
-}
-
-fn random_nonce() -> Result<[u8; 32], String> {
-    let mut b = [0u8; 32];
-    getrandom::fill(&mut b)
-        .map_err(|e| format!("the operating system's random source failed: {e}"))?;
-    Ok(b)
 }
 
 /// Serves coordinators on `listener`, each connection its own session, at most

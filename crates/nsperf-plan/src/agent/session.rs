@@ -9,49 +9,19 @@
 
 use std::collections::BTreeSet;
 
-use hmac::{Hmac, Mac};
 use nsperf_core::host::HostFacts;
-use sha2::Sha256;
+use nsperf_core::psk::{Context, hex, unhex};
 
 use super::proto::{FromAgent, StepClass, StepEnd, ToAgent};
 use crate::step::{StepReport, StepRequest};
 
-type HmacSha256 = Hmac<Sha256>;
-
-const AUTH_CONTEXT: &[u8] = b"nsperf-agent-v1";
-
-/// Lowercase hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 || s.len() > 256 {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
 /// The coordinator's answer to an agent's challenge (`nonce_hex` as sent).
 pub fn auth_answer(key: &[u8], nonce_hex: &str) -> String {
-    let nonce = unhex(nonce_hex).unwrap_or_default();
-    let mut m = HmacSha256::new_from_slice(key).expect("HMAC takes any key length");
-    m.update(AUTH_CONTEXT);
-    m.update(&nonce);
-    hex(&m.finalize().into_bytes())
+    Context::AGENT.answer(key, &unhex(nonce_hex).unwrap_or_default())
 }
 
 fn auth_ok(key: &[u8], nonce: &[u8], mac_hex: &str) -> bool {
-    let Some(mac) = unhex(mac_hex) else {
-        return false;
-    };
-    let mut m = HmacSha256::new_from_slice(key).expect("HMAC takes any key length");
-    m.update(AUTH_CONTEXT);
-    m.update(nonce);
-    m.verify_slice(&mac).is_ok()
+    Context::AGENT.verify(key, nonce, mac_hex)
 }
 
 /// What an agent enforces on every coordinator.
@@ -374,16 +344,9 @@ mod tests {
         // Same key, same nonce, the other context: nsperf server's scheme.
         let key = b"k";
         let nonce = [1u8; 32];
-        let server_answer = nsperf_net_style_mac(key, &nonce);
+        let server_answer = Context::SERVER.answer(key, &nonce);
         assert!(!auth_ok(key, &nonce, &server_answer));
         assert!(auth_ok(key, &nonce, &auth_answer(key, &hex(&nonce))));
-    }
-
-    fn nsperf_net_style_mac(key: &[u8], nonce: &[u8]) -> String {
-        let mut m = HmacSha256::new_from_slice(key).unwrap();
-        m.update(b"nsperf-psk-v1");
-        m.update(nonce);
-        hex(&m.finalize().into_bytes())
     }
 
     #[test]
