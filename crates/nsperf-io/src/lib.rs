@@ -40,9 +40,10 @@ mod workload;
 pub use config::{CacheMode, FsyncMode, RateLimit, RunConfig, VerifyMode};
 pub use engine::EngineKind;
 pub use error::IoError;
+pub use job::{LIVE_LATENCY_BOUNDS_NS, LIVE_LATENCY_BUCKETS, LatencyBuckets};
 pub use remote::RemoteFacts;
 pub use result::{IoInterval, IoReport, IoSummary, Phase};
-pub use runner::{Progress, run, run_observed};
+pub use runner::{JobProgress, Observer, Progress, run, run_observed};
 pub use target::{FILE_PREFIX, Target};
 pub use workload::Workload;
 

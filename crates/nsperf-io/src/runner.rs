@@ -23,7 +23,7 @@ use crate::config::{CacheMode, RunConfig};
 use crate::engine::{EngineKind, IoEngine, Mmap, Null, Psync, Uring};
 use crate::error::IoError;
 use crate::findings::{RunFacts, findings};
-use crate::job::{JobClock, JobOutcome, JobPlan, LiveJob, run_job};
+use crate::job::{JobClock, JobOutcome, JobPlan, LatencyBuckets, LiveJob, run_job};
 use crate::prepare::{RunFile, layout, prepare_cache, verify_readback};
 use crate::result::{IoReport, VerifySummary};
 use crate::space::{Need, Preflight, preflight};
@@ -51,9 +51,58 @@ pub fn resolve_engine(
     }
 }
 
+/// Who watches a running pass (see [`run_observed`]).
+pub struct Observer<'a> {
+    /// Called on the calling thread once per interval.
+    pub sample: &'a mut dyn FnMut(&Progress),
+    /// Have the jobs publish each op's latency too ([`JobProgress::read_latency`]); without
+    /// it those stay empty and the op loop does not touch them.
+    pub latency: bool,
+}
+
+impl std::fmt::Debug for Observer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Observer")
+            .field("latency", &self.latency)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One job's live totals in a [`Progress`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct JobProgress {
+    /// Measured bytes read so far.
+    pub read_bytes: u64,
+    /// Measured bytes written so far.
+    pub write_bytes: u64,
+    /// Measured read ops so far.
+    pub read_ops: u64,
+    /// Measured write ops so far.
+    pub write_ops: u64,
+    /// Latency of the measured reads so far (empty unless [`Observer::latency`]).
+    pub read_latency: LatencyBuckets,
+    /// Latency of the measured writes so far (empty unless [`Observer::latency`]).
+    pub write_latency: LatencyBuckets,
+}
+
+impl JobProgress {
+    fn load(l: &LiveJob) -> Self {
+        let ops = l.ops.load(Ordering::Relaxed);
+        let read_ops = l.read_ops.load(Ordering::Relaxed);
+        JobProgress {
+            read_bytes: l.read_bytes.load(Ordering::Relaxed),
+            write_bytes: l.write_bytes.load(Ordering::Relaxed),
+            read_ops,
+            write_ops: ops.saturating_sub(read_ops),
+            read_latency: l.latency[0].load(),
+            write_latency: l.latency[1].load(),
+        }
+    }
+}
+
 /// A live view of a running pass, given to the observer of [`run_observed`] once per
 /// interval (sampled from the jobs' counters; the report's intervals are exact).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Progress {
     /// Seconds since measuring started (negative during the ramp).
     pub elapsed_s: f64,
@@ -69,6 +118,8 @@ pub struct Progress {
     pub total_ops: Option<u64>,
     /// Length of the measured part when it is time-limited.
     pub total_s: Option<f64>,
+    /// Each job's totals, by job number.
+    pub jobs: Vec<JobProgress>,
 }
 
 /// Runs one workload and returns its report. Created files are removed before returning.
@@ -78,10 +129,7 @@ pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
 
 /// [`run`], calling `observer` on the calling thread once per interval while the record
 /// workloads run.
-pub fn run_observed(
-    cfg: &RunConfig,
-    observer: Option<&mut dyn FnMut(&Progress)>,
-) -> Result<IoReport, IoError> {
+pub fn run_observed(cfg: &RunConfig, observer: Option<Observer<'_>>) -> Result<IoReport, IoError> {
     cfg.validate()?;
     if matches!(cfg.target, Target::Nfs { .. }) {
         return crate::remote::run(cfg);
@@ -143,7 +191,7 @@ pub(crate) fn context(
 fn run_block(
     cfg: &RunConfig,
     pre: Preflight,
-    observer: Option<&mut dyn FnMut(&Progress)>,
+    observer: Option<Observer<'_>>,
 ) -> Result<IoReport, IoError> {
     let (facts, memory, target_fs) = context(cfg);
     let (engine, fallback) = resolve_engine(cfg.engine, Uring::probe);
@@ -393,14 +441,15 @@ pub(crate) type JobResult = Result<JobOutcome, (&'static str, io::Error)>;
 pub(crate) fn run_jobs<E: IoEngine, F>(
     cfg: &RunConfig,
     plans: Vec<JobPlan>,
-    observer: Option<&mut dyn FnMut(&Progress)>,
+    observer: Option<Observer<'_>>,
     make: F,
 ) -> Vec<JobResult>
 where
     F: Fn(&JobPlan) -> io::Result<E> + Sync,
 {
     let barrier = Barrier::new(plans.len() + 1);
-    let live: Vec<LiveJob> = plans.iter().map(|_| LiveJob::default()).collect();
+    let with_latency = observer.as_ref().is_some_and(|o| o.latency);
+    let live: Vec<LiveJob> = plans.iter().map(|_| LiveJob::new(with_latency)).collect();
     let total_ops = (!cfg.time_based).then(|| cfg.blocks() * cfg.jobs as u64);
     let (make, barrier, live_ref) = (&make, &barrier, &live);
     std::thread::scope(|s| {
@@ -436,7 +485,7 @@ where
         barrier.wait();
         if let Some(observe) = observer {
             let measure = Instant::now() + cfg.ramp.unwrap_or_default();
-            watch(&handles, live_ref, measure, cfg, total_ops, observe);
+            watch(&handles, live_ref, measure, cfg, total_ops, observe.sample);
         }
         handles
             .into_iter()
@@ -480,9 +529,10 @@ fn watch<T>(
             ops: sum(|l| l.ops.load(Ordering::Relaxed)),
             total_ops,
             total_s: cfg.time.map(|t| t.as_secs_f64()),
+            jobs: live.iter().map(JobProgress::load).collect(),
         }
     };
-    let mut last: Option<Progress> = None;
+    let mut last: Option<(u64, u64, u64)> = None;
     while !handles.iter().all(|h| h.is_finished()) {
         let now = Instant::now();
         if now < next {
@@ -491,14 +541,12 @@ fn watch<T>(
         }
         let p = sample(now);
         observe(&p);
-        last = Some(p);
+        last = Some((p.ops, p.read_bytes, p.write_bytes));
         next += cfg.interval;
     }
     // The last, partial interval, so the samples add up to the whole run.
     let p = sample(Instant::now());
-    if last.is_none_or(|l| {
-        (l.ops, l.read_bytes, l.write_bytes) != (p.ops, p.read_bytes, p.write_bytes)
-    }) {
+    if last.is_none_or(|l| l != (p.ops, p.read_bytes, p.write_bytes)) {
         observe(&p);
     }
 }

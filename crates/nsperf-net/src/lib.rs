@@ -68,7 +68,10 @@ pub use results::{
     IntervalMark, STALL_TIMEOUT, SideResults, StopReason, StreamRecord, StreamSample, SweepPoint,
     UdpCounters,
 };
-pub use server::{Logger, MAX_TEST_RECORDS, ServedTest, Server, ServerCounters, ServerTotals};
+pub use server::{
+    LiveTest, LiveTotals, Logger, MAX_TEST_RECORDS, ServedTest, Server, ServerCounters,
+    ServerTotals,
+};
 pub use snmp::UdpHostCounters;
 pub use summary::{
     DirectionSummary, LossSite, NetInterval, NetReport, NetSpec, NetSummary, Peer, UdpSummary,

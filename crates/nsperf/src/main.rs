@@ -3,6 +3,7 @@
 
 mod cmd;
 mod exit;
+mod metrics;
 mod output;
 
 use std::process::ExitCode;

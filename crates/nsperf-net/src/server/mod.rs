@@ -16,7 +16,9 @@ mod counters;
 mod greet;
 mod test;
 
-pub use counters::{MAX_TEST_RECORDS, ServedTest, ServerCounters, ServerTotals};
+pub use counters::{
+    LiveTest, LiveTotals, MAX_TEST_RECORDS, ServedTest, ServerCounters, ServerTotals,
+};
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
@@ -508,16 +510,16 @@ fn serve_client(
                         rendezvous: &shared.rendezvous,
                         signals: shared.signals,
                         counters: &shared.counters,
+                        test_id: shared.counters.test_started(peer),
                         peer,
                         counted: std::cell::Cell::new(false),
                     };
-                    shared.counters.test_started();
                     let cookie = u64::from_le_bytes(os_random::<8>()?);
                     let r = test::run_test(conn, &mut session, p, cookie, &env);
                     if let Err(e) = &r
                         && !env.counted.get()
                     {
-                        shared.counters.test_failed(peer, e);
+                        shared.counters.test_failed(env.test_id, peer, e);
                     }
                     drop(slot);
                     if shared.cfg.one_off {

@@ -17,6 +17,7 @@ use crate::iperf3::wire::COOKIE_LEN;
 use crate::meter::{Recorder, StreamMeter, StreamSocket};
 use crate::proto::session::{ServerAction, ServerSession};
 use crate::proto::{Accepted, RefuseReason};
+use crate::results::IntervalMark;
 use crate::tcp::{self, Control};
 
 type DataSender = mpsc::Sender<(u32, TcpStream)>;
@@ -62,6 +63,8 @@ pub(super) struct TestEnv<'a> {
     pub(super) signals: bool,
     /// The server's counters, given this test's figures when it ends.
     pub(super) counters: &'a super::ServerCounters,
+    /// The test's number in the counters.
+    pub(super) test_id: u64,
     /// The client's control connection.
     pub(super) peer: std::net::SocketAddr,
     /// Whether this test is in the counters already.
@@ -300,7 +303,8 @@ fn run_and_report(
     loop {
         let now = Instant::now();
         if now >= next_tick && stop_at.is_none() {
-            rec.tick();
+            let closed = rec.tick();
+            publish(env, &rec, closed);
             next_tick += interval;
             if next_tick < now {
                 next_tick = now + interval;
@@ -395,16 +399,28 @@ fn run_and_report(
     let end = rec
         .last_activity()
         .max(stop_at.unwrap_or_else(Instant::now));
-    rec.tick_at(end);
+    let last = rec.tick_at(end);
+    publish(env, &rec, last);
     let mut results = rec.finish(p.interval_ns as f64 / 1e9 / 4.0);
     results.cpu_awake = awake.is_some();
     results.ended_early = ended_early;
     drop(awake);
-    env.counters
-        .test_ended(env.peer, &results, results.ended_early.as_deref());
+    env.counters.test_ended(
+        env.test_id,
+        env.peer,
+        &results,
+        results.ended_early.as_deref(),
+    );
     env.counted.set(true);
     let msg = session.finish(results);
     conn.send(&msg).map_err(|e| e.to_string())
+}
+
+/// Gives the counters the interval that just closed (for a metrics endpoint).
+fn publish(env: &TestEnv<'_>, rec: &Recorder, (mark, deltas): (IntervalMark, Vec<u64>)) {
+    let sending: Vec<bool> = rec.meters().iter().map(|m| m.sending).collect();
+    env.counters
+        .test_interval(env.test_id, &sending, &deltas, mark.length_s);
 }
 
 /// Waits for the client's hello datagram on every UDP socket and connects each socket to

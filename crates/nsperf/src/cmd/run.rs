@@ -42,6 +42,8 @@ pub struct RunArgs {
     /// No progress bar or per-run lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
 }
 
 /// Loads the plan named on the command line, or the default plan.
@@ -147,6 +149,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         print_dry_run(&plan);
         return Ok(());
     }
+    let listener = args.metrics.bind()?;
     let mut store = Store::open(&args.db)?;
     let mut exec = ProcessExecutor::current(crate::cmd::lab::emulator_command)?;
     let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| {
@@ -189,6 +192,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             }
         }
     }
+    let metrics = crate::metrics::RunMetrics::default();
+    let _endpoint = match listener {
+        Some(l) => Some(l.serve(metrics.clone())?),
+        None => None,
+    };
     let summary = nsperf_plan::run_plan(
         &plan,
         &mut store,
@@ -196,7 +204,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         &RunOptions {
             resume: args.resume,
         },
-        &mut progress,
+        &mut crate::metrics::Counting {
+            inner: &mut progress,
+            metrics,
+        },
     );
     exec.close_hosts();
     let summary = summary?;

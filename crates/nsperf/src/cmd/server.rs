@@ -66,6 +66,8 @@ pub struct ServerArgs {
     /// No log lines on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
 }
 
 /// `--silent-timeout`: a duration of 1 s to 1 h.
@@ -144,6 +146,7 @@ pub fn run(a: ServerArgs) -> anyhow::Result<()> {
         }
         Err(e) => return Err(e.into()),
     };
+    let metrics = a.metrics.bind()?;
     let _pid = match (&pidfile, a.daemon) {
         (_, true) => Some(daemonize(logfile.as_deref(), || match &pidfile {
             Some(p) => PidFile::create(p),
@@ -167,6 +170,11 @@ pub fn run(a: ServerArgs) -> anyhow::Result<()> {
             String::new()
         }
     ));
+    // Served after the daemon's fork (threads do not survive it), bound before it.
+    let _endpoint = match metrics {
+        Some(l) => Some(l.serve(crate::metrics::ServerMetrics::new(server.counters()))?),
+        None => None,
+    };
     let stop = AtomicBool::new(false);
     server.serve(&stop).context("server")?;
     Ok(())

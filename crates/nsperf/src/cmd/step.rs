@@ -50,8 +50,10 @@ pub fn run() -> anyhow::Result<()> {
                     bytes: p.read_bytes + p.write_bytes,
                 }));
             };
-            let observer: Option<&mut dyn FnMut(&nsperf_io::Progress)> =
-                if progress { Some(&mut show) } else { None };
+            let observer = progress.then_some(nsperf_io::Observer {
+                sample: &mut show,
+                latency: false,
+            });
             let mut report = nsperf_io::run_observed(&config, observer)
                 .with_context(|| format!("io run {}", config.workload))?;
             report.started_unix_ns = started;
@@ -122,7 +124,7 @@ fn serve(config: nsperf_net::ServerConfig) -> anyhow::Result<()> {
 }
 
 /// CPU time of this process so far (user + system), ns.
-fn process_cpu_ns() -> u64 {
+pub(crate) fn process_cpu_ns() -> u64 {
     // SAFETY: getrusage fills the struct it is given.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {

@@ -14,7 +14,8 @@ pub struct Live {
     format: Format,
     progress: bool,
     drawn: bool,
-    last: Option<Progress>,
+    /// The previous sample's time and totals: (elapsed_s, read_bytes, write_bytes, ops).
+    last: Option<(f64, u64, u64, u64)>,
 }
 
 impl Live {
@@ -35,25 +36,19 @@ impl Live {
 
     /// One sample of the running pass.
     pub fn sample(&mut self, p: &Progress) {
-        let prev = self.last.unwrap_or(Progress {
-            elapsed_s: p.begin_s,
-            read_bytes: 0,
-            write_bytes: 0,
-            ops: 0,
-            ..*p
-        });
-        self.last = Some(*p);
-        let len = (p.elapsed_s - prev.elapsed_s).max(1e-9);
-        let rd = p.read_bytes.saturating_sub(prev.read_bytes);
-        let wr = p.write_bytes.saturating_sub(prev.write_bytes);
-        let n = p.ops.saturating_sub(prev.ops);
+        let (prev_s, prev_rd, prev_wr, prev_ops) = self.last.unwrap_or((p.begin_s, 0, 0, 0));
+        self.last = Some((p.elapsed_s, p.read_bytes, p.write_bytes, p.ops));
+        let len = (p.elapsed_s - prev_s).max(1e-9);
+        let rd = p.read_bytes.saturating_sub(prev_rd);
+        let wr = p.write_bytes.saturating_sub(prev_wr);
+        let n = p.ops.saturating_sub(prev_ops);
         // An interval that began before measuring started belongs to the ramp.
-        let ramp = prev.elapsed_s < -1e-3;
+        let ramp = prev_s < -1e-3;
         if self.format == Format::JsonStream {
             let _ = print_json_line(&serde_json::json!({
                 "event": "interval",
                 "ramp": ramp,
-                "start_s": prev.elapsed_s,
+                "start_s": prev_s,
                 "length_s": len,
                 "read_bytes": rd,
                 "write_bytes": wr,

@@ -21,7 +21,7 @@ pub struct IoArgs {
 #[derive(Debug, Subcommand)]
 pub enum IoCommand {
     /// One workload (seqread, randwrite, …) with a chosen engine and cache state, like fio.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// The iozone-style matrix: file size × record size for each test.
     Auto(auto::AutoArgs),
     /// The bonnie++-style suite: per-char and block I/O, rewrite, seeks, metadata.
@@ -42,7 +42,7 @@ pub struct DirCareArgs {
 /// Runs `nsperf io …`.
 pub fn run(args: IoArgs) -> anyhow::Result<()> {
     match args.command {
-        IoCommand::Run(a) => run::run(a),
+        IoCommand::Run(a) => run::run(*a),
         IoCommand::Auto(a) => auto::run(a),
         IoCommand::Bonnie(a) => bonnie::run(a),
     }

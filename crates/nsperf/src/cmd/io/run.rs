@@ -125,6 +125,8 @@ pub struct RunArgs {
     pub dir_care: super::DirCareArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
 }
 
 /// Flags that describe the run and so conflict with --job (its file describes it).
@@ -309,13 +311,27 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
 /// Runs `nsperf io run`.
 pub fn run(a: RunArgs) -> anyhow::Result<()> {
     let cfg = config(&a)?;
+    let listener = a.metrics.bind()?;
     let format = a.output.format();
     let mut live = super::live::Live::new(format, a.output.progress());
-    let observe = live.wanted();
-    let mut cb = |p: &nsperf_io::Progress| live.sample(p);
+    let metrics = listener.is_some().then(crate::metrics::IoMetrics::default);
+    let _endpoint = match (listener, &metrics) {
+        (Some(l), Some(m)) => Some(l.serve(m.clone())?),
+        _ => None,
+    };
+    let observe = live.wanted() || metrics.is_some();
+    let mut cb = |p: &nsperf_io::Progress| {
+        if let Some(m) = &metrics {
+            m.sample(p);
+        }
+        live.sample(p);
+    };
     let rep = nsperf_io::run_observed(
         &cfg,
-        observe.then_some(&mut cb as &mut dyn FnMut(&nsperf_io::Progress)),
+        observe.then_some(nsperf_io::Observer {
+            sample: &mut cb,
+            latency: metrics.is_some(),
+        }),
     );
     live.clear();
     let rep = rep.with_context(|| format!("io run {}", cfg.workload))?;

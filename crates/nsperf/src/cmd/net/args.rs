@@ -146,6 +146,8 @@ pub struct NetArgs {
     pub json_compat: Option<JsonCompat>,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
 }
 
 /// Tools whose JSON `--json-compat` can print.

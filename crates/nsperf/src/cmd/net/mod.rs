@@ -27,10 +27,15 @@ struct Live {
     rows: Option<LiveRows>,
     progress: bool,
     drawn: bool,
+    /// The figures of `--metrics-listen`.
+    metrics: Option<crate::metrics::NetMetrics>,
 }
 
 impl Live {
     fn interval(&mut self, iv: &LiveInterval) {
+        if let Some(m) = &self.metrics {
+            m.interval(iv);
+        }
         self.print_header();
         if self.format == Format::JsonStream {
             let bytes: u64 = iv.stream_bytes.iter().sum();
@@ -108,6 +113,7 @@ pub fn run(a: NetArgs) -> anyhow::Result<()> {
         Some(f) => Some(nsperf_net::read_key_file(f)?),
         None => None,
     };
+    let listener = a.metrics.bind()?;
     let format = a.output.format();
     let rates = Rates(a.format);
     let human = format == Format::Human && a.json_compat.is_none();
@@ -134,6 +140,15 @@ pub fn run(a: NetArgs) -> anyhow::Result<()> {
         },
         progress: a.output.progress(),
         drawn: false,
+        metrics: None,
+    };
+    let _endpoint = match listener {
+        Some(l) => {
+            let m = crate::metrics::NetMetrics::default();
+            live.metrics = Some(m.clone());
+            Some(l.serve(m)?)
+        }
+        None => None,
     };
     let client_facts = nsperf_core::host::HostFacts::collect();
     let result = if a.loopback {
