@@ -218,7 +218,8 @@ impl SequenceTracker {
                 }
             }
             self.set(seq, true);
-            self.expected = seq + 1;
+            // A hostile peer may send the last sequence number: saturate, never wrap.
+            self.expected = seq.saturating_add(1);
             self.received += 1;
         } else if self.expected - seq >= Self::WINDOW {
             // Too old to tell a duplicate: count it as a late arrival.
@@ -233,9 +234,10 @@ impl SequenceTracker {
             self.received += 1;
         }
         // RFC 3550 §6.4.1 and A.8: J += (|D| - J) / 16 over the transit-time differences.
-        let transit = rx_ns as i64 - tx_ns as i64;
+        // Two hosts' clocks: the transit may be negative; the peer's timestamp may be anything.
+        let transit = rx_ns.wrapping_sub(tx_ns) as i64;
         if let Some(prev) = self.last_transit {
-            let d = (transit - prev).unsigned_abs() as f64;
+            let d = transit.wrapping_sub(prev).unsigned_abs() as f64;
             self.jitter_ns += (d - self.jitter_ns) / 16.0;
         }
         self.last_transit = Some(transit);
@@ -245,6 +247,19 @@ impl SequenceTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hostile_sequence_numbers_and_timestamps_do_not_overflow() {
+        // Found by the `datagram` fuzz target: the last sequence number overflowed `expected`.
+        let mut t = SequenceTracker::new();
+        t.record(u64::MAX, u64::MAX, 0);
+        // Wrapping would have made every later datagram "new" from sequence 0 again.
+        assert_eq!(t.expected, u64::MAX);
+        t.record(3, i64::MAX as u64, i64::MIN as u64);
+        t.record(u64::MAX - 1, 1 << 63, 1);
+        assert_eq!(t.expected, u64::MAX);
+        assert!(t.jitter_ns.is_finite());
+    }
 
     #[test]
     fn header_round_trips_and_short_is_none() {
