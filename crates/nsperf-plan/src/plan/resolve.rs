@@ -315,10 +315,12 @@ fn net_mode(f: &Fields<'_>, s: &RawStep, kind: StepKind) -> Result<Mode, PlanErr
         StepKind::Rr => {
             let size = f.size("size", &s.size)?.unwrap_or(Bytes(1));
             let n = f.u32_size("size", size)?;
+            // The engine's own rule (TestParams::validate) bounds it when the plan is checked.
+            let burst = f.int("burst", &s.burst, u64::from(u32::MAX))?.unwrap_or(1);
             Mode::Rr {
                 request_bytes: n,
                 response_bytes: n,
-                burst: 1,
+                burst: burst as u32,
             }
         }
         StepKind::Sweep => {

@@ -223,6 +223,34 @@ awake = true
     );
 }
 
+/// netperf's burst: transactions in flight per connection (the replication "window").
+#[test]
+fn rr_step_takes_a_burst_checked_by_the_engine() {
+    let p = Plan::parse(
+        b"name = \"b\"\n[matrix]\nb = [1, 16]\n[[step]]\nname = \"rr\"\ntype = \"rr\"\nsize = \"4k\"\nburst = \"{b}\"\n",
+    )
+    .unwrap();
+    let bursts: Vec<u32> = p
+        .cells
+        .iter()
+        .map(|c| match &c.steps[0].action {
+            Action::Net(n) => match n.params.mode {
+                Mode::Rr { burst, .. } => burst,
+                _ => panic!("not rr"),
+            },
+            _ => panic!("not net"),
+        })
+        .collect();
+    assert_eq!(bursts, [1, 16]);
+    let e = err_of("name = \"x\"\n[[step]]\nname = \"s\"\ntype = \"rr\"\nburst = 0\n");
+    assert!(e.contains("burst"), "{e}");
+    // Above the engine's limit: its own message.
+    let e = err_of("name = \"x\"\n[[step]]\nname = \"s\"\ntype = \"rr\"\nburst = 100000000\n");
+    assert!(e.contains("burst"), "{e}");
+    let e = err_of("name = \"x\"\n[[step]]\nname = \"s\"\ntype = \"net\"\nburst = 4\n");
+    assert!(e.contains("burst"), "{e}");
+}
+
 /// Issue #11: a plan can ask for a minimum measured time per io run (fio's runtime +
 /// time_based: the file is gone over again until it has passed).
 #[test]
