@@ -7,11 +7,23 @@
 # For each path and MTU (1500, 9000): TCP throughput (iperf3, 3 s), UDP packets/s
 # (iperf3 -u -b 0 -l 64, 2 s, packets received), and ping RTT (200 pings, 5 ms apart).
 # Paths alternate veth tbf lab veth tbf lab ...; RUNS (default 5) runs each; medians.
+# Then two rows of the lab alone:
+#   idle  the CPU an up lab costs with no traffic: the emulator process's CPU time
+#         (utime + stime, /proc/PID/stat) over IDLE_S (default 10) seconds, after 2 s to
+#         settle, in percent of one core; RUNS labs, median;
+#   lfn   a long fat network, 1 Gbit/s x 200 ms (queue 16500 packets: one BDP, memory
+#         512 MiB): TCP (iperf3, reno, 20 s, the first 10 s omitted) with BDP buffers
+#         (tcp_rmem/tcp_wmem raised to 62.5 MB in both sites, autotuning), payload rate in
+#         percent of the configured 1 Gbit/s (the TCP payload ceiling is 95.6 %); RUNS runs,
+#         median.
+# PARTS (default paths,idle,lfn) picks what runs.
 # Needs root, iproute2, iperf3, python3. Run it under the machine's benchmark lock:
 #   flock /work/bench.lock bench/wan-forwarding.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
+IDLE_S=${IDLE_S:-10}
+PARTS=${PARTS:-paths,idle,lfn}
 NSPERF=${NSPERF:-target/release/nsperf}
 [ -x "$NSPERF" ] || cargo build --release -q
 OUT=$(mktemp -d)
@@ -55,6 +67,59 @@ import json,sys; s=json.load(sys.stdin)["end"]["sum"]; print((s["packets"]-s["lo
 import sys,re,statistics; v=[float(m) for m in re.findall(r"time=([0-9.]+) ms", sys.stdin.read())]; print(statistics.median(v)*1000)')
   echo "$1 $2 $3 $tcp $pps $rtt" | tee -a "$OUT/raw"
 }
+
+part() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+
+# CPU ticks (utime + stime) of process $1.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+idle() { # $1 run
+  "$NSPERF" lab up "$P" >/dev/null
+  local pid
+  pid=$("$NSPERF" lab list --json | python3 -c '
+import json,sys; print([l for l in json.load(sys.stdin)["summary"]["labs"] if l["name"]==sys.argv[1]][0]["emulator_pid"])' "$P")
+  sleep 2
+  local t0 t1
+  t0=$(ticks "$pid"); sleep "$IDLE_S"; t1=$(ticks "$pid")
+  lab_down
+  echo "idle $1 $(python3 -c "import os,sys; print((int(sys.argv[2])-int(sys.argv[1]))/os.sysconf('SC_CLK_TCK')/float(sys.argv[3])*100)" "$t0" "$t1" "$IDLE_S")" | tee -a "$OUT/extra"
+}
+
+lfn() { # $1 run
+  "$NSPERF" lab up "$P" --rate 1g --rtt 200ms --queue 16500 --memory 512m >/dev/null
+  for s in a b; do
+    "$NSPERF" lab exec "$P" "$s" -- sysctl -qw "net.ipv4.tcp_rmem=4096 131072 62500000" "net.ipv4.tcp_wmem=4096 131072 62500000"
+  done
+  B="$NSPERF lab exec $P b --"; A="$NSPERF lab exec $P a --"
+  $B iperf3 -s -D -1 -p 5999 >/dev/null; sleep 0.3
+  local bps
+  bps=$($A iperf3 -c 10.77.0.2 -p 5999 -C reno -t 20 -O 10 -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])')
+  lab_down
+  echo "lfn $1 $(python3 -c "import sys; print(float(sys.argv[1])/1e9*100)" "$bps")" | tee -a "$OUT/extra"
+}
+
+if part idle || part lfn; then
+  echo "# row run value (idle: % of a core; lfn: % of 1 Gbit/s)"
+  for run in $(seq 1 "$RUNS"); do
+    if part idle; then idle "$run"; fi
+    if part lfn; then lfn "$run"; fi
+  done
+  python3 - "$OUT/extra" <<'PY'
+import sys, statistics as st
+rows = {}
+for l in open(sys.argv[1]):
+    row, _, v = l.split()
+    rows.setdefault(row, []).append(float(v))
+print()
+if "idle" in rows:
+    v = rows["idle"]
+    print(f"idle lab: {st.median(v):.2f} % of a core (median of {len(v)}; min {min(v):.2f}, max {max(v):.2f})")
+if "lfn" in rows:
+    v = rows["lfn"]
+    print(f"long fat network 1 Gbit/s x 200 ms: {st.median(v):.1f} % of the rate (median of {len(v)}; min {min(v):.1f}, max {max(v):.1f}; TCP payload ceiling 95.6 %)")
+PY
+fi
+part paths || exit 0
 
 echo "# path mtu run tcp_bps udp_pps rtt_median_us"
 for mtu in 1500 9000; do

@@ -44,6 +44,8 @@ pub enum Request {
         /// The schedule.
         schedule: Schedule,
     },
+    /// Stop every schedule started before (the changes they made stay).
+    StopSchedules,
     /// Report statistics.
     Stats,
     /// Capture a link into a pcapng file until the client writes a line or hangs up; the
@@ -197,9 +199,14 @@ impl LatencyHold {
 
 fn run_schedule(shared: Arc<Fabric>, schedule: Schedule) {
     let start = shared.clock.now_ns();
+    let generation = shared.schedules.load(Ordering::Acquire);
+    let stopped = || {
+        shared.stop.load(Ordering::Relaxed)
+            || shared.schedules.load(Ordering::Acquire) != generation
+    };
     for ev in schedule.events {
         loop {
-            if shared.stop.load(Ordering::Relaxed) {
+            if stopped() {
                 return;
             }
             let now = shared.clock.now_ns();
@@ -250,6 +257,11 @@ fn serve(shared: &Arc<Fabric>, stream: UnixStream) {
             shared.log_event(EventSource::Set, EventKind::Note, &text, None);
             let sh = shared.clone();
             std::thread::spawn(move || run_schedule(sh, schedule));
+            Response::done()
+        }
+        Ok(Request::StopSchedules) => {
+            shared.schedules.fetch_add(1, Ordering::AcqRel);
+            shared.log_event(EventSource::Set, EventKind::Note, "schedules stopped", None);
             Response::done()
         }
         Ok(Request::Capture { link, path }) => {

@@ -2,8 +2,9 @@
 //! partition and its end) with its time on both the emulator's clock and the Unix clock,
 //! so a result store can lay them over the time series of the runs they overlapped. The
 //! emulator appends each as one JSON line to `/run/nsperf/labs/NAME/events.jsonl`
-//! ([`read`]); [`outages`] pairs downs with ups, and [`outage_findings`] names the outages a
-//! run crossed, with the time the run moved no data when its series is given.
+//! ([`read`]); [`outages`] pairs downs with ups, [`during`] picks the changes a run
+//! overlapped, and [`outage_findings`] names the outages a run crossed, with the time the run
+//! moved no data, as its own interval series has it.
 
 use std::fmt;
 use std::path::Path;
@@ -71,6 +72,10 @@ pub struct LinkEvent {
     /// The directions it changed (`a -> b`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub directions: Vec<String>,
+    /// The links it changed whole (both directions), by name (`a-b`, `wan`, a site's
+    /// access link).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<String>,
     /// The change itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change: Option<LinkChange>,
@@ -96,6 +101,8 @@ pub fn read(path: &Path) -> Result<Vec<LinkEvent>> {
 pub struct Outage {
     /// The directions that were down.
     pub directions: Vec<String>,
+    /// The links that were down whole (both directions), by name.
+    pub links: Vec<String>,
     /// When they went down, Unix ns.
     pub down_unix_ns: u64,
     /// When the last of them came back up; `None` while still down.
@@ -131,8 +138,15 @@ pub fn outages(events: &[LinkEvent]) -> Vec<Outage> {
                 if down.is_empty() {
                     continue;
                 }
+                // The event's whole links, when every direction it took down was up.
+                let links = if down.len() == e.directions.len() {
+                    e.links.clone()
+                } else {
+                    Vec::new()
+                };
                 out.push(Outage {
                     directions: down.clone(),
+                    links,
                     down_unix_ns: e.t_unix_ns,
                     up_unix_ns: None,
                     text: e.text.clone(),
@@ -154,16 +168,59 @@ pub fn outages(events: &[LinkEvent]) -> Vec<Outage> {
     out
 }
 
+/// The link changes a run from `start_unix_ns` to `end_unix_ns` overlapped, in time
+/// order: every down, up and change within it, and a down still in force when it started;
+/// each down with the end of the outage it began (`None`: not over by the run's end, or it
+/// took down only directions already down).
+pub fn during(
+    events: &[LinkEvent],
+    start_unix_ns: u64,
+    end_unix_ns: u64,
+) -> Vec<(&LinkEvent, Option<u64>)> {
+    let outages = outages(events);
+    let outage_of = |e: &LinkEvent| {
+        outages
+            .iter()
+            .find(|o| o.down_unix_ns == e.t_unix_ns && o.text == e.text)
+    };
+    events
+        .iter()
+        .filter(|e| e.kind != EventKind::Note)
+        .filter_map(|e| {
+            let o = (e.kind == EventKind::Down).then(|| outage_of(e)).flatten();
+            let up = o.and_then(|o| o.up_unix_ns);
+            let within = (start_unix_ns..=end_unix_ns).contains(&e.t_unix_ns);
+            let in_force =
+                e.t_unix_ns < start_unix_ns && o.is_some() && up.is_none_or(|u| u > start_unix_ns);
+            (within || in_force).then_some((e, up.filter(|&u| u <= end_unix_ns)))
+        })
+        .collect()
+}
+
+/// One interval of a run's series: start and length in seconds from the run's start, and
+/// what moved in it (only whether it is zero matters).
+pub type Interval = (f64, f64, f64);
+
+/// What a run moved, for the findings' sentences: its intervals, and the cause to name
+/// when it stayed silent after the link was back (`retransmission backoff` for TCP).
+#[derive(Debug, Clone, Copy)]
+pub struct RunSeries<'a> {
+    /// The intervals, in time order.
+    pub intervals: &'a [Interval],
+    /// What a silence after the outage is, when the kind of traffic says.
+    pub backoff_cause: Option<&'a str>,
+}
+
 /// Findings for a run from `start_unix_ns` to `end_unix_ns`: one `link_outage` per outage
-/// the run crossed ("link a -> b, b -> a down 3.0 s at 12.4 s into the run"), and when
-/// `intervals` (seconds from the run's start and the bytes moved in each interval that
-/// ends there) are given, how long the run moved no data from the outage on — the outage
-/// plus the time TCP took to notice the link was back (RTO backoff).
+/// the run crossed ("link a-b partitioned 3.0 s at 12.4 s into the run"); with the run's
+/// series, the longest stretch of empty intervals from the outage on, as the series has it
+/// (so the figures never contradict the intervals beside them), and how much of it came
+/// after the link was back.
 pub fn outage_findings(
     events: &[LinkEvent],
     start_unix_ns: u64,
     end_unix_ns: u64,
-    intervals: Option<&[(f64, u64)]>,
+    series: Option<RunSeries<'_>>,
 ) -> Vec<Finding> {
     let mut v = Vec::new();
     for o in outages(events) {
@@ -171,40 +228,51 @@ pub fn outage_findings(
         if o.down_unix_ns >= end_unix_ns || up <= start_unix_ns {
             continue;
         }
-        let at_s = (o.down_unix_ns as f64 - start_unix_ns as f64) / 1e9;
+        let rel = |t: u64| (t as f64 - start_unix_ns as f64) / 1e9;
+        let at_s = rel(o.down_unix_ns);
         let len_s = o.duration_ns(end_unix_ns) as f64 / 1e9;
-        let what = if o.up_unix_ns.is_some_and(|u| u <= end_unix_ns) {
-            format!("down {len_s:.1} s")
-        } else {
-            format!("down for the rest of the run ({len_s:.1} s)")
+        let ended = o.up_unix_ns.filter(|&u| u <= end_unix_ns);
+        let what = match o.links.is_empty() {
+            false => format!("link {} partitioned", o.links.join(", ")),
+            true => format!("link {} down", o.directions.join(", ")),
+        };
+        let what = match ended {
+            Some(_) => format!("{what} {len_s:.1} s"),
+            None => format!("{what} (still at the run's end, {len_s:.1} s in all)"),
         };
         let when = if at_s >= 0.0 {
-            format!("at {at_s:.1} s into the run")
+            format!("at {at_s:.1} s")
         } else {
-            format!("{:.1} s before the run started", -at_s)
+            format!("from {:.1} s before the run started", -at_s)
         };
-        let mut msg = format!(
-            "link {} {what} {when} ({})",
-            o.directions.join(", "),
-            o.text
-        );
+        let mut msg = format!("{what} {when} ({})", o.text);
         let mut f = Finding::new("link_outage", Severity::Warning, "")
             .with("outage_start_s", at_s)
             .with("outage_s", len_s);
-        if let Some(series) = intervals
-            && let Some(stall) = zero_stretch(series, at_s.max(0.0))
-        {
-            msg.push_str(&format!(
-                ": the run moved 0 bytes for {:.1} s from {:.1} s{}",
-                stall.1 - stall.0,
-                stall.0,
-                if stall.1 - stall.0 > len_s + 0.5 {
-                    " (the outage plus TCP's retransmission backoff)"
-                } else {
-                    ""
+        if let Some(series) = series {
+            let up_s = ended.map(rel);
+            match zero_stretch(series.intervals, at_s.max(0.0), up_s.unwrap_or(f64::MAX)) {
+                Some((from, to)) => {
+                    msg.push_str(&format!(
+                        ": 0 bytes moved for {:.1} s ({from:.1}-{to:.1} s)",
+                        to - from
+                    ));
+                    f = f
+                        .with("zero_bytes_s", to - from)
+                        .with("zero_bytes_from_s", from);
+                    if let Some(u) = up_s.filter(|&u| to > u + 1e-9) {
+                        msg.push_str(&format!(", {:.1} s of it after the link was back", to - u));
+                        if let Some(cause) = series.backoff_cause {
+                            msg.push_str(&format!(" ({cause})"));
+                        }
+                        f = f.with("zero_bytes_after_up_s", to - u);
+                    }
                 }
-            ));
-            f = f.with("zero_bytes_s", stall.1 - stall.0);
+                None => msg.push_str(&format!(
+                    ": no interval of the run was empty ({:.1} s intervals)",
+                    series.intervals.first().map_or(0.0, |i| i.1)
+                )),
+            }
         }
         f.message = msg;
         v.push(f);
@@ -212,31 +280,30 @@ pub fn outage_findings(
     v
 }
 
-/// The longest run of intervals with no bytes that overlaps or starts within one
-/// interval of `from_s`: (start, end) in seconds from the run's start.
-fn zero_stretch(series: &[(f64, u64)], from_s: f64) -> Option<(f64, f64)> {
+/// The longest stretch of consecutive empty intervals that overlaps the outage from
+/// `down_s` to `up_s` (seconds from the run's start): (start, end).
+fn zero_stretch(series: &[Interval], down_s: f64, up_s: f64) -> Option<(f64, f64)> {
     let mut best: Option<(f64, f64)> = None;
-    let mut cur: Option<f64> = None;
-    let mut prev_end = 0.0;
-    for &(end, bytes) in series {
-        if bytes == 0 {
-            cur.get_or_insert(prev_end);
-        } else if let Some(s) = cur.take() {
-            consider(&mut best, (s, prev_end), from_s, end - prev_end);
+    let mut cur: Option<(f64, f64)> = None;
+    for &(start, len, value) in series {
+        let end = start + len;
+        // Intervals follow each other within a few per cent of their length (an engine's
+        // interval timer is not exact): such a gap does not break a stretch.
+        let joined = |e: f64| (start - e).abs() <= (0.05 * len).max(1e-3);
+        cur = match cur {
+            _ if value != 0.0 => None,
+            Some((s, e)) if joined(e) => Some((s, end)),
+            _ => Some((start, end)),
+        };
+        if let Some((s, e)) = cur
+            && e > down_s
+            && s < up_s.max(down_s) + 1e-9
+            && best.is_none_or(|b| e - s > b.1 - b.0)
+        {
+            best = Some((s, e));
         }
-        prev_end = end;
-    }
-    if let Some(s) = cur {
-        consider(&mut best, (s, prev_end), from_s, 0.0);
     }
     best
-}
-
-fn consider(best: &mut Option<(f64, f64)>, span: (f64, f64), from_s: f64, slack: f64) {
-    let near = span.1 > from_s && span.0 <= from_s + slack.max(1.0);
-    if near && best.is_none_or(|b| span.1 - span.0 > b.1 - b.0) {
-        *best = Some(span);
-    }
 }
 
 #[cfg(test)]
@@ -251,6 +318,7 @@ mod tests {
             kind,
             text: text.into(),
             directions: dirs.iter().map(|s| s.to_string()).collect(),
+            links: Vec::new(),
             change: None,
         }
     }
@@ -277,39 +345,88 @@ mod tests {
 
     #[test]
     fn findings_name_outages_the_run_crossed_with_the_stall() {
+        let mut down = ev(12.0, EventKind::Down, &["a -> b", "b -> a"], "12s down");
+        down.links = vec!["a-b".into()];
         let e = [
-            ev(12.0, EventKind::Down, &["a -> b", "b -> a"], "12s down"),
+            down,
             ev(15.0, EventKind::Up, &["a -> b", "b -> a"], "15s up"),
             ev(40.0, EventKind::Down, &["a -> b"], "40s down --from a"),
         ];
-        // A run from 0.6 s to 30.6 s: sees the first, not the second.
+        // A run from 0.6 s to 30.6 s: sees the first, not the second. Its intervals of 1 s
+        // are empty from 12 s to 17 s (on its clock): the outage 11.4-14.4 s and 2.6 s more.
         let start = T0 + 600_000_000;
-        let series: Vec<(f64, u64)> = (1..=30)
-            .map(|i| (f64::from(i), if (12..=16).contains(&i) { 0 } else { 1000 }))
+        // Starts drift by 10 µs per interval, as an engine's timer does.
+        let series: Vec<Interval> = (0..30)
+            .map(|i| {
+                let v = if (12..17).contains(&i) { 0.0 } else { 1e6 };
+                (f64::from(i) * 1.00001, 1.0, v)
+            })
             .collect();
-        let f = outage_findings(&e, start, start + 30_000_000_000, Some(&series));
+        let run = RunSeries {
+            intervals: &series,
+            backoff_cause: Some("TCP's retransmission backoff"),
+        };
+        let f = outage_findings(&e, start, start + 30_000_000_000, Some(run));
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].id, "link_outage");
         assert_eq!(
             f[0].message,
-            "link a -> b, b -> a down 3.0 s at 11.4 s into the run (12s down): the run moved \
-             0 bytes for 5.0 s from 11.0 s (the outage plus TCP's retransmission backoff)"
+            "link a-b partitioned 3.0 s at 11.4 s (12s down): 0 bytes moved for 5.0 s \
+             (12.0-17.0 s), 2.6 s of it after the link was back (TCP's retransmission backoff)"
         );
-        assert_eq!(f[0].evidence["zero_bytes_s"], 5.0);
+        assert!((f[0].evidence["zero_bytes_s"] - 5.00004).abs() < 1e-9);
+        // The figures are the series': every interval of the stretch is empty.
+        assert!(
+            series
+                .iter()
+                .filter(|i| i.0 >= 12.0 && i.0 < 17.0)
+                .all(|i| i.2 == 0.0)
+        );
+        assert!((f[0].evidence["zero_bytes_from_s"] - 12.00012).abs() < 1e-9);
+        // An outage inside one interval leaves none empty: said so, not invented.
+        let short: Vec<Interval> = (0..30).map(|i| (f64::from(i), 1.0, 5.0)).collect();
+        let run = RunSeries {
+            intervals: &short,
+            backoff_cause: None,
+        };
+        let f = outage_findings(&e, start, start + 30_000_000_000, Some(run));
+        assert!(
+            f[0].message
+                .ends_with(": no interval of the run was empty (1.0 s intervals)"),
+            "{}",
+            f[0].message
+        );
         // Without a series, just the outage; a run after the second down sees it still down.
         let late = T0 + 41_000_000_000;
         let f = outage_findings(&e, late, late + 2_000_000_000, None);
         assert_eq!(f.len(), 1);
-        assert!(
-            f[0].message.contains("down for the rest of the run"),
-            "{}",
-            f[0].message
-        );
-        assert!(
-            f[0].message.contains("1.0 s before the run started"),
-            "{}",
-            f[0].message
+        assert_eq!(
+            f[0].message,
+            "link a -> b down (still at the run's end, 3.0 s in all) from 1.0 s before the \
+             run started (40s down --from a)"
         );
         assert!(outage_findings(&e, T0, T0 + 1_000_000_000, None).is_empty());
+    }
+
+    #[test]
+    fn a_run_overlaps_changes_within_it_and_downs_still_in_force() {
+        let e = [
+            ev(1.0, EventKind::Note, &[], "emulator started"),
+            ev(2.0, EventKind::Down, &["a -> b"], "2s down --from a"),
+            ev(3.0, EventKind::Change, &["a -> b"], "--loss 1%"),
+            ev(6.0, EventKind::Up, &["a -> b"], "6s up --from a"),
+            ev(7.0, EventKind::Change, &["a -> b"], "--loss 0"),
+        ];
+        let at = |s: f64| T0 + (s * 1e9) as u64;
+        // A run from 4 s to 5 s: the down still in force, not over by its end.
+        let d = during(&e, at(4.0), at(5.0));
+        assert_eq!(d.len(), 1);
+        assert_eq!((d[0].0.text.as_str(), d[0].1), ("2s down --from a", None));
+        // From 2.5 s to 6.5 s: the down (over at 6 s), the change, the up.
+        let d = during(&e, at(2.5), at(6.5));
+        let texts: Vec<&str> = d.iter().map(|x| x.0.text.as_str()).collect();
+        assert_eq!(texts, ["2s down --from a", "--loss 1%", "6s up --from a"]);
+        assert_eq!(d[0].1, Some(at(6.0)));
+        assert!(during(&e, at(7.5), at(9.0)).is_empty());
     }
 }

@@ -55,6 +55,8 @@ pub struct Fabric {
     pub write_errors: Vec<AtomicU64>,
     /// Set to stop every thread.
     pub stop: AtomicBool,
+    /// Bumped to stop the schedules running (each ends when it changes).
+    pub schedules: AtomicU64,
     /// The clock of the whole emulator.
     pub clock: MonotonicClock,
     unix0_ns: u64,
@@ -88,6 +90,7 @@ impl Fabric {
             memory_limit,
             write_errors: (0..n).map(|_| AtomicU64::new(0)).collect(),
             stop: AtomicBool::new(false),
+            schedules: AtomicU64::new(0),
             unix0_ns: nsperf_core::clock::unix_time_ns().saturating_sub(clock.now_ns()),
             clock,
             events: Mutex::new(Vec::new()),
@@ -139,6 +142,15 @@ impl Fabric {
                 .map(|(_, dirs)| {
                     dirs.iter()
                         .map(|&d| self.layout.direction_name(d))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            links: change
+                .map(|(_, dirs)| {
+                    // The links the change took whole: both directions.
+                    (0..self.layout.links.len())
+                        .filter(|l| dirs.contains(&(2 * l)) && dirs.contains(&(2 * l + 1)))
+                        .map(|l| self.layout.links[l].name.clone())
                         .collect()
                 })
                 .unwrap_or_default(),

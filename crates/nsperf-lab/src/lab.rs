@@ -547,6 +547,11 @@ pub fn set(name: &str, change: &LinkChange, schedule: Option<Schedule>) -> Resul
     Ok(())
 }
 
+/// Stops every fault schedule running on the lab's links (what they changed stays).
+pub fn stop_schedules(name: &str) -> Result<()> {
+    request(name, &Request::StopSchedules).map(|_| ())
+}
+
 /// The running lab's statistics.
 pub fn stats(name: &str) -> Result<LabStats> {
     request(name, &Request::Stats)?

@@ -1,6 +1,7 @@
 //! A lab's link as plans give it: the link flags of `nsperf lab up` / `lab set` (same names,
 //! same values, same parser as the command line and schedule files) plus `--mtu`, which only
-//! `lab up` can set. A plan is checked with these rules when it is loaded, so what passes
+//! `lab up` can set, and `--access-rate` / `--access-queue` / `--access-delay`, the access
+//! links of a star or dumbbell. A plan is checked with these rules when it is loaded, so what passes
 //! `nsperf run --dry-run` is what `lab up` accepts.
 
 use serde::{Deserialize, Serialize};
@@ -15,6 +16,10 @@ pub struct LinkSetup {
     pub mtu: Option<u32>,
     /// Link parameters, applied to the default link.
     pub change: LinkChange,
+    /// The access links of a star or dumbbell (rate, queue, delay), applied to every access
+    /// link; empty in a mesh.
+    #[serde(default)]
+    pub access: LinkChange,
 }
 
 /// The MTU of a lab whose setup does not name one.
@@ -49,6 +54,15 @@ impl LinkSetup {
             };
             if name == "mtu" {
                 setup.mtu = Some(parse_mtu(value.unwrap_or_default())?);
+            } else if let Some(access) = name.strip_prefix("access-") {
+                if !matches!(access, "rate" | "queue" | "delay") {
+                    return Err(LabError::value(
+                        "flag",
+                        name,
+                        "the access links take --access-rate, --access-queue, --access-delay",
+                    ));
+                }
+                setup.access.set_flag(access, value)?;
             } else {
                 setup.change.set_flag(name, value)?;
             }
@@ -61,10 +75,23 @@ impl LinkSetup {
         self.mtu.unwrap_or(DEFAULT_MTU)
     }
 
-    /// The change that makes a running lab's link exactly this setup: every parameter back
-    /// to the default link first, then this setup's change.
-    pub fn from_default(&self) -> [LinkChange; 2] {
-        [LinkChange::reset(), self.change.clone()]
+    /// The changes that make a running lab's links exactly this setup, in order: every
+    /// parameter of every link back to the default first, then this setup's change, then its
+    /// access links' (as `lab up` applies them).
+    pub fn from_default(&self) -> Vec<LinkChange> {
+        let mut v = vec![LinkChange {
+            link: Some("all".into()),
+            ..LinkChange::reset()
+        }];
+        if !self.change.is_empty() {
+            v.push(self.change.clone());
+        }
+        if !self.access.is_empty() {
+            let mut access = self.access.clone();
+            access.link.get_or_insert_with(|| "access".into());
+            v.push(access);
+        }
+        v
     }
 }
 
@@ -122,6 +149,11 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(s.mtu(), 9000);
+        assert!(s.access.is_empty());
+        let a = LinkSetup::parse_args(&["--access-rate", "1g", "--access-delay=1ms"]).unwrap();
+        assert_eq!(a.access.rate_bps, Some(1e9));
+        assert_eq!(a.access.delay_ns, Some(1_000_000));
+        assert!(a.change.is_empty());
         assert_eq!(s.change.rate_bps, Some(45e6));
         assert_eq!(s.change.loss, Some(LossModel::Bernoulli { p: 0.01 }));
         assert_eq!(s.change.jitter_reorder, Some(true));
@@ -134,6 +166,7 @@ mod tests {
             &["rate", "1g"],
             &["--loss", "1"],
             &["--schedule", "x"],
+            &["--access-loss", "1%"],
         ] {
             assert!(LinkSetup::parse_args(bad).is_err(), "{bad:?}");
         }
@@ -148,6 +181,7 @@ mod tests {
             ..LinkParams::default()
         };
         let s = LinkSetup::parse_args(&["--rate", "45mbit"]).unwrap();
+        assert_eq!(s.from_default().len(), 2, "no access change");
         for c in s.from_default() {
             c.apply(&mut p);
         }

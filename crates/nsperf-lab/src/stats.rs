@@ -71,3 +71,57 @@ pub struct LabStats {
     #[serde(default)]
     pub memory_limit_bytes: u64,
 }
+
+/// One direction of a lab's links over one run: its parameters at the end and what its
+/// counters grew by.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DirectionOverRun {
+    /// The link it belongs to.
+    pub link: String,
+    /// Where it starts.
+    pub from: String,
+    /// Where it ends.
+    pub to: String,
+    /// Its parameters when the run ended.
+    pub params: LinkParams,
+    /// The growth of its counters over the run (the maxima are those since the lab began).
+    pub counters: DirectionCounters,
+}
+
+/// A lab's links over one run, what a result store keeps beside the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinksOverRun {
+    /// The lab's shape.
+    pub topology: Topology,
+    /// Every direction, link by link.
+    pub directions: Vec<DirectionOverRun>,
+    /// Packets dropped before the link over the run (the delay lines were full).
+    pub overrun_packets: u64,
+}
+
+impl LinksOverRun {
+    /// The lab's links between two reports of its statistics (`before` taken as the run
+    /// started, `after` as it ended).
+    pub fn between(before: &LabStats, after: &LabStats) -> LinksOverRun {
+        let directions = after
+            .directions
+            .iter()
+            .enumerate()
+            .map(|(i, d)| DirectionOverRun {
+                link: d.link.clone(),
+                from: d.from.clone(),
+                to: d.to.clone(),
+                params: d.params,
+                counters: match before.directions.get(i) {
+                    Some(b) => crate::capture::counters_delta(&b.counters, &d.counters),
+                    None => d.counters,
+                },
+            })
+            .collect();
+        LinksOverRun {
+            topology: after.topology.clone(),
+            directions,
+            overrun_packets: after.overrun_packets.saturating_sub(before.overrun_packets),
+        }
+    }
+}

@@ -88,6 +88,28 @@ impl fmt::Display for TopologyKind {
 }
 
 impl Topology {
+    /// The topology of `kind` with its options: `server` belongs to a star, `left` to a
+    /// dumbbell (an option of another kind is refused; both may be left out).
+    pub fn of_kind(
+        kind: TopologyKind,
+        server: Option<String>,
+        left: Vec<String>,
+    ) -> Result<Topology, LabError> {
+        let misplaced = |option: &str, belongs: TopologyKind| {
+            Err(LabError::Usage(format!(
+                "{option} belongs to topology {belongs}, not {kind}"
+            )))
+        };
+        match kind {
+            TopologyKind::Star if !left.is_empty() => misplaced("left", TopologyKind::Dumbbell),
+            TopologyKind::Star => Ok(Topology::Star { server }),
+            _ if server.is_some() => misplaced("server", TopologyKind::Star),
+            TopologyKind::Dumbbell => Ok(Topology::Dumbbell { left }),
+            TopologyKind::Mesh if !left.is_empty() => misplaced("left", TopologyKind::Dumbbell),
+            TopologyKind::Mesh => Ok(Topology::Mesh),
+        }
+    }
+
     /// Its kind.
     pub fn kind(&self) -> TopologyKind {
         match self {
@@ -499,6 +521,27 @@ mod tests {
             left: sites.clone(),
         };
         assert!(Layout::new(&one_side, &sites).is_err());
+    }
+
+    #[test]
+    fn options_belong_to_their_kind() {
+        let k = |s: &str| s.parse::<TopologyKind>().unwrap();
+        let srv = || Some("srv".to_string());
+        assert_eq!(
+            Topology::of_kind(k("star"), srv(), vec![]).unwrap(),
+            Topology::Star { server: srv() }
+        );
+        assert_eq!(
+            Topology::of_kind(k("dumbbell"), None, names(&["a"])).unwrap(),
+            Topology::Dumbbell {
+                left: names(&["a"])
+            }
+        );
+        let e = Topology::of_kind(k("mesh"), srv(), vec![]).unwrap_err();
+        assert_eq!(e.to_string(), "server belongs to topology star, not mesh");
+        assert!(Topology::of_kind(k("star"), None, names(&["a"])).is_err());
+        assert!(Topology::of_kind(k("dumbbell"), srv(), vec![]).is_err());
+        assert!(Topology::of_kind(k("mesh"), None, names(&["a"])).is_err());
     }
 
     #[test]

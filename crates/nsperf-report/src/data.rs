@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use nsperf_results::stats::{GroupStats, group_stats};
 use nsperf_results::{
-    CpuRow, ExperimentRecord, HostPart, RunConditions, RunRecord, SeriesPoint, Store, StoreError,
+    CpuRow, ExperimentRecord, HostPart, RunConditions, RunEvent, RunRecord, SeriesPoint, Store,
+    StoreError,
 };
 
 /// One experiment with its runs, statistics, series and CPU samples.
@@ -27,6 +28,8 @@ pub struct ExperimentData {
     pub traces: BTreeMap<i64, serde_json::Value>,
     /// Per-host parts of runs on several hosts, per run id (runs on one host have none).
     pub hosts: BTreeMap<i64, Vec<HostPart>>,
+    /// The lab's link events each run overlapped, per run id (runs without any have none).
+    pub events: BTreeMap<i64, Vec<RunEvent>>,
 }
 
 impl ExperimentData {
@@ -38,7 +41,12 @@ impl ExperimentData {
         let mut cpu = BTreeMap::new();
         let mut traces = BTreeMap::new();
         let mut hosts = BTreeMap::new();
+        let mut events = BTreeMap::new();
         for r in &runs {
+            let ev = store.events(r.id)?;
+            if !ev.is_empty() {
+                events.insert(r.id, ev);
+            }
             let parts = store.hosts(r.id)?;
             if !parts.is_empty() {
                 hosts.insert(r.id, parts);
@@ -70,6 +78,7 @@ impl ExperimentData {
             context,
             traces,
             hosts,
+            events,
         })
     }
 

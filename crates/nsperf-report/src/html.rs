@@ -225,6 +225,30 @@ fn throughput_over_time(d: &ExperimentData, step: &str, out: &mut String) {
         })
         .max_by(|a, b| a.0.summary.mean.total_cmp(&b.0.summary.mean));
     let Some((g, id)) = best else { return };
+    series_chart(d, g, id, out);
+    // Every other run of the step that a link event overlapped gets its own chart, so the
+    // outage it crossed is seen.
+    for (rid, _) in d.events.iter().filter(|(rid, _)| **rid != id) {
+        let group = d
+            .stats
+            .iter()
+            .find(|g| g.step == step && g.run_ids.contains(rid));
+        if let Some(g) = group
+            && d.series.get(rid).is_some_and(|s| s.len() >= 2)
+        {
+            series_chart(d, g, *rid, out);
+        }
+    }
+}
+
+/// The time-series chart of run `id` of group `g`, with the link events it overlapped.
+fn series_chart(
+    d: &ExperimentData,
+    g: &nsperf_results::stats::GroupStats,
+    id: i64,
+    out: &mut String,
+) {
+    let step = &g.step;
     let series = &d.series[&id];
     let Some(st) = series_stats(series) else {
         return;
@@ -270,6 +294,7 @@ fn throughput_over_time(d: &ExperimentData, step: &str, out: &mut String) {
             y: st.peak,
             label: format!("peak {}", format_metric(&g.metric, st.peak)),
         }],
+        events: crate::events::chart_events(d, id),
         ..Default::default()
     };
     figure(
@@ -277,7 +302,7 @@ fn throughput_over_time(d: &ExperimentData, step: &str, out: &mut String) {
         "throughput-over-time",
         &svg::plot(&plot),
         &format!(
-            "{step}: the interval series of one repetition, its peak interval and its sustained mean after the steady state (MSER) begins"
+            "{step}: the interval series of one repetition, its peak interval and its sustained mean after the steady state (MSER) begins; link outages shaded, link changes marked"
         ),
     );
 }
@@ -573,6 +598,7 @@ impl Exporter for HtmlExporter {
             );
         }
         o.push_str("</table>\n");
+        crate::events::section(d, &mut o);
         crate::capture::section(d, &mut o);
         o.push_str("<h2>Host</h2>\n");
         let host: serde_json::Value =

@@ -28,6 +28,9 @@ impl Exporter for JsonExporter {
                 if let Some(t) = data.traces.get(&r.id) {
                     v["trace"] = t.clone();
                 }
+                if let Some(e) = data.events.get(&r.id) {
+                    v["events"] = serde_json::to_value(e).unwrap_or_default();
+                }
                 if let Some(h) = data.hosts.get(&r.id) {
                     v["hosts"] = serde_json::to_value(h).unwrap_or_default();
                 }

@@ -10,6 +10,7 @@
 mod capture;
 mod csv;
 mod data;
+mod events;
 mod html;
 mod json;
 mod svg;

@@ -72,6 +72,18 @@ pub struct Marker {
     pub label: String,
 }
 
+/// Something that happened on the x axis (time): a shaded span (a link outage) or, without
+/// an end, a labelled vertical line (a link change).
+#[derive(Debug, Clone)]
+pub struct XEvent {
+    /// Where it starts.
+    pub from: f64,
+    /// Where a span ends; `None` for an instant.
+    pub to: Option<f64>,
+    /// Label drawn at its top.
+    pub label: String,
+}
+
 /// An x-y plot.
 #[derive(Debug, Clone, Default)]
 pub struct Plot {
@@ -89,6 +101,8 @@ pub struct Plot {
     pub hlines: Vec<HLine>,
     /// Markers.
     pub markers: Vec<Marker>,
+    /// Events on the x axis, drawn behind the series (clipped to the axis).
+    pub events: Vec<XEvent>,
 }
 
 /// "Nice" tick values covering `[lo, hi]` (Heckbert 1990, *Nice numbers for graph labels*).
@@ -245,6 +259,7 @@ pub fn plot(p: &Plot) -> String {
             l = esc(l)
         );
     }
+    draw_events(&mut out, &p.events, (xmin, xmax), &sx);
     // Reference lines.
     for h in &p.hlines {
         let y = sy(h.y);
@@ -327,6 +342,40 @@ pub fn plot(p: &Plot) -> String {
     }
     out.push_str("</svg>");
     out
+}
+
+/// Shades outages and marks changes (class `outage` / `link-change`), clipped to
+/// `[xmin, xmax]`; labels are stacked so neighbours do not overwrite each other.
+fn draw_events(
+    out: &mut String,
+    events: &[XEvent],
+    (xmin, xmax): (f64, f64),
+    sx: &dyn Fn(f64) -> f64,
+) {
+    for (i, e) in events.iter().enumerate() {
+        let end = e.to.unwrap_or(e.from);
+        if !(e.from.is_finite() && end.is_finite()) || end < xmin || e.from > xmax {
+            continue;
+        }
+        let (a, b) = (sx(e.from.max(xmin)), sx(end.min(xmax)));
+        let ty = MT + 12.0 + (i % 3) as f64 * 13.0;
+        let label = esc(&clip(&e.label, 40));
+        if e.to.is_some() {
+            let _ = write!(
+                out,
+                r##"<g class="outage"><rect x="{a:.1}" y="{MT}" width="{w:.1}" height="{h:.1}" fill="#d62728" fill-opacity="0.15"/><text x="{a:.1}" y="{ty:.1}" font-size="10" fill="#a00">{label}</text></g>"##,
+                w = (b - a).max(1.0),
+                h = H - MB - MT,
+            );
+        } else {
+            let _ = write!(
+                out,
+                r##"<g class="link-change"><line x1="{a:.1}" y1="{MT}" x2="{a:.1}" y2="{y0}" stroke="#9467bd" stroke-dasharray="2 2"/><text x="{tx:.1}" y="{ty:.1}" font-size="10" fill="#9467bd">{label}</text></g>"##,
+                y0 = H - MB,
+                tx = a + 3.0,
+            );
+        }
+    }
 }
 
 /// A grouped bar chart: one group per category, one bar per series.

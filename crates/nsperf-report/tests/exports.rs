@@ -249,3 +249,61 @@ fn browser_renders_every_chart() {
     assert!(meta.len() > 10_000, "screenshot of {} bytes", meta.len());
     eprintln!("screenshot: {}", shot.display());
 }
+
+/// Issue #15: a link outage a run overlapped is stored with it, shaded on its time-series
+/// chart, named in its findings, and exported in the JSON.
+#[test]
+fn an_outage_is_drawn_named_and_exported() {
+    use nsperf_lab::events::{EventKind, EventSource, LinkEvent};
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+    let plan = Plan::parse(PLAN.as_bytes()).unwrap();
+    let mut ex = MockExecutor::new(Box::new(value));
+    // The link went down half a second before the first run in the lab and stays down.
+    let now = nsperf_core::clock::unix_time_ns();
+    ex.events = vec![LinkEvent {
+        t_s: 10.0,
+        t_unix_ns: now - 500_000_000,
+        source: EventSource::Schedule,
+        kind: EventKind::Down,
+        text: "0s down".into(),
+        directions: vec!["client -> server".into(), "server -> client".into()],
+        links: vec!["client-server".into()],
+        change: None,
+    }];
+    run_plan(
+        &plan,
+        &mut store,
+        &mut ex,
+        &RunOptions::default(),
+        &mut NoProgress,
+    )
+    .unwrap();
+    let data = ExperimentData::load(&store, "latest").unwrap();
+    assert_eq!(data.events.len(), 1, "one run saw it");
+    let (&id, ev) = data.events.iter().next().unwrap();
+    assert_eq!(ev.len(), 1);
+    assert!(ev[0].at_s < -0.4 && ev[0].until_s.is_none(), "{ev:?}");
+    let run = data.runs.iter().find(|r| r.id == id).unwrap();
+    assert_eq!(run.findings.len(), 1);
+    let f = &run.findings[0].message;
+    assert!(
+        f.starts_with("link client-server partitioned (still at the run's end"),
+        "{f}"
+    );
+    let html = String::from_utf8(exporter("html").unwrap().export(&data).unwrap()).unwrap();
+    assert!(html.contains("<g class=\"outage\">"), "shaded");
+    assert!(html.contains("down: 0s down"));
+    assert!(html.contains("Link events and findings"));
+    assert!(html.contains("data-finding=\"link_outage\""));
+    let json: serde_json::Value =
+        serde_json::from_slice(&exporter("json").unwrap().export(&data).unwrap()).unwrap();
+    let r = json["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap();
+    assert_eq!(r["events"][0]["kind"], "down");
+    assert_eq!(r["findings"][0]["id"], "link_outage");
+}

@@ -9,11 +9,13 @@
 #![deny(missing_docs)]
 
 mod error;
+mod events;
 mod model;
 pub mod stats;
 mod store;
 
 pub use error::StoreError;
+pub use events::{RunEvent, RunEventKind};
 pub use model::{
     ExperimentStatus, HostPart, IoShape, Measurement, NicDelta, Phase, RunConditions, RunKey,
     RunStatus, SeriesPoint, UnknownPhase,

@@ -81,6 +81,9 @@ pub struct Measurement {
     pub wire_bytes: Option<u64>,
     /// Wall time of the run.
     pub duration_ns: u64,
+    /// When the engine started measuring (ns since the Unix epoch): time 0 of `series`,
+    /// when the engine says.
+    pub started_unix_ns: Option<u64>,
     /// The resolved parameters, for the record.
     pub spec: BTreeMap<String, String>,
     /// The engine's own report (JSON), verbatim.
@@ -90,6 +93,13 @@ pub struct Measurement {
     /// Per-host parts of a run on several hosts (empty on one host). The headline, series
     /// and metrics above are then the aggregate; a failed part makes the run partial.
     pub hosts: Vec<HostPart>,
+    /// The lab's links during the run (JSON: per direction its parameters and the growth of
+    /// its counters over the run), for a run in a lab.
+    pub lab_json: Option<String>,
+    /// The link events the run overlapped.
+    pub events: Vec<crate::RunEvent>,
+    /// What the runner found about the run (a link outage it crossed).
+    pub findings: Vec<nsperf_core::Finding>,
 }
 
 impl Measurement {

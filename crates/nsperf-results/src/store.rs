@@ -23,8 +23,9 @@ use crate::model::{
 };
 
 /// Version of the store schema (`PRAGMA user_version`). Older stores are upgraded in place
-/// when opened (the columns added since are nullable; version 3 only adds `run_hosts`).
-pub const STORE_VERSION: i64 = 3;
+/// when opened (the columns added since are nullable; version 3 only adds `run_hosts`;
+/// version 4 adds `runs.lab_json`, `runs.findings_json` and `run_events`).
+pub const STORE_VERSION: i64 = 4;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS experiments (
@@ -65,7 +66,19 @@ CREATE TABLE IF NOT EXISTS runs (
     report_json TEXT,
     trace_json TEXT,
     conditions_json TEXT,
+    lab_json TEXT,
+    findings_json TEXT,
     UNIQUE (experiment_id, cell, step, phase, repetition)
+);
+CREATE TABLE IF NOT EXISTS run_events (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    at_s REAL NOT NULL,
+    t_unix_ns INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    directions_json TEXT NOT NULL,
+    until_s REAL
 );
 CREATE TABLE IF NOT EXISTS intervals (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -113,6 +126,7 @@ CREATE INDEX IF NOT EXISTS run_hosts_by_run ON run_hosts(run_id);
 CREATE INDEX IF NOT EXISTS intervals_by_run ON intervals(run_id);
 CREATE INDEX IF NOT EXISTS cpu_by_run ON cpu(run_id);
 CREATE INDEX IF NOT EXISTS nic_by_run ON nic(run_id);
+CREATE INDEX IF NOT EXISTS run_events_by_run ON run_events(run_id);
 ";
 
 /// What version 2 added to a version 1 store.
@@ -120,6 +134,12 @@ const UPGRADE_1_TO_2: &str = "
 ALTER TABLE experiments ADD COLUMN owner_pid INTEGER;
 ALTER TABLE experiments ADD COLUMN owner_start INTEGER;
 ALTER TABLE runs ADD COLUMN conditions_json TEXT;
+";
+
+/// What version 4 added to a version 1-3 store (`run_events` comes with [`SCHEMA`]).
+const UPGRADE_TO_4: &str = "
+ALTER TABLE runs ADD COLUMN lab_json TEXT;
+ALTER TABLE runs ADD COLUMN findings_json TEXT;
 ";
 
 /// One experiment (one execution of a plan, resumed or not).
@@ -192,6 +212,14 @@ pub struct RunRecord {
     pub spec: BTreeMap<String, String>,
     /// What the run was measured under (absent in stores written before version 2).
     pub conditions: Option<RunConditions>,
+    /// The lab's links during the run, as its emulator reported them: per direction the
+    /// parameters and the counters' growth over the run (runs in a lab; store version 4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lab: Option<serde_json::Value>,
+    /// What the runner found about the run beside the engine's own findings (a link outage
+    /// the run crossed, with the figures of its own interval series).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<nsperf_core::Finding>,
 }
 
 /// CPU use of one core over one interval of a run.
@@ -299,10 +327,26 @@ impl Store {
         if version == 1 {
             conn.execute_batch(UPGRADE_1_TO_2).map_err(e)?;
         }
+        if (1..4).contains(&version) {
+            conn.execute_batch(UPGRADE_TO_4).map_err(e)?;
+        }
         conn.execute_batch(SCHEMA).map_err(e)?;
         conn.pragma_update(None, "user_version", STORE_VERSION)
             .map_err(e)?;
         Ok(Store { conn, path: p })
+    }
+
+    /// The connection (for the other modules of this crate).
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// An SQLite error on this store.
+    pub(crate) fn sqlite(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path.clone(),
+            error: source,
+        }
     }
 
     fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
@@ -488,9 +532,10 @@ impl Store {
         tx.execute(
             "INSERT INTO runs (experiment_id, cell, params_json, step, kind, phase, repetition,
              status, error, started_unix_ns, duration_ns, metric, value, payload_bytes,
-             wire_bytes, metrics_json, spec_json, report_json, trace_json, conditions_json)
+             wire_bytes, metrics_json, spec_json, report_json, trace_json, conditions_json,
+             lab_json, findings_json)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-             ?18, ?19, ?20)",
+             ?18, ?19, ?20, ?21, ?22)",
             params![
                 experiment,
                 key.cell,
@@ -512,10 +557,14 @@ impl Store {
                 mm.report_json,
                 mm.trace_json,
                 conditions.map(|c| serde_json::to_string(c).unwrap_or_default()),
+                mm.lab_json,
+                (!mm.findings.is_empty())
+                    .then(|| serde_json::to_string(&mm.findings).unwrap_or_default()),
             ],
         )
         .map_err(&e)?;
         let run_id = tx.last_insert_rowid();
+        crate::events::write(&tx, run_id, &mm.events).map_err(&e)?;
         {
             let mut st = tx
                 .prepare_cached(
@@ -682,7 +731,8 @@ impl Store {
             .prepare(
                 "SELECT id, experiment_id, cell, params_json, step, kind, phase, repetition,
                  status, error, started_unix_ns, duration_ns, metric, value, payload_bytes,
-                 wire_bytes, metrics_json, spec_json, conditions_json FROM runs
+                 wire_bytes, metrics_json, spec_json, conditions_json, lab_json,
+                 findings_json FROM runs
                  WHERE experiment_id = ?1 ORDER BY id",
             )
             .map_err(self.err())?;
@@ -709,6 +759,8 @@ impl Store {
                         r.get::<_, String>(16)?,
                         r.get::<_, String>(17)?,
                         r.get::<_, Option<String>>(18)?,
+                        r.get::<_, Option<String>>(19)?,
+                        r.get::<_, Option<String>>(20)?,
                     ),
                 ))
             })
@@ -732,7 +784,7 @@ impl Store {
                 value,
                 rest,
             ) = row.map_err(self.err())?;
-            let (payload, wire, mj, sj, cj) = rest;
+            let (payload, wire, mj, sj, cj, lj, fj) = rest;
             let bad = |what: &str, e: serde_json::Error| {
                 StoreError::Corrupt(format!("{what} of run {id}: {e}"))
             };
@@ -760,6 +812,13 @@ impl Store {
                 conditions: cj
                     .map(|c| serde_json::from_str(&c).map_err(|e| bad("conditions", e)))
                     .transpose()?,
+                lab: lj
+                    .map(|c| serde_json::from_str(&c).map_err(|e| bad("lab", e)))
+                    .transpose()?,
+                findings: fj
+                    .map(|c| serde_json::from_str(&c).map_err(|e| bad("findings", e)))
+                    .transpose()?
+                    .unwrap_or_default(),
             });
         }
         Ok(v)

@@ -2,8 +2,8 @@
 //! place, and an experiment whose owner is alive refused to `--resume`.
 
 use nsperf_results::{
-    ExperimentStatus, IoShape, Measurement, NewExperiment, Phase, RunConditions, RunHeader, RunKey,
-    RunStatus, STORE_VERSION, SeriesPoint, Store, StoreError,
+    ExperimentStatus, IoShape, Measurement, NewExperiment, Phase, RunConditions, RunEvent,
+    RunEventKind, RunHeader, RunKey, RunStatus, STORE_VERSION, SeriesPoint, Store, StoreError,
 };
 
 fn new_experiment(store: &mut Store, fingerprint: &str) -> i64 {
@@ -129,6 +129,8 @@ fn a_version_1_store_is_upgraded_in_place() {
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].conditions, None);
     assert_eq!(runs[0].value, Some(0.5));
+    assert_eq!((&runs[0].lab, runs[0].findings.len()), (&None, 0));
+    assert!(store.events(runs[0].id).unwrap().is_empty());
     // An interrupted experiment of a version 1 store has no owner: it can be resumed.
     assert_eq!(store.take_over("f1").unwrap(), Some(1));
     drop(store);
@@ -137,6 +139,77 @@ fn a_version_1_store_is_upgraded_in_place() {
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
     assert_eq!(v, STORE_VERSION);
+}
+
+/// Issue #15: a version 3 store gains the lab, findings and link events of runs (version 4)
+/// in place, and they round-trip.
+#[test]
+fn a_version_3_store_gains_link_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v3.db");
+    drop(Store::open(&path).unwrap());
+    // What version 3 had: the same without the version 4 additions.
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "DROP TABLE run_events; ALTER TABLE runs DROP COLUMN lab_json;
+             ALTER TABLE runs DROP COLUMN findings_json; PRAGMA user_version = 3;",
+        )
+        .unwrap();
+    let mut store = Store::open(&path).unwrap();
+    let id = new_experiment(&mut store, "f");
+    let key = RunKey {
+        cell: "-".into(),
+        step: "tcp".into(),
+        phase: Phase::None,
+        repetition: 1,
+    };
+    let events = vec![
+        RunEvent {
+            at_s: -0.5,
+            t_unix_ns: 9_500_000_000,
+            source: "schedule".into(),
+            kind: RunEventKind::Down,
+            text: "1s down".into(),
+            directions: vec!["a -> b".into(), "b -> a".into()],
+            until_s: Some(2.0),
+        },
+        RunEvent {
+            at_s: 2.0,
+            t_unix_ns: 12_000_000_000,
+            source: "schedule".into(),
+            kind: RunEventKind::Up,
+            text: "3.5s up".into(),
+            directions: vec!["a -> b".into(), "b -> a".into()],
+            until_s: None,
+        },
+    ];
+    let finding = nsperf_core::Finding::new(
+        "link_outage",
+        nsperf_core::Severity::Warning,
+        "link a-b partitioned",
+    )
+    .with("outage_s", 2.5);
+    let m = Measurement {
+        metric: "throughput_bps".into(),
+        value: 1e6,
+        lab_json: Some(r#"{"topology":{"kind":"mesh"}}"#.into()),
+        events: events.clone(),
+        findings: vec![finding.clone()],
+        ..Default::default()
+    };
+    let header = RunHeader {
+        key: &key,
+        kind: "net",
+        params: &[],
+        started_unix_ns: 10_000_000_000,
+        conditions: None,
+    };
+    let rid = store.write_run(id, &header, Ok(&m)).unwrap();
+    let r = &store.runs(id).unwrap()[0];
+    assert_eq!(r.findings, [finding]);
+    assert_eq!(r.lab.as_ref().unwrap()["topology"]["kind"], "mesh");
+    assert_eq!(store.events(rid).unwrap(), events);
 }
 
 /// The schema of store version 1, as nsperf 0.1 wrote it.

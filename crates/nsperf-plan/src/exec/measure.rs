@@ -81,6 +81,7 @@ pub(super) fn from_net(r: &NetReport) -> Measurement {
         series: series(points),
         payload_bytes: Some(s.received_bytes),
         duration_ns: r.duration_ns,
+        started_unix_ns: Some(r.started_unix_ns),
         report_json: serde_json::to_string(r).ok(),
         ..Default::default()
     }
@@ -102,6 +103,7 @@ pub(super) fn from_io(r: &IoReport) -> Measurement {
         series: series(points),
         payload_bytes: Some(s.bytes),
         duration_ns: r.duration_ns,
+        started_unix_ns: Some(r.started_unix_ns),
         report_json: serde_json::to_string(r).ok(),
         ..Default::default()
     }
@@ -177,8 +179,12 @@ pub(super) fn attach_nic(
 }
 
 /// The analysis of a capture file by the trace library, as the JSON document that
-/// `nsperf trace --json` prints (findings included).
-pub(super) fn analyse_capture(file: &Path) -> Result<String, ExecError> {
+/// `nsperf trace --json` prints (findings included); with `link`, the emulator's summary of
+/// a capture on the link beside it (`link_capture`).
+pub(super) fn analyse_capture(
+    file: &Path,
+    link: Option<&nsperf_lab::capture::CaptureSummary>,
+) -> Result<String, ExecError> {
     let cfg = nsperf_trace::TraceConfig {
         filter: nsperf_trace::Filter::default(),
         bin_ns: 1_000_000_000,
@@ -199,7 +205,12 @@ pub(super) fn analyse_capture(file: &Path) -> Result<String, ExecError> {
     report.duration_ns = t0.elapsed().as_nanos() as u64;
     report.intervals = intervals;
     report.findings = findings;
-    serde_json::to_string(&report).map_err(|e| ExecError::Other(format!("capture analysis: {e}")))
+    let bad = |e: serde_json::Error| ExecError::Other(format!("capture analysis: {e}"));
+    let mut doc = serde_json::to_value(&report).map_err(bad)?;
+    if let Some(l) = link {
+        doc["link_capture"] = serde_json::to_value(l).map_err(bad)?;
+    }
+    serde_json::to_string(&doc).map_err(bad)
 }
 
 #[cfg(test)]

@@ -5,6 +5,10 @@
 use std::collections::BTreeMap;
 
 use super::{Executor, Lab, Measurement, NicDelta, RunContext, SeriesPoint};
+use nsperf_lab::Schedule;
+use nsperf_lab::events::LinkEvent;
+use nsperf_lab::stats::LabStats;
+
 use crate::error::ExecError;
 use crate::plan::{LinkSettings, ResolvedStep, StepKind, describe_link};
 
@@ -25,6 +29,8 @@ pub struct MockExecutor {
     pub drop_skip: Option<String>,
     /// Steps whose `measure` fails.
     pub failing_steps: Vec<String>,
+    /// What the next `lab_events` returns (then nothing): link events the test makes.
+    pub events: Vec<LinkEvent>,
 }
 
 impl MockExecutor {
@@ -37,6 +43,7 @@ impl MockExecutor {
             lab_taken_by: None,
             drop_skip: None,
             failing_steps: Vec::new(),
+            events: Vec::new(),
         }
     }
 }
@@ -69,6 +76,27 @@ impl Executor for MockExecutor {
 
     fn lab_down(&mut self, lab: &Lab) {
         self.log.push(format!("lab_down {}", lab.name));
+    }
+
+    fn lab_stats(&mut self, _lab: &Lab) -> Option<LabStats> {
+        None
+    }
+
+    fn lab_events(&mut self, _lab: &Lab) -> Vec<LinkEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    fn lab_schedule(&mut self, lab: &Lab, schedule: &Schedule) -> Result<(), ExecError> {
+        self.log.push(format!(
+            "lab_schedule {} {} events",
+            lab.name,
+            schedule.events.len()
+        ));
+        Ok(())
+    }
+
+    fn lab_stop_schedules(&mut self, lab: &Lab) {
+        self.log.push(format!("lab_stop_schedules {}", lab.name));
     }
 
     fn drop_caches(&mut self) -> Result<(), ExecError> {
@@ -179,7 +207,7 @@ impl Executor for MockExecutor {
             spec: step.params.iter().cloned().collect(),
             report_json: None,
             trace_json: None,
-            hosts: Vec::new(),
+            ..Default::default()
         })
     }
 }

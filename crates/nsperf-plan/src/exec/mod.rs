@@ -16,17 +16,23 @@ mod measure;
 pub mod mock;
 pub mod process;
 
+use nsperf_lab::Schedule;
+use nsperf_lab::events::LinkEvent;
+use nsperf_lab::stats::LabStats;
+
 use crate::error::ExecError;
-use crate::plan::{LinkSettings, Phase, Record, ResolvedStep};
+use crate::plan::{LabShape, LinkSettings, Phase, Record, ResolvedStep};
 pub use nsperf_results::{Measurement, NicDelta, SeriesPoint};
 
 /// The lab of one run: the name it has in this run and its sites.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Lab {
     /// Lab name (unique per run unless the plan names it).
     pub name: String,
     /// Site names in order; site `i` has address `10.77.0.(i+1)`.
     pub sites: Vec<String>,
+    /// Its topology, memory and seed.
+    pub shape: LabShape,
 }
 
 /// What the executor is told about the run it carries out.
@@ -59,6 +65,15 @@ pub trait Executor {
     fn lab_set(&mut self, lab: &Lab, link: &LinkSettings) -> Result<(), ExecError>;
     /// Tears the lab down (errors are reported on stderr, never fatal).
     fn lab_down(&mut self, lab: &Lab);
+    /// The lab's links now (parameters and counters of every direction); `None` where they
+    /// cannot be read.
+    fn lab_stats(&mut self, lab: &Lab) -> Option<LabStats>;
+    /// The lab's link events so far (every change with its time).
+    fn lab_events(&mut self, lab: &Lab) -> Vec<LinkEvent>;
+    /// Plays a fault schedule on the lab's links, its times counted from now.
+    fn lab_schedule(&mut self, lab: &Lab, schedule: &Schedule) -> Result<(), ExecError>;
+    /// Stops the schedules playing on the lab's links (what they changed stays).
+    fn lab_stop_schedules(&mut self, lab: &Lab);
     /// Drops the page cache (for `cold` and `remote-warm` phases).
     fn drop_caches(&mut self) -> Result<(), ExecError>;
     /// Runs a command without measuring it (the `prime` of a `remote-warm` phase), in a site

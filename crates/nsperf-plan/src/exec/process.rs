@@ -13,8 +13,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use nsperf_core::process::ProcessId;
-use nsperf_lab::LabError;
+use nsperf_lab::events::LinkEvent;
 use nsperf_lab::lab::{self, UpConfig};
+use nsperf_lab::stats::LabStats;
+use nsperf_lab::{LabError, LinkChange, Schedule};
 use nsperf_net::{ClientConfig, ServerConfig};
 
 use super::child::{self, Background, ChildRun, is_root};
@@ -23,7 +25,8 @@ use super::measure;
 use super::{Executor, Lab, Measurement, RunContext};
 use crate::error::ExecError;
 use crate::plan::{
-    Action, ExecStep, Hosts, IoStep, LinkSettings, NetStep, Payload, Phase, ResolvedStep, Target,
+    Action, CapturePoint, ExecStep, Hosts, IoStep, LinkSettings, NetStep, Payload, Phase,
+    ResolvedStep, Target,
 };
 use crate::step::{NetClient, SiteRef, StepReport, StepRequest, StepSpec};
 
@@ -163,7 +166,7 @@ impl ProcessExecutor {
         n: &NetStep,
     ) -> Result<Measurement, ExecError> {
         let capture = match &n.capture {
-            Some(site) => Some(self.start_capture(ctx.lab, site)?),
+            Some(at) => Some(self.start_capture(ctx.lab, at)?),
             None => None,
         };
         let nic_before = ctx.record.nic.then(|| measure::read_nic(ctx.lab));
@@ -299,43 +302,80 @@ impl ProcessExecutor {
         Ok(m)
     }
 
-    fn start_capture(&mut self, lab: Option<&Lab>, site: &str) -> Result<Capture, ExecError> {
+    fn start_capture(
+        &mut self,
+        lab: Option<&Lab>,
+        at: &CapturePoint,
+    ) -> Result<Capture, ExecError> {
+        let lab = lab.ok_or_else(|| ExecError::Other("a capture needs the lab up".into()))?;
+        self.captures += 1;
+        let file = std::env::temp_dir().join(format!(
+            ".nsperf-capture-{}-{}.pcap{}",
+            std::process::id(),
+            self.captures,
+            if matches!(at, CapturePoint::Link(_)) {
+                "ng"
+            } else {
+                ""
+            }
+        ));
+        let site = match at {
+            CapturePoint::Link(link) => {
+                // The emulator writes the file and starts recording before this returns.
+                let c = lab::capture(&lab.name, link, &file).map_err(lab_error)?;
+                return Ok(Capture::Link(c, file));
+            }
+            CapturePoint::Site(site) => site,
+        };
         if !program_on_path("tcpdump") {
             return Err(ExecError::Skip(
                 "a capture needs tcpdump, which is not installed".into(),
             ));
         }
-        let site = site_ref(lab, Some(site))
-            .ok_or_else(|| ExecError::Other("a capture needs the lab up".into()))?;
-        self.captures += 1;
-        let file = std::env::temp_dir().join(format!(
-            ".nsperf-capture-{}-{}.pcap",
-            std::process::id(),
-            self.captures
-        ));
         let spec = StepSpec::Capture {
-            site,
+            site: SiteRef {
+                lab: lab.name.clone(),
+                site: site.clone(),
+            },
             file: file.clone(),
             snaplen: 256,
         };
         let bg = self.background(&spec, "capture step")?;
         // tcpdump opens its capture a moment after it starts.
         std::thread::sleep(Duration::from_millis(500));
-        Ok(Capture { bg, file })
+        Ok(Capture::Site(bg, file))
     }
 
+    /// Stops a capture and analyses it: `nsperf trace --json` of the file; a capture on the
+    /// link adds the emulator's summary (records and counters per direction) as
+    /// `link_capture`.
     fn finish_capture(&mut self, c: Capture) -> Result<String, ExecError> {
         std::thread::sleep(Duration::from_millis(200));
-        c.bg.interrupt(Duration::from_secs(3));
-        let out = measure::analyse_capture(&c.file);
-        let _ = std::fs::remove_file(&c.file);
+        let (file, summary) = match c {
+            Capture::Site(bg, file) => {
+                bg.interrupt(Duration::from_secs(3));
+                (file, None)
+            }
+            Capture::Link(c, file) => match c.stop() {
+                Ok(s) => (file, Some(s)),
+                Err(e) => {
+                    let _ = std::fs::remove_file(&file);
+                    return Err(lab_error(e));
+                }
+            },
+        };
+        let out = measure::analyse_capture(&file, summary.as_ref());
+        let _ = std::fs::remove_file(&file);
         out
     }
 }
 
-struct Capture {
-    bg: Background,
-    file: PathBuf,
+/// A capture running during a step.
+enum Capture {
+    /// tcpdump in a site, writing this file.
+    Site(Background, PathBuf),
+    /// The emulator, on a link, writing this file.
+    Link(lab::LinkCapture, PathBuf),
 }
 
 fn server_client(host: String, n: &NetStep) -> NetClient {
@@ -429,15 +469,8 @@ impl Executor for ProcessExecutor {
             Err(e) => return Err(lab_error(e)),
         }
         let cfg = UpConfig {
-            name: lab.name.clone(),
-            sites: lab.sites.clone(),
-            clients: 0,
-            mtu: link.mtu(),
-            link: link.change.clone(),
-            schedule: None,
-            allow_deep_idle: false,
             owner: Some(me),
-            ..UpConfig::default()
+            ..crate::plan::up_config(&lab.name, &lab.sites, &lab.shape, link)
         };
         lab::up(&cfg, (self.emulator)(&lab.name))
             .map(|_| ())
@@ -446,9 +479,7 @@ impl Executor for ProcessExecutor {
 
     fn lab_set(&mut self, lab: &Lab, link: &LinkSettings) -> Result<(), ExecError> {
         for change in link.from_default() {
-            if !change.is_empty() {
-                lab::set(&lab.name, &change, None).map_err(lab_error)?;
-            }
+            lab::set(&lab.name, &change, None).map_err(lab_error)?;
         }
         Ok(())
     }
@@ -457,6 +488,24 @@ impl Executor for ProcessExecutor {
         match lab::down(&lab.name, false) {
             Ok(_) | Err(LabError::NotFound(_)) => {}
             Err(e) => eprintln!("nsperf: lab down {}: {e}", lab.name),
+        }
+    }
+
+    fn lab_stats(&mut self, lab: &Lab) -> Option<LabStats> {
+        lab::stats(&lab.name).ok()
+    }
+
+    fn lab_events(&mut self, lab: &Lab) -> Vec<LinkEvent> {
+        lab::events(&lab.name).unwrap_or_default()
+    }
+
+    fn lab_schedule(&mut self, lab: &Lab, schedule: &Schedule) -> Result<(), ExecError> {
+        lab::set(&lab.name, &LinkChange::default(), Some(schedule.clone())).map_err(lab_error)
+    }
+
+    fn lab_stop_schedules(&mut self, lab: &Lab) {
+        if let Err(e) = lab::stop_schedules(&lab.name) {
+            eprintln!("nsperf: lab {}: stopping its schedules: {e}", lab.name);
         }
     }
 

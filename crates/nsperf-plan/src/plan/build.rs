@@ -1,14 +1,16 @@
 //! From the raw plan to the validated [`Plan`]: the lab (checked by the lab's own rules),
 //! the matrix, and every cell expanded and resolved.
 
-use nsperf_lab::LinkSetup;
-use nsperf_lab::lab::UpConfig;
+use nsperf_lab::topology::{Layout, TopologyKind};
+use nsperf_lab::{LinkSetup, Topology};
 
 use super::raw::{Param, RawLab, RawPlan, used_variables, value_text};
 use super::resolve::resolve_step;
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Action, Cell, Hosts, LabSpec, LinkSettings, MAX_RUNS, Plan, Record, bdp_bytes};
+use super::{
+    Action, Cell, Hosts, LabShape, LabSpec, LinkSettings, MAX_RUNS, Plan, Record, bdp_bytes,
+};
 use crate::agent::StepClass;
 use crate::error::PlanError;
 use crate::template::substitute;
@@ -123,38 +125,66 @@ fn host_needs(cells: &[Cell]) -> BTreeMap<String, BTreeSet<StepClass>> {
     needs
 }
 
-/// The lab's name and sites, checked as `nsperf lab up` checks them.
+/// The lab's name, sites and shape, checked as `nsperf lab up` checks them (the link of
+/// each cell is checked with them in [`cell_link`]).
 fn lab_spec(l: &RawLab) -> Result<LabSpec, PlanError> {
-    let spec = LabSpec {
+    let kind = match &l.topology {
+        Some(t) => t
+            .parse()
+            .map_err(|e| invalid(format!("[lab] topology: {e}")))?,
+        None => TopologyKind::Mesh,
+    };
+    let topology = Topology::of_kind(kind, l.server.clone(), l.left.clone())
+        .map_err(|e| invalid(format!("[lab]: {e}")))?;
+    let memory_bytes = match &l.memory {
+        Some(Param::Str(m)) => Some(
+            nsperf_core::Bytes::parse(m)
+                .map_err(|e| invalid(format!("[lab] memory: \"{m}\": {}", e.reason)))?
+                .0,
+        ),
+        Some(other) => {
+            return Err(invalid(format!(
+                "[lab] memory: {other} needs a unit, e.g. \"256m\""
+            )));
+        }
+        None => None,
+    };
+    let mut spec = LabSpec {
         name: l.name.clone(),
         sites: l.sites.clone(),
+        shape: LabShape {
+            topology,
+            memory_bytes,
+            seed: l.seed,
+        },
     };
-    check_lab(&spec, &LinkSetup::default(), "")?;
+    let clients = l.clients.unwrap_or(0) as usize;
+    let (sites, layout) = check_lab(&spec, clients, &LinkSetup::default(), "")?;
+    spec.sites = sites;
+    spec.shape.topology = layout.topology;
     Ok(spec)
 }
 
-/// Checks a lab with one cell's link by the lab's own rules (names, site count, MTU,
-/// `--from`/`--to` sites), as `lab up` will.
-fn check_lab(spec: &LabSpec, link: &LinkSetup, cell_desc: &str) -> Result<(), PlanError> {
+/// Checks a lab with one cell's link by the lab's own rules, as `lab up` will: names, site
+/// count, MTU, topology (a star's server, a dumbbell's groups, reserved names), memory, and
+/// the links and sites the link settings select. Returns every site and the layout.
+fn check_lab(
+    spec: &LabSpec,
+    clients: usize,
+    link: &LinkSetup,
+    cell_desc: &str,
+) -> Result<(Vec<String>, Layout), PlanError> {
     /// The highest pid Linux hands out (`PID_MAX_LIMIT`).
     const PID_MAX: u32 = 1 << 22;
-    let cfg = UpConfig {
-        // A name made for a run is valid by construction; check the longest one.
-        name: spec
-            .name
-            .clone()
-            .unwrap_or_else(|| spec.name_for_run(PID_MAX, u64::MAX)),
-        sites: spec.sites.clone(),
-        clients: 0,
-        mtu: link.mtu(),
-        link: link.change.clone(),
-        schedule: None,
-        allow_deep_idle: false,
-        owner: None,
-        ..UpConfig::default()
-    };
-    nsperf_lab::lab::site_names(&cfg)
-        .map(|_| ())
+    // A name made for a run is valid by construction; check the longest one.
+    let name = spec
+        .name
+        .clone()
+        .unwrap_or_else(|| spec.name_for_run(PID_MAX, u64::MAX));
+    let mut cfg = super::up_config(&name, &spec.sites, &spec.shape, link);
+    cfg.clients = clients;
+    nsperf_lab::lab::plan(&cfg)
+        .map(|(sites, layout, _)| (sites, layout))
         .map_err(|e| invalid(format!("[lab]{cell_desc}: {e}")))
 }
 
@@ -237,10 +267,11 @@ fn cell_link(
     cell_desc: &str,
 ) -> Result<LinkSettings, PlanError> {
     let mut args: Vec<String> = Vec::new();
-    for (flag, p) in [("--rate", &l.rate), ("--rtt", &l.rtt)] {
+    for (flag, p) in l.link_settings() {
         if let Some(p) = p {
             args.push(flag.into());
-            args.push(base.sub(&format!("[lab] {}{cell_desc}", &flag[2..]), p)?);
+            let key = flag[2..].replace('-', "_");
+            args.push(base.sub(&format!("[lab] {key}{cell_desc}"), p)?);
         }
     }
     for p in &l.link_args {
@@ -248,7 +279,7 @@ fn cell_link(
     }
     let link =
         LinkSetup::parse_args(&args).map_err(|e| invalid(format!("[lab]{cell_desc}: {e}")))?;
-    check_lab(spec, &link, cell_desc)?;
+    check_lab(spec, 0, &link, cell_desc)?;
     Ok(link)
 }
 

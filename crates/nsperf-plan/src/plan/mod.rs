@@ -23,7 +23,8 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use nsperf_io::RunConfig;
-use nsperf_lab::LinkSetup;
+use nsperf_lab::lab::UpConfig;
+use nsperf_lab::{LinkSetup, Topology};
 use nsperf_net::TestParams;
 use nsperf_results::{IoShape, RunConditions};
 pub use nsperf_results::{Phase, RunKey};
@@ -50,8 +51,23 @@ pub struct LabSpec {
     /// The name the plan gives (`[lab] name`); without one each run makes a unique name
     /// ([`LabSpec::name_for_run`]), so two runs of one plan never share a lab.
     pub name: Option<String>,
-    /// Site names in order; site `i` has address `10.77.0.(i+1)`.
+    /// Site names in order, the `clients` sites `c1`..`cN` included; site `i` has address
+    /// `10.77.0.(i+1)`.
     pub sites: Vec<String>,
+    /// What only `lab up` sets: the topology, the emulator's memory, the seed.
+    pub shape: LabShape,
+}
+
+/// What a lab is built with that stays the same for the whole run of a plan (`lab up`
+/// only): how the sites are joined, the memory of the delay lines, the impairments' seed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LabShape {
+    /// How the sites are joined (defaults filled in: a star's server, a dumbbell's left).
+    pub topology: Topology,
+    /// Most bytes the emulator's delay lines may hold; `None`: the lab's default.
+    pub memory_bytes: Option<u64>,
+    /// Seed of the impairments' random numbers; `None`: a fresh one from the OS.
+    pub seed: Option<u64>,
 }
 
 impl LabSpec {
@@ -83,6 +99,24 @@ fn base36(mut n: u64) -> String {
 /// The lab link of a cell: parsed by the lab's own parser (the flags of `nsperf lab up`).
 pub type LinkSettings = LinkSetup;
 
+/// The `lab up` configuration of a plan's lab named `name` with one cell's link (no
+/// schedule, no owner: the executor sets the owner).
+pub fn up_config(name: &str, sites: &[String], shape: &LabShape, link: &LinkSettings) -> UpConfig {
+    let d = UpConfig::default();
+    UpConfig {
+        name: name.to_string(),
+        sites: sites.to_vec(),
+        clients: 0,
+        mtu: link.mtu(),
+        topology: shape.topology.clone(),
+        link: link.change.clone(),
+        access: link.access.clone(),
+        memory_bytes: shape.memory_bytes.unwrap_or(d.memory_bytes),
+        seed: shape.seed,
+        ..d
+    }
+}
+
 /// Rate of a lab link in bit/s, when limited.
 pub fn link_rate_bps(l: &LinkSettings) -> Option<f64> {
     l.change.rate_bps.filter(|r| *r > 0.0)
@@ -103,6 +137,12 @@ pub fn bdp_bytes(l: &LinkSettings) -> Option<u64> {
 /// The link in the spelling of `nsperf lab up` flags, for people.
 pub fn describe_link(l: &LinkSettings) -> String {
     let mut s = l.change.to_flags();
+    if !l.access.is_empty() {
+        if !s.is_empty() {
+            s.push(' ');
+        }
+        s.push_str(&l.access.to_flags().replace("--", "--access-"));
+    }
     if let Some(m) = l.mtu {
         if !s.is_empty() {
             s.push(' ');
@@ -191,8 +231,18 @@ pub struct NetStep {
     pub port: u16,
     /// The test, as the network engine takes it (checked by its `validate`).
     pub params: TestParams,
-    /// Take a capture at this site during the step and analyse it.
-    pub capture: Option<String>,
+    /// Take a capture during the step and analyse it.
+    pub capture: Option<CapturePoint>,
+}
+
+/// Where a network step's capture is taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CapturePoint {
+    /// tcpdump on every interface of this site (`capture = "SITE"`).
+    Site(String),
+    /// On this emulated link, both directions, by the lab's emulator (`capture = "link"`:
+    /// the bottleneck of the step's path).
+    Link(String),
 }
 
 /// A file-system step (`type = "io"`), resolved for one cell.
@@ -269,6 +319,9 @@ pub struct ResolvedStep {
     /// The `[hosts]` it runs on (through their agents), when it names some; a network step's
     /// target is then its server host's address.
     pub on: Option<OnHosts>,
+    /// A fault schedule played on the lab's links while the step runs, its times from the
+    /// step's start (stopped, and the cell's link restored, when the step ends).
+    pub schedule: Option<nsperf_lab::Schedule>,
 }
 
 impl ResolvedStep {

@@ -98,10 +98,33 @@ pub(super) struct RawHost {
 pub(super) struct RawLab {
     pub(super) name: Option<String>,
     pub(super) sites: Vec<String>,
+    pub(super) clients: Option<u32>,
+    pub(super) topology: Option<String>,
+    pub(super) server: Option<String>,
+    #[serde(default)]
+    pub(super) left: Vec<String>,
+    pub(super) memory: Option<Param>,
+    pub(super) seed: Option<u64>,
     pub(super) rate: Option<Param>,
     pub(super) rtt: Option<Param>,
+    pub(super) access_rate: Option<Param>,
+    pub(super) access_queue: Option<Param>,
+    pub(super) access_delay: Option<Param>,
     #[serde(default)]
     pub(super) link_args: Vec<Param>,
+}
+
+impl RawLab {
+    /// The link settings that may be templated per cell, with their `lab up` flags.
+    pub(super) fn link_settings(&self) -> [(&'static str, &Option<Param>); 5] {
+        [
+            ("--rate", &self.rate),
+            ("--rtt", &self.rtt),
+            ("--access-rate", &self.access_rate),
+            ("--access-queue", &self.access_queue),
+            ("--access-delay", &self.access_delay),
+        ]
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -169,6 +192,8 @@ pub(super) struct RawStep {
     // many hosts
     pub(super) on: Option<String>,
     pub(super) concurrent: Option<bool>,
+    // a fault schedule played on the lab's links during the step
+    pub(super) schedule: Option<String>,
 }
 
 pub(super) fn value_text(v: &toml::Value) -> String {
@@ -232,7 +257,9 @@ pub(super) fn used_variables(s: &RawStep, raw: &RawPlan) -> Vec<String> {
     if (in_lab || used.iter().any(|u| u == "bdp"))
         && let Some(l) = &raw.lab
     {
-        for p in l.rate.iter().chain(&l.rtt).chain(&l.link_args) {
+        let settings = l.link_settings();
+        let templated = settings.iter().filter_map(|(_, p)| p.as_ref());
+        for p in templated.chain(&l.link_args) {
             used.extend(variables(&p.to_string()));
         }
     }
@@ -258,6 +285,7 @@ pub(super) fn allowed(kind: StepKind) -> &'static [&'static str] {
             "awake",
             "on",
             "concurrent",
+            "schedule",
         ],
         StepKind::Rr => &[
             "client",
@@ -272,6 +300,7 @@ pub(super) fn allowed(kind: StepKind) -> &'static [&'static str] {
             "awake",
             "on",
             "concurrent",
+            "schedule",
         ],
         StepKind::Sweep => &[
             "client",
@@ -284,6 +313,7 @@ pub(super) fn allowed(kind: StepKind) -> &'static [&'static str] {
             "window",
             "on",
             "concurrent",
+            "schedule",
         ],
         StepKind::Io => &[
             "dir",
@@ -298,6 +328,7 @@ pub(super) fn allowed(kind: StepKind) -> &'static [&'static str] {
             "time",
             "on",
             "concurrent",
+            "schedule",
         ],
         StepKind::Exec => &[
             "site",
@@ -307,6 +338,7 @@ pub(super) fn allowed(kind: StepKind) -> &'static [&'static str] {
             "prime",
             "on",
             "concurrent",
+            "schedule",
         ],
     }
 }
@@ -346,7 +378,8 @@ pub(super) fn present_fields(s: &RawStep) -> Vec<&'static str> {
         payload_regex,
         prime,
         on,
-        concurrent
+        concurrent,
+        schedule
     );
     v
 }

@@ -5,13 +5,15 @@ use std::time::Duration;
 
 use nsperf_core::units::{Bytes, parse_duration};
 use nsperf_io::{CacheMode, EngineKind, FsyncMode, RunConfig, Target as IoTarget, Workload};
+use nsperf_lab::Schedule;
+use nsperf_lab::topology::{Layout, LinkKind};
 use nsperf_net::{DEFAULT_PORT, Direction, Mode, TestParams};
 
 use super::build::{Ctx, invalid};
 use super::raw::{Param, RawStep, allowed, present_fields};
 use super::{
-    Action, ExecStep, Hosts, IoStep, LabSpec, NetStep, OnHosts, Payload, Phase, ResolvedStep,
-    StepKind, Target,
+    Action, CapturePoint, ExecStep, Hosts, IoStep, LabSpec, NetStep, OnHosts, Payload, Phase,
+    ResolvedStep, StepKind, Target,
 };
 use crate::error::PlanError;
 
@@ -167,7 +169,13 @@ pub(super) fn resolve_step(
         }
         StepKind::Exec => Action::Exec(exec(&f, s, &phases)?),
     };
-    Ok(ResolvedStep {
+    let schedule = s
+        .schedule
+        .as_ref()
+        .map(|text| Schedule::parse(&format!("of {}", f.at), text.as_bytes()))
+        .transpose()
+        .map_err(|e| invalid(e.to_string()))?;
+    let step = ResolvedStep {
         name: s.name.clone(),
         kind,
         phases: if phases.is_empty() {
@@ -179,7 +187,15 @@ pub(super) fn resolve_step(
         params: Vec::new(),
         action,
         on,
-    })
+        schedule,
+    };
+    if step.schedule.is_some() && !step.needs_lab(lab.is_some()) {
+        return Err(f.err(
+            "schedule",
+            "a schedule plays on the lab's links: the step must run in the lab",
+        ));
+    }
+    Ok(step)
 }
 
 /// `on` (and `concurrent`, and a network step's `server` host): the hosts a step runs on.
@@ -343,10 +359,7 @@ fn net_mode(f: &Fields<'_>, s: &RawStep, kind: StepKind) -> Result<Mode, PlanErr
 
 fn net(f: &Fields<'_>, s: &RawStep, kind: StepKind) -> Result<NetStep, PlanError> {
     let target = net_target(f, s)?;
-    let capture = f.site("capture", &s.capture)?;
-    if capture.is_some() && !matches!(target, Target::Lab { .. }) {
-        return Err(f.err("capture", "captures are taken in a lab site"));
-    }
+    let capture = capture_point(f, s, &target)?;
     let time = f
         .duration("time", &s.time)?
         .unwrap_or(Duration::from_secs(5));
@@ -397,6 +410,47 @@ fn net(f: &Fields<'_>, s: &RawStep, kind: StepKind) -> Result<NetStep, PlanError
         params,
         capture,
     })
+}
+
+/// Where a network step's capture is taken: `"link"` is the emulated link its packets
+/// cross (the lab's bottleneck on their path), any other value a site (tcpdump there).
+fn capture_point(
+    f: &Fields<'_>,
+    s: &RawStep,
+    target: &Target,
+) -> Result<Option<CapturePoint>, PlanError> {
+    let Some(at) = &s.capture else {
+        return Ok(None);
+    };
+    let (Target::Lab { client, server, .. }, Some(lab)) = (target, f.lab) else {
+        return Err(f.err(
+            "capture",
+            "captures are taken in a lab site or on its link (\"link\")",
+        ));
+    };
+    if at != "link" {
+        return Ok(f.site("capture", &s.capture)?.map(CapturePoint::Site));
+    }
+    let layout = Layout::new(&lab.shape.topology, &lab.sites)
+        .map_err(|e| f.err("capture", e.to_string()))?;
+    let index = |s: &str| lab.sites.iter().position(|x| x == s).unwrap_or(0);
+    let (c, v) = (index(client), index(server));
+    // The bottleneck of the path: the mesh's pair link, the star's port, the dumbbell's WAN
+    // (or, within one group, the server's access link).
+    let hops = layout.route(c, v);
+    let dir = hops
+        .hops()
+        .iter()
+        .map(|&d| usize::from(d))
+        .find(|&d| {
+            let kind = layout.links[layout.directions[d].link].kind;
+            kind != LinkKind::Access
+        })
+        .or_else(|| hops.hops().last().map(|&d| usize::from(d)))
+        .ok_or_else(|| f.err("capture", "the client and server share no link"))?;
+    Ok(Some(CapturePoint::Link(
+        layout.links[layout.directions[dir].link].name.clone(),
+    )))
 }
 
 fn io(f: &Fields<'_>, s: &RawStep) -> Result<IoStep, PlanError> {

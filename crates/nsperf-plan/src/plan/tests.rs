@@ -375,6 +375,7 @@ fn unnamed_labs_get_a_name_per_run() {
     let spec = LabSpec {
         name: None,
         sites: vec!["a".into(), "b".into()],
+        shape: LabShape::default(),
     };
     let a = spec.name_for_run(4_194_304, 1_700_000_000_000_000_000);
     let b = spec.name_for_run(4_194_303, 1_700_000_000_000_000_000);
@@ -386,4 +387,124 @@ fn unnamed_labs_get_a_name_per_run() {
         ..spec
     };
     assert_eq!(named.name_for_run(1, 2), "t3");
+}
+
+/// Issue #15: a star or dumbbell in `[lab]`, its access links templated per cell, checked
+/// at load with the lab's own rules.
+#[test]
+fn lab_topologies_load_and_are_checked() {
+    let star = r#"
+name = "office"
+[lab]
+sites = ["srv"]
+clients = 2
+topology = "star"
+rate = "1g"
+access_rate = "{access}"
+access_delay = "1ms"
+memory = "64m"
+seed = 7
+[matrix]
+access = ["100mbit", "1g"]
+[[step]]
+name = "t"
+type = "net"
+client = "c2"
+server = "srv"
+"#;
+    let p = Plan::parse(star.as_bytes()).unwrap();
+    let lab = p.lab.as_ref().unwrap();
+    assert_eq!(lab.sites, ["srv", "c1", "c2"]);
+    assert_eq!(
+        lab.shape,
+        LabShape {
+            topology: nsperf_lab::Topology::Star {
+                server: Some("srv".into())
+            },
+            memory_bytes: Some(64 << 20),
+            seed: Some(7),
+        }
+    );
+    let links: Vec<_> = p.cells.iter().map(|c| c.link.clone().unwrap()).collect();
+    assert_eq!(links[0].access.rate_bps, Some(100e6));
+    assert_eq!(links[1].access.rate_bps, Some(1e9));
+    assert_eq!(links[1].access.delay_ns, Some(1_000_000));
+    assert_eq!(links[1].change.rate_bps, Some(1e9));
+    assert_eq!(
+        describe_link(&links[0]),
+        "--rate 1000000000bit --access-rate 100000000bit --access-delay 1ms"
+    );
+    // The step runs over the access parameter: it is a link setting.
+    assert_eq!(p.total_runs(), 2 * 3);
+    let cfg = up_config("x", &lab.sites, &lab.shape, &links[0]);
+    nsperf_lab::lab::plan(&cfg).unwrap();
+
+    // capture = "link": the bottleneck of the step's path.
+    let captured =
+        |plan: &str| match &Plan::parse(plan.as_bytes()).unwrap().cells[0].steps[0].action {
+            Action::Net(n) => n.capture.clone(),
+            _ => None,
+        };
+    let link = Some(CapturePoint::Link("srv".into()));
+    assert_eq!(captured(&format!("{star}capture = \"link\"\n")), link);
+    let site = Some(CapturePoint::Site("c1".into()));
+    assert_eq!(captured(&format!("{star}capture = \"c1\"\n")), site);
+    let dumbbell = lab_plan(
+        "sites = [\"a\", \"b\", \"c\"]\ntopology = \"dumbbell\"\nleft = [\"a\"]",
+        "",
+    );
+    let p = Plan::parse(dumbbell.as_bytes()).unwrap();
+    assert_eq!(
+        p.lab.unwrap().shape.topology,
+        nsperf_lab::Topology::Dumbbell {
+            left: vec!["a".into()]
+        }
+    );
+    let wan = Some(CapturePoint::Link("wan".into()));
+    assert_eq!(captured(&format!("{dumbbell}capture = \"link\"\n")), wan);
+    let mesh = lab_plan("sites = [\"a\", \"b\"]", "");
+    let pair = Some(CapturePoint::Link("a-b".into()));
+    assert_eq!(captured(&format!("{mesh}capture = \"link\"\n")), pair);
+    let sites = "sites = [\"a\", \"b\"]";
+    for (lab, want) in [
+        (
+            "topology = \"ring\"",
+            "[lab] topology: invalid topology 'ring'",
+        ),
+        (
+            "server = \"a\"",
+            "[lab]: server belongs to topology star, not mesh",
+        ),
+        (
+            "topology = \"star\"\nleft = [\"a\"]",
+            "left belongs to topology dumbbell",
+        ),
+        ("topology = \"star\"\nserver = \"zz\"", "no site named 'zz'"),
+        (
+            "topology = \"dumbbell\"\nleft = [\"a\", \"b\"]",
+            "at least one site on each side",
+        ),
+        (
+            "access_rate = \"1g\"",
+            "access links exist in a star or dumbbell",
+        ),
+        ("memory = \"1k\"", "--memory must allow at least 1 MiB"),
+        ("memory = 5", "[lab] memory: 5 needs a unit"),
+        (
+            "topology = \"star\"\nlink_args = [\"--link\", \"c9\"]",
+            "no link named 'c9'",
+        ),
+        (
+            "topology = \"star\"\naccess_queue = \"0\"",
+            "[lab]: invalid queue '0'",
+        ),
+    ] {
+        let e = err_of(&lab_plan(&format!("{sites}\n{lab}"), ""));
+        assert!(e.contains(want), "{lab}: {e}");
+    }
+    let e = err_of(&lab_plan(
+        "sites = [\"a\", \"b\", \"sw\"]\ntopology = \"star\"",
+        "",
+    ));
+    assert!(e.contains("reserved"), "{e}");
 }

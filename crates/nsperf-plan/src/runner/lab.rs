@@ -3,9 +3,13 @@
 //! down when the run ends for any reason. Built under a name unique to this run unless the
 //! plan names it.
 
+use nsperf_lab::events::{self, LinkEvent, RunSeries};
+use nsperf_lab::stats::{LabStats, LinksOverRun};
+use nsperf_results::{Measurement, RunEvent, RunEventKind};
+
 use crate::error::ExecError;
 use crate::exec::{Executor, Lab};
-use crate::plan::{LabSpec, LinkSettings, describe_link};
+use crate::plan::{Action, LabSpec, LinkSettings, ResolvedStep, describe_link};
 
 use super::Progress;
 
@@ -18,6 +22,14 @@ enum State {
     Up(Box<LinkSettings>),
     /// Could not be built: skipped (true: cannot here) or failed, and why.
     Unavailable(bool, String),
+}
+
+/// What the lab's links did during one run of a step: started as the step starts,
+/// finished into its measurement as it ends.
+pub(super) struct LinkWatch {
+    before: Option<LabStats>,
+    start_unix_ns: u64,
+    scheduled: bool,
 }
 
 /// The lab of one run.
@@ -34,6 +46,7 @@ impl LabRun {
             lab: Lab {
                 name: spec.name_for_run(std::process::id(), nsperf_core::clock::unix_time_ns()),
                 sites: spec.sites.clone(),
+                shape: spec.shape.clone(),
             },
             state: State::Down,
         }
@@ -105,6 +118,70 @@ impl LabRun {
         }
     }
 
+    /// Starts watching the links for a run of `step` (playing its schedule); `None` when
+    /// the lab is not up.
+    pub(super) fn watch(
+        &mut self,
+        exec: &mut dyn Executor,
+        step: &ResolvedStep,
+    ) -> Result<Option<LinkWatch>, ExecError> {
+        if self.up().is_none() {
+            return Ok(None);
+        }
+        let before = exec.lab_stats(&self.lab);
+        let start_unix_ns = nsperf_core::clock::unix_time_ns();
+        if let Some(s) = &step.schedule {
+            exec.lab_schedule(&self.lab, s)?;
+        }
+        Ok(Some(LinkWatch {
+            before,
+            start_unix_ns,
+            scheduled: step.schedule.is_some(),
+        }))
+    }
+
+    /// Ends a watch: stops the step's schedule and puts the cell's link back; gives the
+    /// measurement the lab's links over the run, the link events it overlapped and the
+    /// outages it crossed (with the figures of its own series).
+    pub(super) fn finish(
+        &mut self,
+        exec: &mut dyn Executor,
+        w: LinkWatch,
+        step: &ResolvedStep,
+        m: Option<&mut Measurement>,
+    ) -> Result<(), ExecError> {
+        let end_unix_ns = nsperf_core::clock::unix_time_ns();
+        let after = exec.lab_stats(&self.lab);
+        let all = exec.lab_events(&self.lab);
+        if w.scheduled {
+            exec.lab_stop_schedules(&self.lab);
+            if let State::Up(link) = &self.state {
+                exec.lab_set(&self.lab, link)?;
+            }
+        }
+        let Some(m) = m else { return Ok(()) };
+        if let (Some(b), Some(a)) = (&w.before, &after) {
+            m.lab_json = serde_json::to_string(&LinksOverRun::between(b, a)).ok();
+        }
+        // Times on the series' clock: from the engine's start when it says.
+        let origin = m.started_unix_ns.unwrap_or(w.start_unix_ns);
+        m.events = run_events(&all, origin, w.start_unix_ns, end_unix_ns);
+        let intervals: Vec<events::Interval> = m
+            .series
+            .iter()
+            .map(|p| (p.start_s, p.length_s, p.value))
+            .collect();
+        let tcp = matches!(step.action, Action::Net(_));
+        let series = (!intervals.is_empty()).then_some(RunSeries {
+            intervals: &intervals,
+            backoff_cause: tcp.then_some("TCP's retransmission backoff"),
+        });
+        let end = origin.max(end_unix_ns);
+        m.findings
+            .extend(events::outage_findings(&all, origin, end, series));
+        Ok(())
+    }
+
     /// Tears the lab down if this run built it.
     pub(super) fn down(&mut self, exec: &mut dyn Executor) {
         if matches!(self.state, State::Up(_)) {
@@ -112,4 +189,26 @@ impl LabRun {
             self.state = State::Down;
         }
     }
+}
+
+/// The link changes a run from `start` to `end` overlapped, on the clock whose 0 is
+/// `origin` (all Unix ns).
+fn run_events(all: &[LinkEvent], origin: u64, start: u64, end: u64) -> Vec<RunEvent> {
+    let rel = |t: u64| (t as f64 - origin as f64) / 1e9;
+    events::during(all, start, end)
+        .into_iter()
+        .map(|(e, until)| RunEvent {
+            at_s: rel(e.t_unix_ns),
+            t_unix_ns: e.t_unix_ns,
+            source: e.source.to_string(),
+            kind: match e.kind {
+                events::EventKind::Down => RunEventKind::Down,
+                events::EventKind::Up => RunEventKind::Up,
+                _ => RunEventKind::Change,
+            },
+            text: e.text.clone(),
+            directions: e.directions.clone(),
+            until_s: until.map(rel),
+        })
+        .collect()
 }

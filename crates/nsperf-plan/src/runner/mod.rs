@@ -265,13 +265,13 @@ impl Runner<'_> {
         step: &ResolvedStep,
         key: &RunKey,
     ) -> Result<crate::exec::Measurement, ExecError> {
-        if step.needs_lab(self.plan.lab.is_some())
-            && let (Some(lab), Some(link)) = (self.lab.as_deref_mut(), &cell.link)
-        {
+        let in_lab = step.needs_lab(self.plan.lab.is_some());
+        if in_lab && let (Some(lab), Some(link)) = (self.lab.as_deref_mut(), &cell.link) {
             lab.ensure(self.exec, self.progress, link)?;
         }
+        let up = self.lab.as_deref().and_then(LabRun::up).cloned();
         let ctx = RunContext {
-            lab: self.lab.as_deref().and_then(LabRun::up),
+            lab: up.as_ref(),
             record: self.plan.record,
             cell: &key.cell,
             phase: key.phase,
@@ -300,6 +300,14 @@ impl Runner<'_> {
                 }
             }
         }
-        self.exec.measure(&ctx, step)
+        let watch = match self.lab.as_deref_mut() {
+            Some(lab) if in_lab => lab.watch(self.exec, step)?,
+            _ => None,
+        };
+        let mut m = self.exec.measure(&ctx, step);
+        if let (Some(w), Some(lab)) = (watch, self.lab.as_deref_mut()) {
+            lab.finish(self.exec, w, step, m.as_mut().ok())?;
+        }
+        m
     }
 }

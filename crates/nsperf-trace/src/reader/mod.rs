@@ -27,6 +27,17 @@ use crate::wire::link::LinkType;
 const BUFFER_BYTES: usize = 256 * 1024;
 /// Largest record the buffer grows to hold; a record claiming more ends the reading.
 const MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
+/// The vantage point a section's comment declares: the text after `vantage: ` (at most
+/// 100 characters of it).
+fn declared_vantage(options: &[pcap_parser::pcapng::PcapNGOption<'_>]) -> Option<String> {
+    options
+        .iter()
+        .filter(|o| o.code == pcap_parser::pcapng::OptionCode::Comment)
+        .filter_map(|o| o.as_str().ok())
+        .find_map(|c| c.strip_prefix("vantage: "))
+        .map(|v| v.chars().take(100).collect())
+}
+
 /// Snapshot lengths below this are not trusted as a bound (some writers put 0 or a small
 /// value in the header and still write whole packets).
 const MIN_SNAPLEN_CHECK: u32 = 262_144;
@@ -61,6 +72,11 @@ pub struct ReadStats {
     pub truncated: bool,
     /// Why reading stopped early, with the byte offset; `None` when the file was read to its end.
     pub stopped_early: Option<String>,
+    /// Where the capture was taken, as the file itself says (a pcapng section comment
+    /// `vantage: …`, which `nsperf lab capture` writes: `link (middle of the path)`); `None`
+    /// when the file does not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declared_vantage: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -190,9 +206,12 @@ impl CaptureReader {
                                 });
                             }
                         }
-                        PcapBlockOwned::NG(Block::SectionHeader(_)) => {
+                        PcapBlockOwned::NG(Block::SectionHeader(shb)) => {
                             self.stats.format = "pcapng";
                             self.interfaces.clear();
+                            if let Some(v) = declared_vantage(&shb.options) {
+                                self.stats.declared_vantage = Some(v);
+                            }
                         }
                         PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
                             self.interfaces.push(Interface {
@@ -411,5 +430,43 @@ mod plain_words {
                 "{debug}: {words}"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod vantage_comment {
+    use super::*;
+
+    /// A little-endian section header block with `comment` as its only option.
+    fn section(comment: &[u8]) -> Vec<u8> {
+        let mut body = Vec::new();
+        body.extend_from_slice(&0x1A2B_3C4Du32.to_le_bytes());
+        body.extend_from_slice(&1u16.to_le_bytes());
+        body.extend_from_slice(&0u16.to_le_bytes());
+        body.extend_from_slice(&u64::MAX.to_le_bytes());
+        body.extend_from_slice(&1u16.to_le_bytes());
+        body.extend_from_slice(&(comment.len() as u16).to_le_bytes());
+        body.extend_from_slice(comment);
+        body.resize(body.len().next_multiple_of(4), 0);
+        body.extend_from_slice(&[0; 4]);
+        let len = (body.len() + 12) as u32;
+        let mut v = 0x0A0D_0D0Au32.to_le_bytes().to_vec();
+        v.extend_from_slice(&len.to_le_bytes());
+        v.extend_from_slice(&body);
+        v.extend_from_slice(&len.to_le_bytes());
+        v
+    }
+
+    /// Issue 15: a capture of `nsperf lab capture` says it was taken on the link.
+    #[test]
+    fn the_section_comment_declares_the_vantage_point() {
+        let (_, s) = read_all_bytes(&section(b"vantage: link (middle of the path)")).unwrap();
+        assert_eq!(s.format, "pcapng");
+        assert_eq!(
+            s.declared_vantage.as_deref(),
+            Some("link (middle of the path)")
+        );
+        let (_, s) = read_all_bytes(&section(b"taken on the NAS")).unwrap();
+        assert_eq!(s.declared_vantage, None);
     }
 }

@@ -353,29 +353,8 @@ fn report_stopped(lab: &str, r: &lab::DownReport) {
     }
 }
 
-fn topology(a: &UpArgs) -> anyhow::Result<Topology> {
-    let misplaced = |flag: &str| {
-        LabError::Usage(format!(
-            "{flag} belongs to --topology {}",
-            match flag {
-                "--server" => "star",
-                _ => "dumbbell",
-            }
-        ))
-    };
-    Ok(match a.topology {
-        TopologyKind::Mesh if a.server.is_some() => return Err(misplaced("--server").into()),
-        TopologyKind::Mesh if !a.left.is_empty() => return Err(misplaced("--left").into()),
-        TopologyKind::Mesh => Topology::Mesh,
-        TopologyKind::Star if !a.left.is_empty() => return Err(misplaced("--left").into()),
-        TopologyKind::Star => Topology::Star {
-            server: a.server.clone(),
-        },
-        TopologyKind::Dumbbell if a.server.is_some() => return Err(misplaced("--server").into()),
-        TopologyKind::Dumbbell => Topology::Dumbbell {
-            left: a.left.clone(),
-        },
-    })
+fn topology(a: &UpArgs) -> Result<Topology, LabError> {
+    Topology::of_kind(a.topology, a.server.clone(), a.left.clone())
 }
 
 /// The command that runs lab `name`'s emulator process (`nsperf lab emulate NAME`), for

@@ -100,6 +100,9 @@ fn print_human(r: &TraceReport) -> anyhow::Result<()> {
         s.non_ip_packets,
         s.unusable_packets
     );
+    if let Some(v) = &c.declared_vantage {
+        let _ = writeln!(o, "vantage (as the capture declares it): {v}");
+    }
     if let Some(w) = &c.stopped_early {
         let _ = writeln!(o, "warning: {w}");
     }
