@@ -304,30 +304,45 @@ impl RunConfig {
         if self.iodepth == 0 || self.iodepth > 4096 {
             return bad("--iodepth must be 1..4096".into());
         }
-        let nfs_target = matches!(self.target, Target::Nfs { .. });
-        if nfs_target != (self.engine == EngineKind::Nfs) {
-            return bad(if nfs_target {
-                format!(
-                    "an nfs:// target is done by --engine nfs, not {}",
+        let proto = match &self.target {
+            Target::Nfs { .. } => Some(EngineKind::Nfs),
+            Target::Smb { .. } => Some(EngineKind::Smb),
+            _ => None,
+        };
+        let wants = matches!(self.engine, EngineKind::Nfs | EngineKind::Smb).then_some(self.engine);
+        if proto != wants {
+            return bad(match (proto, wants) {
+                (Some(p), _) => format!(
+                    "an {p}:// target is done by --engine {p}, not {}",
                     self.engine
-                )
-            } else {
-                "--engine nfs needs an nfs://HOST[:PORT]/EXPORT/PATH target".into()
+                ),
+                (None, Some(EngineKind::Smb)) => {
+                    "--engine smb needs an smb://HOST[:PORT]/SHARE/PATH target".into()
+                }
+                _ => "--engine nfs needs an nfs://HOST[:PORT]/EXPORT/PATH target".into(),
             });
         }
-        if nfs_target && self.verify.is_some() {
-            return bad("--verify is not available for nfs:// targets yet (the nfs engine does not stamp its layout)".into());
-        }
-        if nfs_target {
+        if let Some(p) = proto {
+            if self.verify.is_some() {
+                return bad(format!(
+                    "--verify is not available for {p}:// targets yet (the {p} engine does not stamp its layout)"
+                ));
+            }
             match self.cache {
                 CacheMode::Warm => {
-                    return bad("--cache warm means the client's page cache holds the data; the nfs engine has none (it reads from the server every time): use --cache remote-warm (the server's cache holds it) or cold".into());
+                    return bad(format!(
+                        "--cache warm means the client's page cache holds the data; the {p} engine has none (it reads from the server every time): use --cache remote-warm (the server's cache holds it) or cold"
+                    ));
                 }
                 CacheMode::Direct => {
-                    return bad("--cache direct does not apply to the nfs engine: it has no client cache to bypass (use remote-warm or cold)".into());
+                    return bad(format!(
+                        "--cache direct does not apply to the {p} engine: it has no client cache to bypass (use remote-warm or cold)"
+                    ));
                 }
                 CacheMode::Cold if !self.drop_caches => {
-                    return bad("--cache cold on an nfs:// target needs the server's cache evicted: add --drop-caches (root) when the server runs on this machine (a lab site), or use remote-warm".into());
+                    return bad(format!(
+                        "--cache cold on an {p}:// target needs the server's cache evicted: add --drop-caches (root) when the server runs on this machine (a lab site), or use remote-warm"
+                    ));
                 }
                 _ => {}
             }
@@ -359,7 +374,7 @@ impl RunConfig {
             }
         }
         if matches!(self.target, Target::Device { .. }) && self.cache == CacheMode::RemoteWarm {
-            return bad("--cache remote-warm needs a file on a network file system or an nfs:// target, not a device".into());
+            return bad("--cache remote-warm needs a file on a network file system or an nfs:// or smb:// target, not a device".into());
         }
         if self.drop_caches && self.cache != CacheMode::Cold {
             return bad("--drop-caches goes with --cache cold".into());

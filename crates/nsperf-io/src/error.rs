@@ -41,14 +41,18 @@ pub enum IoError {
     /// The NFS client failed before or around the measured pass (mount, create, remove).
     #[error(transparent)]
     Nfs(#[from] nsperf_nfs::NfsError),
+    /// The SMB client failed before or around the measured pass (log on, share, create).
+    #[error(transparent)]
+    Smb(#[from] nsperf_smb::SmbError),
     /// An op on a remote file failed during the run.
     #[error("{what} {path}: {source}")]
     Remote {
         /// The operation.
         what: &'static str,
-        /// The file (`nfs://HOST/EXPORT/PATH/.nsperf-…`).
+        /// The file (`nfs://HOST/EXPORT/PATH/.nsperf-…`, `smb://HOST/SHARE/PATH/.nsperf-…`).
         path: String,
-        /// The error; an [`nsperf_nfs::NfsError`] inside when the protocol failed.
+        /// The error; an [`nsperf_nfs::NfsError`] or [`nsperf_smb::SmbError`] inside when the
+        /// protocol failed.
         source: std::io::Error,
     },
     /// A system call failed during the run.
@@ -105,16 +109,21 @@ impl Classify for IoError {
             IoError::DropCaches(_) => Failure::Permission,
             IoError::Interrupted => Failure::Interrupted,
             IoError::Nfs(e) => e.failure(),
+            IoError::Smb(e) => e.failure(),
             IoError::Remote { source, .. } | IoError::Os { source, .. } => match source
                 .raw_os_error()
             {
                 Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => Failure::Permission,
                 Some(libc::EINTR) => Failure::Interrupted,
-                _ => source
-                    .get_ref()
-                    .and_then(|e| e.downcast_ref::<nsperf_nfs::NfsError>())
-                    .map(Classify::failure)
-                    .unwrap_or(Failure::Runtime),
+                _ => match source.get_ref() {
+                    Some(e) if e.is::<nsperf_nfs::NfsError>() => e
+                        .downcast_ref::<nsperf_nfs::NfsError>()
+                        .map_or(Failure::Runtime, Classify::failure),
+                    Some(e) => e
+                        .downcast_ref::<nsperf_smb::SmbError>()
+                        .map_or(Failure::Runtime, Classify::failure),
+                    None => Failure::Runtime,
+                },
             },
         }
     }

@@ -90,7 +90,7 @@ pub fn findings(
     short_pass(s, &mut out);
     crate::findings_fs::fs_findings(cfg, s, facts, &mut out);
     verify_findings(s, &mut out);
-    let remote = matches!(cfg.target, crate::target::Target::Nfs { .. });
+    let remote = cfg.target.is_remote();
     if s.write_bytes > 0
         && cfg.fsync == FsyncMode::None
         && cfg.cache != CacheMode::Direct

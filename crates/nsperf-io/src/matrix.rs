@@ -298,8 +298,8 @@ pub fn run_matrix_observed(
             &mut s,
             on_cell,
         ),
-        EngineKind::Nfs => Err(IoError::Config(
-            "io auto works on local directories and mounts; an nfs:// target takes io run".into(),
+        EngineKind::Nfs | EngineKind::Smb => Err(IoError::Config(
+            "io auto works on local directories and mounts; an nfs:// or smb:// target takes io run".into(),
         )),
     };
     drop(guard);

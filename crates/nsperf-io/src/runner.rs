@@ -131,7 +131,7 @@ pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
 /// workloads run.
 pub fn run_observed(cfg: &RunConfig, observer: Option<Observer<'_>>) -> Result<IoReport, IoError> {
     cfg.validate()?;
-    if matches!(cfg.target, Target::Nfs { .. }) {
+    if cfg.target.is_remote() {
         return crate::remote::run(cfg);
     }
     let pre = match &cfg.target {
@@ -142,7 +142,7 @@ pub fn run_observed(cfg: &RunConfig, observer: Option<Observer<'_>>) -> Result<I
             cfg.clean_stale,
             cfg.engine == EngineKind::Mmap,
         )?,
-        Target::Device { .. } | Target::Nfs { .. } => Preflight::default(),
+        Target::Device { .. } | Target::Nfs { .. } | Target::Smb { .. } => Preflight::default(),
     };
     match cfg.workload {
         w if w.is_block() => run_block(cfg, pre, observer),
@@ -183,7 +183,7 @@ pub(crate) fn context(
     let mem = crate::memory::MemoryFacts::read(facts.mem_available_bytes);
     let fs = match &cfg.target {
         Target::Dir { path } => crate::fsinfo::of_path(path),
-        Target::Device { .. } | Target::Nfs { .. } => None,
+        Target::Device { .. } | Target::Nfs { .. } | Target::Smb { .. } => None,
     };
     (facts, mem, fs)
 }
@@ -240,7 +240,7 @@ fn run_block(
                 len: per_file,
             });
         }
-        Target::Nfs { .. } => return crate::remote::run(cfg),
+        Target::Nfs { .. } | Target::Smb { .. } => return crate::remote::run(cfg),
     }
     if cfg.cache == CacheMode::RemoteWarm {
         if let Target::Dir { path } = &cfg.target {
@@ -320,10 +320,10 @@ fn run_block(
         }),
         EngineKind::Mmap => run_jobs(cfg, plans, observer, |_: &JobPlan| Ok(Mmap::new())),
         EngineKind::Null => run_jobs(cfg, plans, observer, |_: &JobPlan| Ok(Null::new())),
-        EngineKind::Nfs => {
-            return Err(IoError::Config(
-                "--engine nfs needs an nfs:// target".into(),
-            ));
+        EngineKind::Nfs | EngineKind::Smb => {
+            return Err(IoError::Config(format!(
+                "--engine {engine} needs an {engine}:// target"
+            )));
         }
     };
     let cpu = monitor.stop();

@@ -15,6 +15,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use nsperf_nfs::NfsUrl;
+use nsperf_smb::SmbUrl;
 use serde::{Deserialize, Serialize};
 
 use crate::error::IoError;
@@ -44,6 +45,16 @@ pub enum Target {
         /// `nfs://HOST[:PORT]/EXPORT/PATH`.
         url: NfsUrl,
     },
+    /// A directory in an SMB share, reached by the user-space `smb` engine; nsperf creates
+    /// (and removes) its own `.nsperf-*` files there, as in [`Target::Dir`].
+    Smb {
+        /// `smb://HOST[:PORT]/SHARE/PATH`.
+        url: SmbUrl,
+        /// smbclient-style authentication file; without it, the environment
+        /// (`NSPERF_SMB_USER`, …) or a guest session. Never the secret itself.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        credentials: Option<PathBuf>,
+    },
 }
 
 impl Target {
@@ -52,14 +63,20 @@ impl Target {
         match self {
             Target::Dir { path } | Target::Device { path, .. } => path,
             Target::Nfs { url } => Path::new(url.path.as_str()),
+            Target::Smb { url, .. } => Path::new(url.path.as_str()),
         }
+    }
+
+    /// True for a network file protocol target (`nfs://`, `smb://`).
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Target::Nfs { .. } | Target::Smb { .. })
     }
 
     /// The local path given, if the target is local.
     pub fn local_path(&self) -> Option<&Path> {
         match self {
             Target::Dir { path } | Target::Device { path, .. } => Some(path),
-            Target::Nfs { .. } => None,
+            Target::Nfs { .. } | Target::Smb { .. } => None,
         }
     }
 }
@@ -69,6 +86,7 @@ impl std::fmt::Display for Target {
         match self {
             Target::Dir { path } | Target::Device { path, .. } => write!(f, "{}", path.display()),
             Target::Nfs { url } => write!(f, "{url}"),
+            Target::Smb { url, .. } => write!(f, "{url}"),
         }
     }
 }

@@ -21,6 +21,7 @@ mod model;
 pub mod netns;
 mod packet;
 mod rng;
+pub mod samba;
 mod schedule;
 pub mod service;
 mod setup;

@@ -28,6 +28,8 @@ use crate::state::{lab_dir, process_start_ticks, write_atomic};
 pub enum Protocol {
     /// NFSv3 (with MOUNT and the portmapper).
     Nfs,
+    /// SMB 2/3 (Samba's smbd).
+    Smb,
 }
 
 impl FromStr for Protocol {
@@ -35,8 +37,9 @@ impl FromStr for Protocol {
     fn from_str(s: &str) -> Result<Protocol> {
         match s.to_ascii_lowercase().as_str() {
             "nfs" | "nfs3" => Ok(Protocol::Nfs),
+            "smb" | "cifs" => Ok(Protocol::Smb),
             _ => Err(LabError::Usage(format!(
-                "unknown file protocol '{s}' (nfs)"
+                "unknown file protocol '{s}' (nfs, smb)"
             ))),
         }
     }
@@ -46,6 +49,7 @@ impl fmt::Display for Protocol {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Protocol::Nfs => "nfs",
+            Protocol::Smb => "smb",
         })
     }
 }
@@ -58,6 +62,26 @@ pub enum ServerKind {
     Embedded,
     /// nfs-ganesha (Debian nfs-ganesha, nfs-ganesha-vfs) with its own rpcbind in the site.
     Ganesha,
+    /// Samba's smbd (Debian samba), the server of `smb`.
+    Samba,
+}
+
+impl Protocol {
+    /// The server of this protocol when none is named.
+    pub fn default_server(self) -> ServerKind {
+        match self {
+            Protocol::Nfs => ServerKind::Embedded,
+            Protocol::Smb => ServerKind::Samba,
+        }
+    }
+
+    /// Whether `server` serves this protocol.
+    pub fn served_by(self, server: ServerKind) -> bool {
+        match self {
+            Protocol::Nfs => matches!(server, ServerKind::Embedded | ServerKind::Ganesha),
+            Protocol::Smb => server == ServerKind::Samba,
+        }
+    }
 }
 
 impl FromStr for ServerKind {
@@ -66,8 +90,9 @@ impl FromStr for ServerKind {
         match s.to_ascii_lowercase().as_str() {
             "embedded" | "nsperf" => Ok(ServerKind::Embedded),
             "ganesha" | "nfs-ganesha" => Ok(ServerKind::Ganesha),
+            "samba" | "smbd" => Ok(ServerKind::Samba),
             _ => Err(LabError::Usage(format!(
-                "unknown server '{s}' (embedded, ganesha)"
+                "unknown server '{s}' (embedded, ganesha, samba)"
             ))),
         }
     }
@@ -78,6 +103,7 @@ impl fmt::Display for ServerKind {
         f.write_str(match self {
             ServerKind::Embedded => "embedded",
             ServerKind::Ganesha => "ganesha",
+            ServerKind::Samba => "samba",
         })
     }
 }
@@ -393,11 +419,14 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_config_mentions_the_export() {
-        for k in [ServerKind::Embedded, ServerKind::Ganesha] {
+        for k in [ServerKind::Embedded, ServerKind::Ganesha, ServerKind::Samba] {
             assert_eq!(k.to_string().parse::<ServerKind>().unwrap(), k);
         }
         assert_eq!("NFS".parse::<Protocol>().unwrap(), Protocol::Nfs);
-        assert!("smb".parse::<Protocol>().is_err());
+        assert_eq!("smb".parse::<Protocol>().unwrap(), Protocol::Smb);
+        assert!("afp".parse::<Protocol>().is_err());
+        assert!(Protocol::Smb.served_by(Protocol::Smb.default_server()));
+        assert!(!Protocol::Nfs.served_by(ServerKind::Samba));
         let c = ganesha_config(
             Path::new("/srv/x"),
             "10.77.0.2".parse().unwrap(),

@@ -66,6 +66,7 @@ const PROBES: &[Probe] = &[
     probe::<nsperf_net::NetError>,
     probe::<nsperf_io::IoError>,
     probe::<nsperf_nfs::NfsError>,
+    probe::<nsperf_smb::SmbError>,
     probe::<nsperf_doctor::DoctorError>,
 ];
 

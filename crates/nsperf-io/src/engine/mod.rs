@@ -10,6 +10,7 @@ pub mod mmap;
 pub mod nfs;
 pub mod null;
 pub mod psync;
+pub mod smb;
 pub mod uring;
 
 use std::io;
@@ -24,6 +25,7 @@ pub use mmap::Mmap;
 pub use nfs::Nfs;
 pub use null::Null;
 pub use psync::Psync;
+pub use smb::Smb;
 pub use uring::Uring;
 
 /// What an engine can do.
@@ -86,16 +88,20 @@ pub enum EngineKind {
     /// NFSv3 over TCP in user space (`nfs://` targets): `--iodepth` RPCs in flight on each
     /// job's connection.
     Nfs,
+    /// SMB 2/3 in user space (`smb://` targets): `--iodepth` requests in flight on each
+    /// job's connection.
+    Smb,
 }
 
 impl EngineKind {
     /// Every engine.
-    pub const ALL: [EngineKind; 5] = [
+    pub const ALL: [EngineKind; 6] = [
         EngineKind::Psync,
         EngineKind::Uring,
         EngineKind::Mmap,
         EngineKind::Null,
         EngineKind::Nfs,
+        EngineKind::Smb,
     ];
 
     /// The name used on the command line and in JSON.
@@ -106,6 +112,7 @@ impl EngineKind {
             EngineKind::Mmap => "mmap",
             EngineKind::Null => "null",
             EngineKind::Nfs => "nfs",
+            EngineKind::Smb => "smb",
         }
     }
 
@@ -117,6 +124,7 @@ impl EngineKind {
             "mmap" => EngineKind::Mmap,
             "null" => EngineKind::Null,
             "nfs" | "nfs3" | "libnfs" => EngineKind::Nfs,
+            "smb" | "smb2" | "smb3" | "cifs" => EngineKind::Smb,
             _ => return None,
         })
     }
@@ -129,6 +137,7 @@ impl EngineKind {
             EngineKind::Mmap => Mmap::CAPS,
             EngineKind::Null => Null::CAPS,
             EngineKind::Nfs => Nfs::CAPS,
+            EngineKind::Smb => Smb::CAPS,
         }
     }
 }
@@ -137,7 +146,9 @@ impl std::str::FromStr for EngineKind {
     type Err = crate::IoError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         EngineKind::parse(s).ok_or_else(|| {
-            crate::IoError::Config(format!("unknown engine '{s}' (psync, uring, mmap, null)"))
+            crate::IoError::Config(format!(
+                "unknown engine '{s}' (psync, uring, mmap, null, nfs, smb)"
+            ))
         })
     }
 }

@@ -15,15 +15,23 @@ pub fn remote_findings(
     clamp: Option<(u64, u64)>,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
+    let smb = r.protocol.starts_with("smb");
+    let (req, limits, engine) = if smb {
+        ("request", ("MaxReadSize", "MaxWriteSize"), "smb")
+    } else {
+        ("RPC", ("FSINFO rtmax", "wtmax"), "nfs")
+    };
     if let Some((asked, used)) = clamp {
         out.push(
             Finding::new(
                 "rpc_size_clamped",
                 Severity::Warning,
                 format!(
-                    "--bs {} exceeds what the server allows per RPC (FSINFO rtmax {}, wtmax {}): records of {} were used",
+                    "--bs {} exceeds what the server allows per {req} ({} {}, {} {}): records of {} were used",
                     Bytes(asked),
+                    limits.0,
                     Bytes(r.rtmax_bytes as u64),
+                    limits.1,
                     Bytes(r.wtmax_bytes as u64),
                     Bytes(used)
                 ),
@@ -36,14 +44,18 @@ pub fn remote_findings(
         out.push(Finding::new(
             "writes_unstable",
             Severity::Info,
-            "writes were sent UNSTABLE and never committed (--fsync none): the server may still hold them in memory; --fsync end adds a timed COMMIT, --fsync each sends FILE_SYNC writes",
+            if smb {
+                "writes were never flushed (--fsync none): the server may still hold them in memory; --fsync end adds a timed FLUSH, --fsync each sends WRITE_THROUGH writes"
+            } else {
+                "writes were sent UNSTABLE and never committed (--fsync none): the server may still hold them in memory; --fsync end adds a timed COMMIT, --fsync each sends FILE_SYNC writes"
+            },
         ));
     }
     match cfg.cache {
         CacheMode::RemoteWarm if s.read_bytes > 0 => out.push(Finding::new(
             "remote_warm",
             Severity::Info,
-            "remote-warm: the file was read once through the server before the pass, so only the server's cache held it (if it fit the server's memory); the nfs engine keeps no client cache, every read crossed the network",
+            format!("remote-warm: the file was read once through the server before the pass, so only the server's cache held it (if it fit the server's memory); the {engine} engine keeps no client cache, every read crossed the network"),
         )),
         CacheMode::Cold => out.push(Finding::new(
             "server_cache_dropped",
@@ -59,7 +71,7 @@ pub fn remote_findings(
                 "one_rpc_in_flight",
                 Severity::Info,
                 format!(
-                    "one RPC in flight per connection: each waits a full round trip, so throughput is at most {} per RPC / {:.2} ms median latency = {}/s; --iodepth N keeps N RPCs in flight",
+                    "one {req} in flight per connection: each waits a full round trip, so throughput is at most {} per {req} / {:.2} ms median latency = {}/s; --iodepth N keeps N {req}s in flight",
                     Bytes(r.rpc_bytes),
                     s.lat_p50_ns as f64 / 1e6,
                     Bytes(ceiling as u64)

@@ -1,255 +1,82 @@
-//! `nsperf io run nfs://…`: the same workloads, cache phases, histograms and intervals as a
-//! local directory, done through the user-space NFSv3 client — one connection per job,
-//! `--iodepth` RPCs in flight on each, `--bs` the RPC size (clamped to what the server's
-//! FSINFO allows, with a finding).
-//!
-//! Order of a run: mount → create `.nsperf-*` files (CREATE GUARDED: never an existing file)
-//! → lay them out with unmeasured WRITEs and a COMMIT → set the cache phase (remote-warm:
-//! read through once so the server's cache holds the data; cold: drop this host's page
-//! cache, which is the server's in a lab) → measured pass → files removed (REMOVE), also on
-//! error and after Ctrl-C.
+//! `nsperf io run nfs://…` and `smb://…`: the same workloads, cache phases, histograms and
+//! intervals as a local directory, done through a user-space protocol client ([`nfs`],
+//! [`smb`]) — one connection per job, `--iodepth` requests in flight on each, `--bs` the
+//! request size (clamped to what the server allows, with a finding). What the two share is
+//! here: the facts recorded, the clamp, the report, and the bonnie-style [`suite`].
 
 mod findings;
+pub(crate) mod nfs;
+pub(crate) mod smb;
 mod suite;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use nsperf_core::report::HostRecord;
-use nsperf_nfs::{DataOp, Done, FileHandle, NfsError, Pipeline, Session, Stable};
+use nsperf_core::report::{CpuInterval, HostRecord};
 use serde::{Deserialize, Serialize};
+
+use suite::RemoteFs;
 
 use crate::aggregate::{aggregate, fill_cpu};
 use crate::buffer::BufferPool;
 use crate::cache;
-use crate::config::{CacheMode, FsyncMode, RunConfig};
-use crate::engine::Nfs;
-use crate::engine::nfs::to_io;
+use crate::config::{CacheMode, RunConfig};
+use crate::engine::IoEngine;
 use crate::error::IoError;
 use crate::findings::{RunFacts, findings};
 use crate::job::JobPlan;
 use crate::result::{IoReport, IoSummary};
 use crate::runner::run_jobs;
-use crate::target::{FILE_PREFIX, Target};
-use crate::workload::{OpStream, Workload};
-
-/// How long the server may stay silent before the run fails with "server went away".
-pub const TIMEOUT: Duration = nsperf_nfs::client::DEFAULT_TIMEOUT;
+use crate::target::Target;
+use crate::workload::{OpKind, OpStream, Workload};
 
 /// What was measured when the target is a network file protocol (`summary.remote`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RemoteFacts {
-    /// `nfs3`.
+    /// `nfs3`, or `smb` and the dialect (`smb3.1.1`).
     pub protocol: String,
-    /// Where the NFS service answered (`ADDRESS:PORT`).
+    /// Where the service answered (`ADDRESS:PORT`).
     pub server: String,
-    /// The export mounted.
+    /// The export mounted (NFS) or the share connected to (SMB).
     pub export: String,
-    /// Largest READ the server allows (FSINFO rtmax).
+    /// Largest READ the server allows (NFS FSINFO rtmax, SMB MaxReadSize).
     pub rtmax_bytes: u32,
-    /// Largest WRITE the server allows (FSINFO wtmax).
+    /// Largest WRITE the server allows (NFS FSINFO wtmax, SMB MaxWriteSize).
     pub wtmax_bytes: u32,
-    /// Preferred READ size (FSINFO rtpref).
+    /// Preferred READ size (NFS FSINFO rtpref; 0 for SMB, which has none).
     pub rtpref_bytes: u32,
-    /// Data bytes per READ/WRITE RPC in the measured pass (`--bs`, clamped).
+    /// Data bytes per READ/WRITE request in the measured pass (`--bs`, clamped).
     pub rpc_bytes: u64,
-    /// RPCs in flight per connection (`--iodepth`).
+    /// Requests in flight per connection (`--iodepth`).
     pub rpcs_in_flight: u32,
     /// TCP connections (`--jobs`).
     pub connections: u32,
-    /// How writes were sent: `unstable` (COMMIT at the end with `--fsync end`) or
-    /// `file_sync` (`--fsync each`).
+    /// How writes were sent: NFS `unstable` (COMMIT at the end with `--fsync end`) or
+    /// `file_sync` (`--fsync each`); SMB `buffered` (FLUSH at the end with `--fsync end`) or
+    /// `write_through` (`--fsync each`).
     pub write_stable: String,
+    /// SMB: whether messages were signed (every authenticated session is; a guest session
+    /// is not). Absent for NFS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed: Option<bool>,
 }
 
-/// The files created on the server; removes them (and the metadata test's directory) when
-/// dropped, whatever the exit path.
-struct RemoteFiles {
-    session: Session,
-    tag: String,
-    seq: u32,
-    created: Vec<(FileHandle, String, bool)>,
+/// Opens a job's data connection to a file (called on each job's thread).
+trait JobOpener<F>: Sync {
+    /// The engine of the protocol.
+    type Engine: crate::engine::IoEngine;
+    /// Connects to file `f` (named `name` in the target directory).
+    fn open(&self, f: &F, name: &str) -> std::io::Result<Self::Engine>;
 }
-
-impl RemoteFiles {
-    fn new(session: Session) -> Self {
-        RemoteFiles {
-            session,
-            tag: std::process::id().to_string(),
-            seq: 0,
-            created: Vec::new(),
-        }
-    }
-
-    fn next_name(&mut self, what: &str) -> String {
-        self.seq += 1;
-        format!("{FILE_PREFIX}{}-{what}-{}", self.tag, self.seq)
-    }
-
-    /// Creates a new file in the target directory.
-    fn create(&mut self, what: &str) -> Result<(FileHandle, String), IoError> {
-        let name = self.next_name(what);
-        let dir = self.session.dir;
-        let fh = self.session.client.create(&dir, &name)?;
-        self.created.push((dir, name.clone(), false));
-        Ok((fh, name))
-    }
-
-    /// Creates a directory in the target directory.
-    fn mkdir(&mut self, what: &str) -> Result<(FileHandle, String), IoError> {
-        let name = self.next_name(what);
-        let dir = self.session.dir;
-        let fh = self.session.client.mkdir(&dir, &name)?;
-        self.created.push((dir, name.clone(), true));
-        Ok((fh, name))
-    }
-
-    /// Registers a file created inside a created directory.
-    fn adopt(&mut self, dir: FileHandle, name: String) {
-        self.created.push((dir, name, false));
-    }
-
-    /// Forgets a file removed by the workload itself.
-    fn removed(&mut self, dir: &FileHandle, name: &str) {
-        if let Some(i) = self
-            .created
-            .iter()
-            .position(|(d, n, _)| d == dir && n == name)
-        {
-            self.created.swap_remove(i);
-        }
-    }
-
-    fn path(&self, name: &str) -> String {
-        format!("{}/{name}", self.session.url)
-    }
-}
-
-impl Drop for RemoteFiles {
-    fn drop(&mut self) {
-        // Files before directories: a directory's files were registered after it.
-        for (dir, name, is_dir) in self.created.drain(..).rev() {
-            let _ = if is_dir {
-                self.session.client.rmdir(&dir, &name)
-            } else {
-                self.session.client.remove(&dir, &name)
-            };
-        }
-    }
-}
-
-/// Runs one workload against an `nfs://` target.
-pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
-    let Target::Nfs { url } = &cfg.target else {
-        return Err(IoError::Config("not an nfs:// target".into()));
-    };
-    let (facts, memory, _) = crate::runner::context(cfg);
-    let session = Session::open(url, TIMEOUT)?;
-    let fsi = session.fsinfo;
-    let limit = match (
-        cfg.workload.writes(),
-        cfg.workload.needs_layout() || !cfg.workload.writes(),
-    ) {
-        (true, true) => fsi.rtmax.min(fsi.wtmax),
-        (true, false) => fsi.wtmax,
-        _ => fsi.rtmax,
-    } as u64;
-    let mut eff = cfg.clone();
-    let mut clamp = None;
-    if limit > 0 && eff.bs_bytes > limit {
-        clamp = Some((eff.bs_bytes, limit));
-        eff.bs_bytes = limit;
-    }
-    let remote = RemoteFacts {
-        protocol: "nfs3".into(),
-        server: session.nfs_addr.to_string(),
-        export: session.export.clone(),
-        rtmax_bytes: fsi.rtmax,
-        wtmax_bytes: fsi.wtmax,
-        rtpref_bytes: fsi.rtpref,
-        rpc_bytes: eff.bs_bytes,
-        rpcs_in_flight: eff.iodepth,
-        connections: eff.jobs,
-        write_stable: if stable_of(cfg) == Stable::FileSync {
-            "file_sync".into()
-        } else {
-            "unstable".into()
-        },
-    };
-    let mut files = RemoteFiles::new(session);
-    let started_unix_ns = nsperf_core::clock::unix_time_ns();
-    let start = Instant::now();
-    let monitor = crate::monitor::CpuMonitor::start(start, cfg.interval);
-    let run = if eff.workload.is_block() {
-        block(&eff, &mut files)
-    } else {
-        suite::run(&eff, &mut files)
-    };
-    let cpu = monitor.stop();
-    let (outcomes, phases, file_bytes) = run?;
-    drop(files);
-
-    let mut rep = IoReport::new("io", cfg.clone(), IoSummary::default());
-    rep.started_unix_ns = started_unix_ns;
-    rep.hosts.push(HostRecord {
-        role: "local".into(),
-        facts,
-    });
-    let (intervals, mut summary) = aggregate(&eff, &outcomes, 0);
-    summary.engine = "nfs".into();
-    summary.phases = phases;
-    let blocks = eff.blocks() * eff.jobs as u64;
-    summary.passes = if eff.workload.is_block() && blocks > 0 {
-        summary.ops as f64 / blocks as f64
-    } else {
-        1.0
-    };
-    fill_cpu(&mut summary, &cpu);
-    rep.duration_ns = (summary.elapsed_s * 1e9) as u64;
-    rep.intervals = intervals;
-    summary.memory = memory;
-    summary.target_fs = Some(crate::fsinfo::FsInfo {
-        fs_type: "nfs3 (nsperf user-space client)".into(),
-        mount_source: format!("{}:{}", url.host, remote.export),
-        mount_point: std::path::PathBuf::from(&url.path),
-        dev: String::new(),
-        statfs_magic: 0,
-        network: Some(true),
-        server: remote
-            .server
-            .parse::<std::net::SocketAddr>()
-            .ok()
-            .map(|a| a.ip()),
-        link: None,
-    });
-    let rf = RunFacts {
-        file_bytes,
-        engine_fallback: None,
-        device: false,
-        fs_after: None,
-        stale: Vec::new(),
-        stale_removed: false,
-    };
-    let mut f = findings(cfg, &summary, &cpu, &rf);
-    f.extend(findings::remote_findings(cfg, &summary, &remote, clamp));
-    rep.findings = f;
-    summary.remote = Some(remote);
-    rep.cpu = cpu;
-    rep.summary = summary;
-    Ok(rep)
-}
-
-fn stable_of(cfg: &RunConfig) -> Stable {
-    if cfg.fsync == FsyncMode::Each {
-        Stable::FileSync
-    } else {
-        Stable::Unstable
-    }
-}
-
-type Outcomes = (Vec<crate::job::JobOutcome>, Vec<crate::result::Phase>, u64);
 
 /// Record workloads: one connection per job through the generic job loop.
-fn block(cfg: &RunConfig, files: &mut RemoteFiles) -> Result<Outcomes, IoError> {
+fn block<R: RemoteFs, O: JobOpener<R::File>>(
+    cfg: &RunConfig,
+    files: &mut R,
+    opener: &O,
+) -> Result<Outcomes, IoError>
+where
+    R::File: Sync,
+{
     let bs = cfg.bs_bytes;
     let blocks = cfg.blocks();
     let region = blocks * bs;
@@ -265,24 +92,19 @@ fn block(cfg: &RunConfig, files: &mut RemoteFiles) -> Result<Outcomes, IoError> 
     };
     let mut handles = Vec::with_capacity(nfiles);
     for _ in 0..nfiles {
-        handles.push(files.create(cfg.workload.name())?);
-    }
-    let addr = files.session.nfs_addr;
-    let t = Transfer::new(files);
-    if cfg.workload.needs_layout() {
-        for (fh, name) in &handles {
-            transfer(t, *fh, per_file, DataOp::Write, &files.path(name))?;
-        }
+        handles.push(files.create_file(cfg.workload.name())?);
     }
     let reads = cfg.workload.needs_layout() && cfg.workload != Workload::Rewrite;
-    if cfg.workload == Workload::Reread || (cfg.cache == CacheMode::RemoteWarm && reads) {
-        // The server's cache now holds the data (when it fits the server's memory).
+    let read_back =
+        cfg.workload == Workload::Reread || (cfg.cache == CacheMode::RemoteWarm && reads);
+    if cfg.workload.needs_layout() {
         for (fh, name) in &handles {
-            transfer(t, *fh, per_file, DataOp::Read, &files.path(name))?;
+            // Read back: the server's cache then holds the data (when it fits its memory).
+            files.lay_out(fh, name, per_file, read_back)?;
         }
     }
     if cfg.drop_caches {
-        // Written data was committed by `transfer`; this host's page cache is the server's
+        // Written data was made stable by `lay_out`; this host's page cache is the server's
         // when the server runs here (the only case validation lets through).
         cache::drop_all_caches()?;
     }
@@ -311,17 +133,14 @@ fn block(cfg: &RunConfig, files: &mut RemoteFiles) -> Result<Outcomes, IoError> 
             }
         })
         .collect();
-    let stable = stable_of(cfg);
-    let depth = cfg.iodepth as usize;
-    let fh_of = |j: u32| handles[if nfiles == 1 { 0 } else { j as usize }].0;
+    let file_of = |j: u32| &handles[if nfiles == 1 { 0 } else { j as usize }];
     let results = run_jobs(cfg, plans, None, |plan: &JobPlan| {
-        Pipeline::connect(addr, fh_of(plan.id), depth, stable, TIMEOUT)
-            .map(Nfs::new)
-            .map_err(to_io)
+        let (f, name) = file_of(plan.id);
+        opener.open(f, name)
     });
     let mut outcomes = Vec::with_capacity(results.len());
     for (j, r) in results.into_iter().enumerate() {
-        let name = &handles[if nfiles == 1 { 0 } else { j }].1;
+        let name = &file_of(j as u32).1;
         match r {
             Ok(o) => outcomes.push(o),
             Err((what, source)) => return Err(IoError::remote(what, files.path(name), source)),
@@ -330,75 +149,177 @@ fn block(cfg: &RunConfig, files: &mut RemoteFiles) -> Result<Outcomes, IoError> 
     Ok((outcomes, Vec::new(), per_file * nfiles as u64))
 }
 
-/// Where and how to lay out or read through a file, unmeasured.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Transfer {
-    addr: std::net::SocketAddr,
-    /// RPC size: 1 MiB or less when the server allows less.
+/// Requests in flight while laying out or reading through a file, unmeasured.
+const LAYOUT_DEPTH: usize = 8;
+
+/// Writes (then makes stable: COMMIT, FLUSH) or reads `len` bytes of a file through
+/// `engine`, unmeasured, in requests of `chunk` bytes with [`LAYOUT_DEPTH`] in flight. A
+/// WRITE the server takes only in part fails the run (nsperf never leaves a hole in a file
+/// it then measures).
+fn transfer<E: IoEngine>(
+    engine: &mut E,
     chunk: usize,
+    len: u64,
+    op: OpKind,
+    path: &str,
+) -> Result<(), IoError> {
+    let mut pool = BufferPool::new(chunk, LAYOUT_DEPTH, len ^ 0xA5A5);
+    let err = |e: std::io::Error| match e.raw_os_error() {
+        Some(libc::EINTR) => IoError::Interrupted,
+        _ => IoError::remote("layout", path.to_string(), e),
+    };
+    engine.attach(-1, len, &mut pool).map_err(err)?;
+    let r = transfer_attached(engine, chunk, len, op).map_err(err);
+    engine.detach();
+    drop(pool);
+    r
 }
 
-impl Transfer {
-    fn new(files: &RemoteFiles) -> Self {
-        let f = files.session.fsinfo;
-        let limit = f.rtmax.min(f.wtmax).max(4096) as usize;
-        Transfer {
-            addr: files.session.nfs_addr,
-            chunk: limit.min(1 << 20),
-        }
-    }
-}
-
-/// Writes (unstably, then COMMIT) or reads `len` bytes of a file, unmeasured, with 8 RPCs
-/// in flight. A WRITE the server takes only in part fails the run (nsperf never leaves a
-/// hole in a file it then measures).
-fn transfer(t: Transfer, fh: FileHandle, len: u64, op: DataOp, path: &str) -> Result<(), IoError> {
-    const DEPTH: usize = 8;
-    let (addr, chunk) = (t.addr, t.chunk);
-    let err = |e: NfsError| IoError::remote("layout", path.to_string(), to_io(e));
-    let mut p = Pipeline::connect(addr, fh, DEPTH, Stable::Unstable, TIMEOUT).map_err(err)?;
-    let mut pool = BufferPool::new(chunk, DEPTH, len ^ 0xA5A5);
-    for i in 0..DEPTH {
-        // SAFETY: the pool outlives the pipeline (dropped after it, below).
-        unsafe { p.set_buffer(i as u32, pool.ptr(i), pool.capacity()) };
-    }
-    let mut free: Vec<u32> = (0..DEPTH as u32).collect();
-    let mut asked = [0i32; DEPTH];
-    let mut done: Vec<Done> = Vec::with_capacity(DEPTH);
-    let mut off = 0u64;
-    while off < len || p.inflight() > 0 {
+fn transfer_attached<E: IoEngine>(
+    engine: &mut E,
+    chunk: usize,
+    len: u64,
+    op: OpKind,
+) -> std::io::Result<()> {
+    let mut free: Vec<u32> = (0..LAYOUT_DEPTH as u32).collect();
+    let mut asked = [0i32; LAYOUT_DEPTH];
+    let mut done = Vec::with_capacity(LAYOUT_DEPTH);
+    let (mut off, mut inflight) = (0u64, 0usize);
+    while off < len || inflight > 0 {
         if nsperf_core::signal::interrupted() {
-            return Err(IoError::Interrupted);
+            return Err(std::io::Error::from_raw_os_error(libc::EINTR));
         }
         while off < len {
             let Some(slot) = free.pop() else { break };
             let n = (len - off).min(chunk as u64) as usize;
-            p.queue(op, off, n, slot).map_err(err)?;
+            engine.queue(op, off, n, slot)?;
             asked[slot as usize] = n as i32;
             off += n as u64;
+            inflight += 1;
         }
         done.clear();
-        p.reap(1, &mut done).map_err(err)?;
+        engine.reap(1, &mut done)?;
         for d in &done {
-            let short_write = op == DataOp::Write && d.result < asked[d.slot as usize];
+            inflight -= 1;
+            let short_write = op == OpKind::Write && d.result < asked[d.slot as usize];
             if d.result <= 0 || short_write {
-                return Err(IoError::remote(
-                    "layout",
-                    path.to_string(),
-                    std::io::Error::from_raw_os_error(if d.result < 0 {
-                        -d.result
-                    } else {
-                        libc::EIO
-                    }),
-                ));
+                return Err(std::io::Error::from_raw_os_error(if d.result < 0 {
+                    -d.result
+                } else {
+                    libc::EIO
+                }));
             }
             free.push(d.slot);
         }
     }
-    if op == DataOp::Write {
-        p.commit(&mut done).map_err(err)?;
+    if op == OpKind::Write {
+        engine.sync_file()?;
     }
-    drop(p);
-    drop(pool);
     Ok(())
+}
+
+/// Job outcomes, phases of the metadata test, and the bytes of the files used.
+type Outcomes = (Vec<crate::job::JobOutcome>, Vec<crate::result::Phase>, u64);
+
+/// Runs one workload against an `nfs://` or `smb://` target.
+pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
+    match &cfg.target {
+        Target::Smb { .. } => smb::run(cfg),
+        _ => nfs::run(cfg),
+    }
+}
+
+/// `--bs` clamped to what the server allows per request (`rmax`, `wmax`; 0: no limit known):
+/// the run's effective configuration, and `(asked, used)` when it was clamped.
+fn clamp_bs(cfg: &RunConfig, rmax: u32, wmax: u32) -> (RunConfig, Option<(u64, u64)>) {
+    let limit = match (
+        cfg.workload.writes(),
+        cfg.workload.needs_layout() || !cfg.workload.writes(),
+    ) {
+        (true, true) => rmax.min(wmax),
+        (true, false) => wmax,
+        _ => rmax,
+    } as u64;
+    let mut eff = cfg.clone();
+    let mut clamp = None;
+    if limit > 0 && eff.bs_bytes > limit {
+        clamp = Some((eff.bs_bytes, limit));
+        eff.bs_bytes = limit;
+    }
+    (eff, clamp)
+}
+
+/// The facts taken when a run starts, and what turns its outcomes into the report.
+struct Started {
+    facts: nsperf_core::host::HostFacts,
+    memory: crate::memory::MemoryFacts,
+    started_unix_ns: u64,
+    start: Instant,
+}
+
+impl Started {
+    fn new(cfg: &RunConfig) -> Started {
+        let (facts, memory, _) = crate::runner::context(cfg);
+        Started {
+            facts,
+            memory,
+            started_unix_ns: nsperf_core::clock::unix_time_ns(),
+            start: Instant::now(),
+        }
+    }
+
+    /// The CPU monitor of the run (started now, on the run's clock).
+    fn monitor(&self, cfg: &RunConfig) -> crate::monitor::CpuMonitor {
+        crate::monitor::CpuMonitor::start(self.start, cfg.interval)
+    }
+
+    /// The report of a finished run (`eff`: the configuration with the clamped `--bs`).
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        self,
+        cfg: &RunConfig,
+        eff: &RunConfig,
+        (outcomes, phases, file_bytes): Outcomes,
+        cpu: Vec<CpuInterval>,
+        remote: RemoteFacts,
+        fs: crate::fsinfo::FsInfo,
+        engine: &str,
+        clamp: Option<(u64, u64)>,
+    ) -> IoReport {
+        let mut rep = IoReport::new("io", cfg.clone(), IoSummary::default());
+        rep.started_unix_ns = self.started_unix_ns;
+        rep.hosts.push(HostRecord {
+            role: "local".into(),
+            facts: self.facts,
+        });
+        let (intervals, mut summary) = aggregate(eff, &outcomes, 0);
+        summary.engine = engine.into();
+        summary.phases = phases;
+        let blocks = eff.blocks() * eff.jobs as u64;
+        summary.passes = if eff.workload.is_block() && blocks > 0 {
+            summary.ops as f64 / blocks as f64
+        } else {
+            1.0
+        };
+        fill_cpu(&mut summary, &cpu);
+        rep.duration_ns = (summary.elapsed_s * 1e9) as u64;
+        rep.intervals = intervals;
+        summary.memory = self.memory;
+        summary.target_fs = Some(fs);
+        let rf = RunFacts {
+            file_bytes,
+            engine_fallback: None,
+            device: false,
+            fs_after: None,
+            stale: Vec::new(),
+            stale_removed: false,
+        };
+        let mut f = findings(cfg, &summary, &cpu, &rf);
+        f.extend(findings::remote_findings(cfg, &summary, &remote, clamp));
+        rep.findings = f;
+        summary.remote = Some(remote);
+        rep.cpu = cpu;
+        rep.summary = summary;
+        rep
+    }
 }

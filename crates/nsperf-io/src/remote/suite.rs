@@ -1,13 +1,11 @@
-//! The bonnie++-style workloads over NFS: per-character output and input through a 4 KiB
-//! stdio-like buffer (one WRITE or READ RPC per 4 KiB), and the metadata test (CREATE,
-//! LOOKUP, READ, REMOVE of many small files in a directory of nsperf's own, in sequential
-//! then random order).
+//! The bonnie++-style workloads over a network file protocol: per-character output and
+//! input through a 4 KiB stdio-like buffer (one WRITE or READ per 4 KiB), and the metadata
+//! test (create, stat, read, delete of many small files in a directory of nsperf's own, in
+//! sequential then random order). The protocol is behind [`RemoteFs`].
 
 use std::time::Instant;
 
-use nsperf_nfs::{NfsError, Stable};
-
-use super::{Outcomes, RemoteFiles, stable_of};
+use super::Outcomes;
 use crate::config::{CacheMode, FsyncMode, RunConfig};
 use crate::error::IoError;
 use crate::job::JobOutcome;
@@ -16,8 +14,80 @@ use crate::rng::Permutation;
 use crate::suite::{Counter, STDIO_BUF};
 use crate::workload::{OpKind, Workload};
 
+/// One step of the metadata test.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum MetaOp {
+    /// Create a file (with `--file-size` bytes).
+    Create,
+    /// Look it up.
+    Stat,
+    /// Look it up and read it.
+    Read,
+    /// Remove it.
+    Delete,
+}
+
+impl MetaOp {
+    fn name(self) -> &'static str {
+        match self {
+            MetaOp::Create => "create",
+            MetaOp::Stat => "stat",
+            MetaOp::Read => "read",
+            MetaOp::Delete => "delete",
+        }
+    }
+}
+
+/// What the suite needs of a protocol client; files it creates are removed whatever
+/// happens (the implementor registers them).
+pub(super) trait RemoteFs {
+    /// An open file.
+    type File;
+    /// A directory of nsperf's own.
+    type Dir;
+    /// Creates a new `.nsperf-*` file in the target directory.
+    fn create_file(&mut self, what: &str) -> Result<(Self::File, String), IoError>;
+    /// The URL of `name` in the target directory (for messages).
+    fn path(&self, name: &str) -> String;
+    /// One WRITE of `buf` at `off`.
+    fn write_at(&mut self, f: &Self::File, name: &str, off: u64, buf: &[u8])
+    -> Result<(), IoError>;
+    /// One READ into `buf` at `off`: bytes read, and whether the end was reached.
+    fn read_at(
+        &mut self,
+        f: &Self::File,
+        name: &str,
+        off: u64,
+        buf: &mut [u8],
+    ) -> Result<(usize, bool), IoError>;
+    /// Whether written data needs a [`RemoteFs::sync`] to be stable.
+    fn needs_sync(&self) -> bool;
+    /// Makes the file's written data stable (COMMIT, FLUSH).
+    fn sync(&mut self, f: &Self::File, name: &str) -> Result<(), IoError>;
+    /// Writes `len` bytes into the file, unmeasured (and makes them stable), then reads them
+    /// through once when `read_back`.
+    fn lay_out(
+        &mut self,
+        f: &Self::File,
+        name: &str,
+        len: u64,
+        read_back: bool,
+    ) -> Result<(), IoError>;
+    /// Creates a directory of nsperf's own for the metadata test.
+    fn meta_dir(&mut self) -> Result<Self::Dir, IoError>;
+    /// One metadata step on `name` in `dir` (`payload`: a created file's contents).
+    fn meta(
+        &mut self,
+        dir: &Self::Dir,
+        name: &str,
+        op: MetaOp,
+        payload: &[u8],
+        rbuf: &mut [u8],
+    ) -> Result<(), IoError>;
+}
+
 /// Runs `charwrite`, `charread` or `meta` against the target directory.
-pub(super) fn run(cfg: &RunConfig, files: &mut RemoteFiles) -> Result<Outcomes, IoError> {
+pub(super) fn run<R: RemoteFs>(cfg: &RunConfig, files: &mut R) -> Result<Outcomes, IoError> {
     let mut phases = Vec::new();
     let out = match cfg.workload {
         Workload::CharWrite => char_write(cfg, files)?,
@@ -28,25 +98,20 @@ pub(super) fn run(cfg: &RunConfig, files: &mut RemoteFiles) -> Result<Outcomes, 
     Ok((vec![out], phases, cfg.size_bytes))
 }
 
-fn char_write(cfg: &RunConfig, files: &mut RemoteFiles) -> Result<JobOutcome, IoError> {
-    let (fh, name) = files.create("charwrite")?;
-    let stable = stable_of(cfg);
+fn char_write<R: RemoteFs>(cfg: &RunConfig, files: &mut R) -> Result<JobOutcome, IoError> {
+    let (fh, name) = files.create_file("charwrite")?;
     let mut buf = vec![0u8; STDIO_BUF];
     let mut fill = 0usize;
     let mut off = 0u64;
     let mut c = Counter::new(Instant::now(), cfg.interval);
-    let flush = |buf: &[u8],
-                 c: &mut Counter,
-                 files: &mut RemoteFiles,
-                 off: &mut u64|
-     -> Result<(), IoError> {
+    let flush = |buf: &[u8], c: &mut Counter, files: &mut R, off: &mut u64| {
         let t0 = Instant::now();
-        files.session.client.write(&fh, &name, *off, buf, stable)?;
+        files.write_at(&fh, &name, *off, buf)?;
         let t1 = Instant::now();
         let lat = t1.duration_since(t0).as_nanos() as u64;
         c.op(OpKind::Write, buf.len() as u64, buf.len() as u64, lat, t1);
         *off += buf.len() as u64;
-        Ok(())
+        Ok::<(), IoError>(())
     };
     for i in 0..cfg.size_bytes {
         buf[fill] = std::hint::black_box(i as u8);
@@ -63,22 +128,22 @@ fn char_write(cfg: &RunConfig, files: &mut RemoteFiles) -> Result<JobOutcome, Io
     if fill > 0 {
         flush(&buf[..fill], &mut c, files, &mut off)?;
     }
-    if cfg.fsync != FsyncMode::None && stable == Stable::Unstable {
+    if cfg.fsync != FsyncMode::None && files.needs_sync() {
         let t = Instant::now();
-        files.session.client.commit(&fh, &name)?;
+        files.sync(&fh, &name)?;
         c.out.fsync_ns = t.elapsed().as_nanos() as u64;
     }
     Ok(c.finish())
 }
 
-fn char_read(cfg: &RunConfig, files: &mut RemoteFiles) -> Result<JobOutcome, IoError> {
-    let (fh, name) = files.create("charread")?;
-    let path = files.path(&name);
-    let t = super::Transfer::new(files);
-    super::transfer(t, fh, cfg.size_bytes, nsperf_nfs::DataOp::Write, &path)?;
-    if cfg.cache == CacheMode::RemoteWarm {
-        super::transfer(t, fh, cfg.size_bytes, nsperf_nfs::DataOp::Read, &path)?;
-    }
+fn char_read<R: RemoteFs>(cfg: &RunConfig, files: &mut R) -> Result<JobOutcome, IoError> {
+    let (fh, name) = files.create_file("charread")?;
+    files.lay_out(
+        &fh,
+        &name,
+        cfg.size_bytes,
+        cfg.cache == CacheMode::RemoteWarm,
+    )?;
     if cfg.drop_caches {
         crate::cache::drop_all_caches()?;
     }
@@ -88,7 +153,7 @@ fn char_read(cfg: &RunConfig, files: &mut RemoteFiles) -> Result<JobOutcome, IoE
     let mut sum = 0u64;
     while off < cfg.size_bytes {
         let t0 = Instant::now();
-        let (n, eof) = files.session.client.read(&fh, &name, off, &mut buf)?;
+        let (n, eof) = files.read_at(&fh, &name, off, &mut buf)?;
         let lat = t0.elapsed().as_nanos() as u64;
         for &b in &buf[..n] {
             sum = sum.wrapping_add(std::hint::black_box(b) as u64);
@@ -104,37 +169,17 @@ fn char_read(cfg: &RunConfig, files: &mut RemoteFiles) -> Result<JobOutcome, IoE
     Ok(c.finish())
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum MetaOp {
-    Create,
-    Stat,
-    Read,
-    Delete,
-}
-
-impl MetaOp {
-    fn name(self) -> &'static str {
-        match self {
-            MetaOp::Create => "create",
-            MetaOp::Stat => "stat",
-            MetaOp::Read => "read",
-            MetaOp::Delete => "delete",
-        }
-    }
-}
-
-fn meta(
+fn meta<R: RemoteFs>(
     cfg: &RunConfig,
-    files: &mut RemoteFiles,
+    files: &mut R,
     phases: &mut Vec<Phase>,
 ) -> Result<JobOutcome, IoError> {
-    let (dir, _) = files.mkdir("meta")?;
+    let dir = files.meta_dir()?;
     let n = cfg.meta_files.max(1) as u64;
     let names: Vec<String> = (0..n).map(|i| format!("f{i:08}")).collect();
     let payload = vec![0x5au8; cfg.meta_file_bytes as usize];
     let mut rbuf = vec![0u8; cfg.meta_file_bytes.max(1) as usize];
     let mut c = Counter::new(Instant::now(), cfg.interval);
-    let stable = stable_of(cfg);
     for random in [false, true] {
         let seq: Vec<usize> = if random {
             let mut p = Permutation::new(n, cfg.seed);
@@ -150,30 +195,9 @@ fn meta(
                     c.out.interrupted = true;
                     break;
                 }
-                let name = &names[i];
-                let cl = &mut files.session.client;
                 let t0 = Instant::now();
-                let r: Result<(), NfsError> = match op {
-                    MetaOp::Create => cl.create(&dir, name).and_then(|fh| {
-                        if payload.is_empty() {
-                            Ok(())
-                        } else {
-                            cl.write(&fh, name, 0, &payload, stable).map(|_| ())
-                        }
-                    }),
-                    MetaOp::Stat => cl.lookup(&dir, name).map(|_| ()),
-                    MetaOp::Read => cl
-                        .lookup(&dir, name)
-                        .and_then(|(fh, _)| cl.read(&fh, name, 0, &mut rbuf).map(|_| ())),
-                    MetaOp::Delete => cl.remove(&dir, name),
-                };
+                files.meta(&dir, &names[i], op, &payload, &mut rbuf)?;
                 let t1 = Instant::now();
-                r?;
-                match op {
-                    MetaOp::Create => files.adopt(dir, name.clone()),
-                    MetaOp::Delete => files.removed(&dir, name),
-                    _ => {}
-                }
                 let bytes = if op == MetaOp::Create {
                     payload.len() as u64
                 } else {

@@ -1,4 +1,4 @@
-//! `nsperf lab serve LAB SITE nfs DIR`: a file server in a lab site, and the two hidden
+//! `nsperf lab serve LAB SITE nfs|smb DIR`: a file server in a lab site, and the two hidden
 //! commands behind it — `lab service` (the supervisor, run inside the site's namespace) and
 //! `lab nfsd` (the embedded NFSv3 server in the current namespace, for tests and by hand).
 //! Process management is in `nsperf_lab::service`, the server in `nsperf_nfs::server`.
@@ -24,15 +24,17 @@ pub struct ServeArgs {
     pub lab: String,
     /// Site the server runs in.
     pub site: String,
-    /// File protocol: nfs.
+    /// File protocol: nfs or smb.
     pub protocol: Protocol,
-    /// Directory to export (its path is also the export's name).
+    /// Directory to export (NFS: its path is also the export's name; SMB: its last
+    /// component is the share's name).
     pub dir: PathBuf,
-    /// Server program: embedded (nsperf's own NFSv3 server, nothing to install) or ganesha
-    /// (nfs-ganesha with its own rpcbind in the site).
-    #[arg(long, default_value = "embedded")]
-    pub server: ServerKind,
-    /// Refuse writes (embedded server).
+    /// Server program: for nfs, embedded (nsperf's own NFSv3 server, nothing to install,
+    /// the default) or ganesha (nfs-ganesha with its own rpcbind in the site); for smb,
+    /// samba (Samba's smbd, the default).
+    #[arg(long)]
+    pub server: Option<ServerKind>,
+    /// Refuse writes (embedded server, samba).
     #[arg(long)]
     pub read_only: bool,
 }
@@ -80,6 +82,14 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
+    let server = a.server.unwrap_or(a.protocol.default_server());
+    if !a.protocol.served_by(server) {
+        return Err(LabError::Usage(format!(
+            "--server {server} does not serve {} (nfs: embedded, ganesha; smb: samba)",
+            a.protocol
+        ))
+        .into());
+    }
     if let Some(r) = ServiceRecord::load_all(&a.lab)
         .into_iter()
         .find(|r| r.site == a.site && r.protocol == a.protocol && r.running())
@@ -107,7 +117,7 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<()> {
             &a.protocol.to_string(),
             dir_s,
         ])
-        .args(["--server", &a.server.to_string()]);
+        .args(["--server", &server.to_string()]);
     if a.read_only {
         c.arg("--read-only");
     }
@@ -133,13 +143,23 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<()> {
     });
     let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
     match line.trim().strip_prefix(READY.trim()) {
-        Some(url) => {
-            let url = url.trim();
+        Some(rest) => {
+            let mut words = rest.split_whitespace();
+            let url = words.next().unwrap_or_default();
             println!(
-                "{} server ({}) in site {} of lab {}: {url}",
-                a.protocol, a.server, a.site, a.lab
+                "{} server ({server}) in site {} of lab {}: {url}",
+                a.protocol, a.site, a.lab
             );
-            println!("test it:  nsperf io run {url} -w seqread");
+            match words.next() {
+                Some(creds) => {
+                    println!(
+                        "credentials: {creds} (user {}; guests may connect too)",
+                        nsperf_lab::samba::USER
+                    );
+                    println!("test it:  nsperf io run {url} -w seqread --credentials {creds}");
+                }
+                None => println!("test it:  nsperf io run {url} -w seqread"),
+            }
             println!("stops with: nsperf lab down {}", a.lab);
             Ok(())
         }
@@ -154,7 +174,7 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<()> {
                 .unwrap_or("no message")
                 .trim()
                 .to_string();
-            Err(LabError::Usage(format!("the {} server did not start: {msg}", a.server)).into())
+            Err(LabError::Usage(format!("the {server} server did not start: {msg}")).into())
         }
     }
 }
@@ -170,14 +190,18 @@ pub fn service(a: ServiceArgs) -> anyhow::Result<()> {
         .find(|s| s.name == a.site)
         .ok_or_else(|| LabError::Usage(format!("no site '{}'", a.site)))?;
     let me = std::process::id();
-    let work = service::services_dir(&a.lab).join(format!("{}-{me}", a.server));
+    let server = a.server.unwrap_or(a.protocol.default_server());
+    let work = service::services_dir(&a.lab).join(format!("{server}-{me}"));
     std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
     let addr: Ipv4Addr = site.addr;
-    let url = format!("nfs://{addr}{}", a.dir.display());
+    let url = match a.protocol {
+        Protocol::Nfs => format!("nfs://{addr}{}", a.dir.display()),
+        Protocol::Smb => format!("smb://{addr}/{}", nsperf_lab::samba::share_name(&a.dir)),
+    };
     let rec = ServiceRecord {
         site: a.site.clone(),
         protocol: a.protocol,
-        server: a.server,
+        server,
         dir: a.dir.clone(),
         url: url.clone(),
         pid: me,
@@ -186,7 +210,7 @@ pub fn service(a: ServiceArgs) -> anyhow::Result<()> {
     };
     rec.save(&a.lab)?;
     let emulator = state.emulator_pid.zip(state.emulator_start_ticks);
-    let stopped = match a.server {
+    let stopped = match server {
         ServerKind::Embedded => {
             let srv = Server::bind(&ServerConfig {
                 dir: a.dir.clone(),
@@ -203,6 +227,14 @@ pub fn service(a: ServiceArgs) -> anyhow::Result<()> {
             let mut kids = service::start_ganesha(&a.dir, addr, &work)?;
             wait_for_mount(addr, &mut kids, &rec)?;
             ready(&url)?;
+            service::supervise(&mut kids, emulator)
+        }
+        ServerKind::Samba => {
+            let smb = nsperf_lab::samba::start_samba(&a.dir, &work, a.read_only)?;
+            let creds = smb.credentials.clone();
+            let mut kids = vec![("smbd".to_string(), smb.child)];
+            wait_for_share(&url, &creds, &mut kids, &rec)?;
+            ready(&format!("{url} {}", creds.display()))?;
             service::supervise(&mut kids, emulator)
         }
     };
@@ -265,6 +297,37 @@ fn wait_for_mount(
                 "ganesha's MOUNT did not answer within 45 s; see {}",
                 rec.log.display()
             );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Waits until smbd lets the lab user connect to the share.
+fn wait_for_share(
+    url: &str,
+    creds: &Path,
+    kids: &mut [(String, std::process::Child)],
+    rec: &ServiceRecord,
+) -> anyhow::Result<()> {
+    let t0 = std::time::Instant::now();
+    let url: nsperf_smb::SmbUrl = url.parse()?;
+    let creds = nsperf_smb::Credentials::from_file(creds)?;
+    loop {
+        match nsperf_smb::Client::connect(&url, &creds, Duration::from_secs(2)) {
+            Ok(_) => return Ok(()),
+            Err(e) if t0.elapsed() > Duration::from_secs(45) => {
+                anyhow::bail!(
+                    "smbd did not answer within 45 s ({e}); see {}",
+                    rec.log.display()
+                )
+            }
+            Err(_) => {}
+        }
+        if let Some((name, st)) = kids
+            .iter_mut()
+            .find_map(|(n, c)| c.try_wait().ok().flatten().map(|s| (n.clone(), s)))
+        {
+            anyhow::bail!("{name} exited ({st}); see {}", rec.log.display());
         }
         std::thread::sleep(Duration::from_millis(200));
     }

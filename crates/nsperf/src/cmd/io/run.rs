@@ -19,7 +19,8 @@ use crate::output::OutputArgs;
 pub struct RunArgs {
     /// Directory in which nsperf creates (and removes) its own `.nsperf-*` files, or a
     /// directory on an NFS server, `nfs://HOST[:PORT]/EXPORT/PATH` (user-space NFSv3, no
-    /// mount, no root; MOUNT found through the portmapper when no port is given).
+    /// mount, no root; MOUNT found through the portmapper when no port is given), or in an
+    /// SMB share, `smb://HOST[:PORT]/SHARE/PATH` (user-space SMB 2/3, no mount, no root).
     #[arg(value_name = "DIR|URL", required_unless_present_any = ["device", "job", "directory"])]
     pub dir: Option<PathBuf>,
     /// The directory, fio style (same as DIR).
@@ -94,10 +95,22 @@ pub struct RunArgs {
     #[arg(long)]
     pub include_close: bool,
     /// I/O engine: psync (pread/pwrite), uring (io_uring), mmap, null (no I/O), nfs (NFSv3
-    /// RPCs, the engine of nfs:// targets). Default: psync, nfs for nfs://.
+    /// RPCs, the engine of nfs:// targets), smb (SMB 2/3 requests, the engine of smb://
+    /// targets). Default: psync, nfs for nfs://, smb for smb://.
     #[arg(long, short = 'e', visible_alias = "ioengine", value_parser = parse_engine)]
     pub engine: Option<EngineKind>,
-    /// Ops in flight: io_uring ops (uring), or RPCs in flight on each job's connection (nfs).
+    /// smb:// targets: smbclient-style authentication file (`username = …`, `password = …`,
+    /// `domain = …` lines). Without it: NSPERF_SMB_USER, NSPERF_SMB_PASSWORD and
+    /// NSPERF_SMB_DOMAIN, or USER with PASSWD, from the environment; else a guest session.
+    #[arg(
+        long,
+        short = 'A',
+        value_name = "FILE",
+        visible_alias = "authentication-file"
+    )]
+    pub credentials: Option<PathBuf>,
+    /// Ops in flight: io_uring ops (uring), or requests in flight on each job's connection
+    /// (nfs, smb).
     #[arg(long, default_value_t = 1)]
     pub iodepth: u32,
     /// Percentage of reads in randrw and seqrw.
@@ -190,7 +203,7 @@ pub(super) fn parse_fsync(s: &str) -> Result<FsyncMode, String> {
 
 pub(super) fn parse_engine(s: &str) -> Result<EngineKind, String> {
     EngineKind::parse(s)
-        .ok_or_else(|| format!("unknown engine '{s}' (psync, uring, mmap, null, nfs)"))
+        .ok_or_else(|| format!("unknown engine '{s}' (psync, uring, mmap, null, nfs, smb)"))
 }
 
 /// `R[,W]` for fio's rate options: one value for both directions, or each apart (empty:
@@ -246,18 +259,37 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
             if a.destructive {
                 return Err(usage("--destructive goes with --device"));
             }
-            match dir.to_str().filter(|s| nsperf_nfs::NfsUrl::is_nfs_url(s)) {
-                Some(u) => Target::Nfs {
+            match dir.to_str() {
+                Some(u) if nsperf_nfs::NfsUrl::is_nfs_url(u) => Target::Nfs {
                     url: u
                         .parse()
                         .map_err(|e: nsperf_nfs::url::UrlError| usage(e.to_string()))?,
                 },
-                None => Target::Dir { path: dir.clone() },
+                Some(u) if nsperf_smb::SmbUrl::is_smb_url(u) => {
+                    // Read now: a bad file is a one-line error before anything connects.
+                    nsperf_smb::Credentials::resolve(a.credentials.as_deref())
+                        .map_err(nsperf_smb::SmbError::from)?;
+                    Target::Smb {
+                        url: u
+                            .parse()
+                            .map_err(|e: nsperf_smb::url::UrlError| usage(e.to_string()))?,
+                        credentials: a.credentials.clone(),
+                    }
+                }
+                _ => Target::Dir { path: dir.clone() },
             }
         }
         (None, None) => return Err(usage("give a DIR or --device PATH")),
     };
-    let nfs = matches!(target, Target::Nfs { .. });
+    if a.credentials.is_some() && !matches!(target, Target::Smb { .. }) {
+        return Err(usage("--credentials goes with an smb:// target"));
+    }
+    let proto = match target {
+        Target::Nfs { .. } => Some(EngineKind::Nfs),
+        Target::Smb { .. } => Some(EngineKind::Smb),
+        _ => None,
+    };
+    let nfs = proto.is_some();
     let mut c = RunConfig::new(target, a.workload, a.size.0, a.bs.0);
     c.jobs = a.jobs;
     c.shared_file = a.shared_file;
@@ -285,11 +317,7 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
     c.drop_caches = a.drop_caches;
     c.fsync = a.fsync;
     c.include_close = a.include_close;
-    c.engine = a.engine.unwrap_or(if nfs {
-        EngineKind::Nfs
-    } else {
-        EngineKind::Psync
-    });
+    c.engine = a.engine.or(proto).unwrap_or(EngineKind::Psync);
     c.iodepth = a.iodepth;
     c.rwmix_read_pct = match a.rwmixwrite {
         Some(w) if w <= 100 => 100 - w,
@@ -563,7 +591,7 @@ fn header(r: &IoReport, resident: &str) -> String {
         if c.jobs == 1 { "" } else { "s" },
         Bytes(c.bs_bytes),
         s.engine,
-        if c.iodepth > 1 && (s.engine == "uring" || s.engine == "nfs") {
+        if c.iodepth > 1 && matches!(s.engine.as_str(), "uring" | "nfs" | "smb") {
             format!(" depth {}", c.iodepth)
         } else {
             String::new()
@@ -577,17 +605,25 @@ fn header(r: &IoReport, resident: &str) -> String {
 
 /// The second header line of a run through a network file protocol.
 fn remote_line(r: &nsperf_io::RemoteFacts) -> String {
+    let smb = r.signed.is_some();
     format!(
-        "{} at {}, export {}: {} connection{}, RPCs of {}, {} in flight each, writes {} (server allows READ {}, WRITE {})\n",
+        "{} at {}, {} {}: {} connection{}, {} of {}, {} in flight each, writes {} (server allows READ {}, WRITE {}){}\n",
         r.protocol,
         r.server,
+        if smb { "share" } else { "export" },
         r.export,
         r.connections,
         if r.connections == 1 { "" } else { "s" },
+        if smb { "requests" } else { "RPCs" },
         Bytes(r.rpc_bytes),
         r.rpcs_in_flight,
         r.write_stable,
         Bytes(r.rtmax_bytes as u64),
-        Bytes(r.wtmax_bytes as u64)
+        Bytes(r.wtmax_bytes as u64),
+        match r.signed {
+            Some(true) => ", signed",
+            Some(false) => ", unsigned",
+            None => "",
+        }
     )
 }

@@ -1,0 +1,311 @@
+//! `nsperf io run nfs://…`: the NFSv3 side of [`super`] — one connection per job,
+//! `--iodepth` RPCs in flight on each, `--bs` the RPC size (clamped to what the server's
+//! FSINFO allows, with a finding).
+//!
+//! Order of a run: mount → create `.nsperf-*` files (CREATE GUARDED: never an existing file)
+//! → lay them out with unmeasured WRITEs and a COMMIT → set the cache phase (remote-warm:
+//! read through once so the server's cache holds the data; cold: drop this host's page
+//! cache, which is the server's in a lab) → measured pass → files removed (REMOVE), also on
+//! error and after Ctrl-C.
+
+use std::time::Duration;
+
+use nsperf_nfs::{FileHandle, NfsError, Pipeline, Session, Stable};
+
+use super::suite::{MetaOp, RemoteFs};
+use super::{JobOpener, RemoteFacts, Started};
+use crate::config::{FsyncMode, RunConfig};
+use crate::engine::Nfs;
+use crate::engine::nfs::to_io;
+use crate::error::IoError;
+use crate::result::IoReport;
+use crate::target::{FILE_PREFIX, Target};
+use crate::workload::OpKind;
+
+/// How long the server may stay silent before the run fails with "server went away".
+pub const TIMEOUT: Duration = nsperf_nfs::client::DEFAULT_TIMEOUT;
+
+/// The files created on the server; removes them (and the metadata test's directory) when
+/// dropped, whatever the exit path.
+struct RemoteFiles {
+    session: Session,
+    stable: Stable,
+    tag: String,
+    seq: u32,
+    created: Vec<(FileHandle, String, bool)>,
+}
+
+impl RemoteFiles {
+    fn new(session: Session, stable: Stable) -> Self {
+        RemoteFiles {
+            session,
+            stable,
+            tag: std::process::id().to_string(),
+            seq: 0,
+            created: Vec::new(),
+        }
+    }
+
+    fn next_name(&mut self, what: &str) -> String {
+        self.seq += 1;
+        format!("{FILE_PREFIX}{}-{what}-{}", self.tag, self.seq)
+    }
+
+    /// Creates a new file in the target directory.
+    fn create(&mut self, what: &str) -> Result<(FileHandle, String), IoError> {
+        let name = self.next_name(what);
+        let dir = self.session.dir;
+        let fh = self.session.client.create(&dir, &name)?;
+        self.created.push((dir, name.clone(), false));
+        Ok((fh, name))
+    }
+
+    /// Creates a directory in the target directory.
+    fn mkdir(&mut self, what: &str) -> Result<(FileHandle, String), IoError> {
+        let name = self.next_name(what);
+        let dir = self.session.dir;
+        let fh = self.session.client.mkdir(&dir, &name)?;
+        self.created.push((dir, name.clone(), true));
+        Ok((fh, name))
+    }
+
+    /// Registers a file created inside a created directory.
+    fn adopt(&mut self, dir: FileHandle, name: String) {
+        self.created.push((dir, name, false));
+    }
+
+    /// Forgets a file removed by the workload itself.
+    fn removed(&mut self, dir: &FileHandle, name: &str) {
+        if let Some(i) = self
+            .created
+            .iter()
+            .position(|(d, n, _)| d == dir && n == name)
+        {
+            self.created.swap_remove(i);
+        }
+    }
+
+    fn path(&self, name: &str) -> String {
+        format!("{}/{name}", self.session.url)
+    }
+}
+
+impl Drop for RemoteFiles {
+    fn drop(&mut self) {
+        // Files before directories: a directory's files were registered after it.
+        for (dir, name, is_dir) in self.created.drain(..).rev() {
+            let _ = if is_dir {
+                self.session.client.rmdir(&dir, &name)
+            } else {
+                self.session.client.remove(&dir, &name)
+            };
+        }
+    }
+}
+
+/// Runs one workload against an `nfs://` target.
+pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
+    let Target::Nfs { url } = &cfg.target else {
+        return Err(IoError::Config("not an nfs:// target".into()));
+    };
+    let started = Started::new(cfg);
+    let session = Session::open(url, TIMEOUT)?;
+    let fsi = session.fsinfo;
+    let (eff, clamp) = super::clamp_bs(cfg, fsi.rtmax, fsi.wtmax);
+    let remote = RemoteFacts {
+        protocol: "nfs3".into(),
+        server: session.nfs_addr.to_string(),
+        export: session.export.clone(),
+        rtmax_bytes: fsi.rtmax,
+        wtmax_bytes: fsi.wtmax,
+        rtpref_bytes: fsi.rtpref,
+        rpc_bytes: eff.bs_bytes,
+        rpcs_in_flight: eff.iodepth,
+        connections: eff.jobs,
+        write_stable: if stable_of(cfg) == Stable::FileSync {
+            "file_sync".into()
+        } else {
+            "unstable".into()
+        },
+        signed: None,
+    };
+    let mut files = RemoteFiles::new(session, stable_of(cfg));
+    let monitor = started.monitor(cfg);
+    let run = if eff.workload.is_block() {
+        let opener = Opener {
+            addr: files.session.nfs_addr,
+            depth: eff.iodepth as usize,
+            stable: stable_of(cfg),
+        };
+        super::block(&eff, &mut files, &opener)
+    } else {
+        super::suite::run(&eff, &mut files)
+    };
+    let cpu = monitor.stop();
+    let run = run?;
+    drop(files);
+    let fs = crate::fsinfo::FsInfo {
+        fs_type: "nfs3 (nsperf user-space client)".into(),
+        mount_source: format!("{}:{}", url.host, remote.export),
+        mount_point: std::path::PathBuf::from(&url.path),
+        dev: String::new(),
+        statfs_magic: 0,
+        network: Some(true),
+        server: remote
+            .server
+            .parse::<std::net::SocketAddr>()
+            .ok()
+            .map(|a| a.ip()),
+        link: None,
+    };
+    Ok(started.finish(cfg, &eff, run, cpu, remote, fs, "nfs", clamp))
+}
+
+fn stable_of(cfg: &RunConfig) -> Stable {
+    if cfg.fsync == FsyncMode::Each {
+        Stable::FileSync
+    } else {
+        Stable::Unstable
+    }
+}
+
+/// Where and how to lay out or read through a file, unmeasured.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Transfer {
+    addr: std::net::SocketAddr,
+    /// RPC size: 1 MiB or less when the server allows less.
+    chunk: usize,
+}
+
+impl Transfer {
+    fn new(files: &RemoteFiles) -> Self {
+        let f = files.session.fsinfo;
+        let limit = f.rtmax.min(f.wtmax).max(4096) as usize;
+        Transfer {
+            addr: files.session.nfs_addr,
+            chunk: limit.min(1 << 20),
+        }
+    }
+}
+
+/// Writes (unstably, then COMMIT) or reads `len` bytes of a file, unmeasured, with 8 RPCs
+/// in flight on a connection of its own.
+fn transfer(t: Transfer, fh: FileHandle, len: u64, op: OpKind, path: &str) -> Result<(), IoError> {
+    let err = |e: NfsError| IoError::remote("layout", path.to_string(), to_io(e));
+    let p = Pipeline::connect(t.addr, fh, super::LAYOUT_DEPTH, Stable::Unstable, TIMEOUT)
+        .map_err(err)?;
+    super::transfer(&mut Nfs::new(p), t.chunk, len, op, path)
+}
+
+/// Opens a job's connection to its file.
+struct Opener {
+    addr: std::net::SocketAddr,
+    depth: usize,
+    stable: Stable,
+}
+
+impl JobOpener<FileHandle> for Opener {
+    type Engine = Nfs;
+    fn open(&self, f: &FileHandle, _name: &str) -> std::io::Result<Nfs> {
+        Pipeline::connect(self.addr, *f, self.depth, self.stable, TIMEOUT)
+            .map(Nfs::new)
+            .map_err(to_io)
+    }
+}
+
+impl RemoteFs for RemoteFiles {
+    type File = FileHandle;
+    type Dir = FileHandle;
+
+    fn create_file(&mut self, what: &str) -> Result<(FileHandle, String), IoError> {
+        self.create(what)
+    }
+
+    fn path(&self, name: &str) -> String {
+        RemoteFiles::path(self, name)
+    }
+
+    fn write_at(
+        &mut self,
+        f: &FileHandle,
+        name: &str,
+        off: u64,
+        buf: &[u8],
+    ) -> Result<(), IoError> {
+        let stable = self.stable;
+        self.session.client.write(f, name, off, buf, stable)?;
+        Ok(())
+    }
+
+    fn read_at(
+        &mut self,
+        f: &FileHandle,
+        name: &str,
+        off: u64,
+        buf: &mut [u8],
+    ) -> Result<(usize, bool), IoError> {
+        Ok(self.session.client.read(f, name, off, buf)?)
+    }
+
+    fn needs_sync(&self) -> bool {
+        self.stable == Stable::Unstable
+    }
+
+    fn sync(&mut self, f: &FileHandle, name: &str) -> Result<(), IoError> {
+        self.session.client.commit(f, name)?;
+        Ok(())
+    }
+
+    fn lay_out(
+        &mut self,
+        f: &FileHandle,
+        name: &str,
+        len: u64,
+        read_back: bool,
+    ) -> Result<(), IoError> {
+        let path = self.path(name);
+        let t = Transfer::new(self);
+        transfer(t, *f, len, OpKind::Write, &path)?;
+        if read_back {
+            transfer(t, *f, len, OpKind::Read, &path)?;
+        }
+        Ok(())
+    }
+
+    fn meta_dir(&mut self) -> Result<FileHandle, IoError> {
+        self.mkdir("meta").map(|(fh, _)| fh)
+    }
+
+    fn meta(
+        &mut self,
+        dir: &FileHandle,
+        name: &str,
+        op: MetaOp,
+        payload: &[u8],
+        rbuf: &mut [u8],
+    ) -> Result<(), IoError> {
+        let stable = self.stable;
+        let cl = &mut self.session.client;
+        let r: Result<(), NfsError> = match op {
+            MetaOp::Create => cl.create(dir, name).and_then(|fh| {
+                if payload.is_empty() {
+                    Ok(())
+                } else {
+                    cl.write(&fh, name, 0, payload, stable).map(|_| ())
+                }
+            }),
+            MetaOp::Stat => cl.lookup(dir, name).map(|_| ()),
+            MetaOp::Read => cl
+                .lookup(dir, name)
+                .and_then(|(fh, _)| cl.read(&fh, name, 0, rbuf).map(|_| ())),
+            MetaOp::Delete => cl.remove(dir, name),
+        };
+        r?;
+        match op {
+            MetaOp::Create => self.adopt(*dir, name.to_string()),
+            MetaOp::Delete => self.removed(dir, name),
+            _ => {}
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,473 @@
+//! The data path: READ and WRITE on one file with up to `depth` requests in flight on one
+//! connection (its own session and tree), the way `--iodepth` means it.
+//!
+//! Each request is a future of the smb2 crate (`Connection::execute_with_credits`), polled
+//! on this pipeline's single-threaded runtime only while [`Pipeline::reap`] waits; the
+//! crate's receiver task routes replies to them by message id. The crate's messages own
+//! their bytes, so a WRITE's data is copied from the caller's buffer into a per-slot vector
+//! (reused: it comes back with the reply) and a READ's data is copied from the reply frame
+//! into the caller's buffer. Credits: each request is charged one credit per 64 KiB
+//! (MS-SMB2 3.1.5.2), and the crate parks a request until the server has granted enough.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use smb2::client::connection::Connection;
+use smb2::msg::read::ReadRequest;
+use smb2::msg::write::{WriteRequest, WriteResponse};
+use smb2::pack::{ReadCursor, Unpack};
+use smb2::types::status::NtStatus;
+use smb2::types::{Command, CreditCharge, FileId, TreeId};
+
+use crate::client::{Client, block_on};
+use crate::creds::Credentials;
+use crate::error::SmbError;
+use crate::url::SmbUrl;
+
+/// Most requests in flight on one connection.
+pub const MAX_DEPTH: usize = 4096;
+/// Size of the SMB2 header that READ's DataOffset counts from.
+const HEADER: usize = 64;
+const TICK: Duration = Duration::from_millis(200);
+/// How long in-flight requests may drain after Ctrl-C before the run gives up on them.
+const DRAIN_AFTER_INTERRUPT: Duration = Duration::from_secs(2);
+
+/// Direction of a data request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataOp {
+    /// READ into the slot's buffer.
+    Read,
+    /// WRITE from the slot's buffer.
+    Write,
+}
+
+/// One finished request: the slot and the bytes moved, or a negative errno.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Done {
+    /// The slot given to [`Pipeline::queue`].
+    pub slot: u32,
+    /// Bytes moved, or `-errno` for an error status (the connection is fine).
+    pub result: i32,
+}
+
+type Reply = (u32, DataOp, Vec<u8>, smb2::Result<smb2::Frame>);
+type InFlight = Pin<Box<dyn Future<Output = Reply> + Send>>;
+
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    busy: bool,
+    ptr: *mut u8,
+    cap: usize,
+}
+
+/// A data connection to one file.
+pub struct Pipeline {
+    client: Client,
+    fid: FileId,
+    path: String,
+    slots: Vec<Slot>,
+    spare: Vec<Vec<u8>>,
+    inflight: FuturesUnordered<InFlight>,
+}
+
+// SAFETY: the raw buffer pointers are only dereferenced by the thread owning the pipeline,
+// inside calls whose caller guarantees the buffers outlive the requests in flight.
+unsafe impl Send for Pipeline {}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("path", &self.path)
+            .field("depth", &self.slots.len())
+            .field("inflight", &self.inflight.len())
+            .finish()
+    }
+}
+
+/// A WRITE of `data` at `offset`.
+pub(crate) fn write_request(
+    file_id: FileId,
+    offset: u64,
+    data: Vec<u8>,
+    write_through: bool,
+) -> WriteRequest {
+    WriteRequest {
+        // Header (64) + the fixed part of WRITE (48).
+        data_offset: 0x70,
+        offset,
+        file_id,
+        channel: 0,
+        remaining_bytes: 0,
+        write_channel_info_offset: 0,
+        write_channel_info_length: 0,
+        // SMB2_WRITEFLAG_WRITE_THROUGH (MS-SMB2 2.2.21).
+        flags: u32::from(write_through),
+        data,
+    }
+}
+
+/// A READ of `length` bytes at `offset`.
+pub(crate) fn read_request(file_id: FileId, offset: u64, length: u32) -> ReadRequest {
+    ReadRequest {
+        padding: 0x50,
+        flags: 0,
+        length,
+        offset,
+        file_id,
+        minimum_count: 0,
+        channel: 0,
+        remaining_bytes: 0,
+        read_channel_info: vec![],
+    }
+}
+
+/// Credits a request of `len` bytes is charged.
+fn charge(len: usize) -> CreditCharge {
+    CreditCharge(len.div_ceil(65536).clamp(1, u16::MAX as usize) as u16)
+}
+
+/// Bytes a WRITE reply says were written.
+pub(crate) fn write_count(frame: &smb2::Frame) -> smb2::Result<usize> {
+    WriteResponse::unpack(&mut ReadCursor::new(&frame.body)).map(|r| r.count as usize)
+}
+
+/// Copies the data of a READ reply's body into `buf`; returns the bytes copied. Checked:
+/// a structure size, offset or length that does not fit the body is an error, never a panic
+/// or a read outside it.
+pub fn read_reply_into(body: &[u8], buf: &mut [u8]) -> Result<usize, &'static str> {
+    if body.len() < 16 {
+        return Err("READ reply shorter than its fixed part");
+    }
+    if u16::from_le_bytes([body[0], body[1]]) != 17 {
+        return Err("READ reply with a wrong structure size");
+    }
+    let off = body[2] as usize;
+    let len = u32::from_le_bytes([body[4], body[5], body[6], body[7]]) as usize;
+    if len == 0 {
+        return Ok(0);
+    }
+    let start = off
+        .checked_sub(HEADER)
+        .filter(|&s| s >= 16)
+        .ok_or("READ reply data offset inside the header")?;
+    let data = body
+        .get(start..)
+        .and_then(|b| b.get(..len))
+        .ok_or("READ reply data beyond the message")?;
+    if len > buf.len() {
+        return Err("READ reply longer than asked");
+    }
+    buf[..len].copy_from_slice(data);
+    Ok(len)
+}
+
+pub(crate) fn read_into(frame: &smb2::Frame, buf: &mut [u8]) -> smb2::Result<usize> {
+    read_reply_into(&frame.body, buf).map_err(smb2::Error::invalid_data)
+}
+
+fn errno_of(e: &smb2::Error) -> i32 {
+    SmbError::op("I/O", "", clone_kind(e)).errno()
+}
+
+/// An error of the same kind (smb2's errors are not `Clone`).
+fn clone_kind(e: &smb2::Error) -> smb2::Error {
+    match e {
+        smb2::Error::Protocol { status, command } => smb2::Error::Protocol {
+            status: *status,
+            command: *command,
+        },
+        _ if crate::error::is_lost(e) => smb2::Error::Disconnected,
+        _ => smb2::Error::invalid_data(e.to_string()),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn request(
+    write_through: bool,
+    conn: Connection,
+    tid: TreeId,
+    fid: FileId,
+    slot: u32,
+    op: DataOp,
+    offset: u64,
+    len: usize,
+    data: Vec<u8>,
+) -> Reply {
+    let c = charge(len);
+    match op {
+        DataOp::Write => {
+            let req = write_request(fid, offset, data, write_through);
+            let r = conn
+                .execute_with_credits(Command::Write, &req, Some(tid), c)
+                .await;
+            (slot, op, req.data, r)
+        }
+        DataOp::Read => {
+            let req = read_request(fid, offset, len as u32);
+            let r = conn
+                .execute_with_credits(Command::Read, &req, Some(tid), c)
+                .await;
+            (slot, op, data, r)
+        }
+    }
+}
+
+impl Pipeline {
+    /// Connects to `url` as `creds` and opens the existing file `path` (relative to the
+    /// share's root) with up to `depth` requests in flight.
+    pub fn open(
+        url: &SmbUrl,
+        creds: &Credentials,
+        path: &str,
+        depth: usize,
+        timeout: Duration,
+    ) -> Result<Pipeline, SmbError> {
+        let mut client = Client::connect(url, creds, timeout)?;
+        let fid = client.open(path, false)?;
+        let depth = depth.clamp(1, MAX_DEPTH);
+        let slot = Slot {
+            busy: false,
+            ptr: std::ptr::null_mut(),
+            cap: 0,
+        };
+        Ok(Pipeline {
+            client,
+            fid,
+            path: path.to_string(),
+            slots: vec![slot; depth],
+            spare: vec![Vec::new(); depth],
+            inflight: FuturesUnordered::new(),
+        })
+    }
+
+    /// WRITEs ask for WRITE_THROUGH (each stable before its reply); [`Pipeline::flush`]
+    /// then sends no FLUSH.
+    pub fn set_write_through(&mut self, on: bool) {
+        self.client.write_through = on;
+    }
+
+    /// What the connection negotiated.
+    pub fn negotiated(&self) -> &crate::client::Negotiated {
+        &self.client.negotiated
+    }
+
+    /// Gives slot `slot` the buffer `ptr[..cap]`.
+    ///
+    /// # Safety
+    /// The buffer must stay valid, and not be touched by the caller, while a request on
+    /// this slot is in flight (from [`Pipeline::queue`] until the slot comes back from
+    /// [`Pipeline::reap`]).
+    pub unsafe fn set_buffer(&mut self, slot: u32, ptr: *mut u8, cap: usize) {
+        if let Some(s) = self.slots.get_mut(slot as usize) {
+            s.ptr = ptr;
+            s.cap = cap;
+        }
+    }
+
+    /// Number of slots.
+    pub fn depth(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Requests in flight.
+    pub fn inflight(&self) -> usize {
+        self.inflight.len()
+    }
+
+    /// Starts a READ or WRITE of `len` bytes at `offset` on `slot`.
+    pub fn queue(
+        &mut self,
+        op: DataOp,
+        offset: u64,
+        len: usize,
+        slot: u32,
+    ) -> Result<(), SmbError> {
+        let s = self
+            .slots
+            .get(slot as usize)
+            .copied()
+            .filter(|s| !s.busy && !s.ptr.is_null() && len <= s.cap && len <= u32::MAX as usize)
+            .ok_or_else(|| {
+                SmbError::op(
+                    "queue",
+                    &self.path,
+                    smb2::Error::invalid_data("slot busy, without a buffer, or too small"),
+                )
+            })?;
+        let mut data = std::mem::take(&mut self.spare[slot as usize]);
+        if op == DataOp::Write {
+            data.clear();
+            // SAFETY: set_buffer's contract: ptr[..cap] is valid and len <= cap.
+            data.extend_from_slice(unsafe { std::slice::from_raw_parts(s.ptr, len) });
+        }
+        self.slots[slot as usize].busy = true;
+        let conn = self.client.conn.clone();
+        let tid = self.client.tree.tree_id;
+        self.inflight.push(Box::pin(request(
+            self.client.write_through,
+            conn,
+            tid,
+            self.fid,
+            slot,
+            op,
+            offset,
+            len,
+            data,
+        )));
+        Ok(())
+    }
+
+    /// Waits for at least `min` requests to finish (fewer if fewer are in flight), appending
+    /// every finished one to `out`. An error status of one request is its `Done`; a lost
+    /// connection fails the call.
+    pub fn reap(&mut self, min: usize, out: &mut Vec<Done>) -> Result<(), SmbError> {
+        let min = min.min(self.inflight.len());
+        let mut got = 0usize;
+        let mut interrupted_at = None;
+        let Pipeline {
+            client,
+            slots,
+            spare,
+            inflight,
+            path,
+            ..
+        } = self;
+        let rt = &client.rt;
+        rt.block_on(async {
+            loop {
+                let next = if got < min {
+                    match tokio::time::timeout(TICK, inflight.next()).await {
+                        Ok(r) => r,
+                        Err(_) => {
+                            if nsperf_core::signal::interrupted() {
+                                let t = *interrupted_at.get_or_insert_with(std::time::Instant::now);
+                                if t.elapsed() > DRAIN_AFTER_INTERRUPT {
+                                    return Err(SmbError::Interrupted);
+                                }
+                            }
+                            continue;
+                        }
+                    }
+                } else {
+                    match futures_util::FutureExt::now_or_never(inflight.next()) {
+                        Some(r) => r,
+                        None => return Ok(()),
+                    }
+                };
+                let Some((slot, op, data, r)) = next else {
+                    return Ok(());
+                };
+                let s = &mut slots[slot as usize];
+                s.busy = false;
+                let result = match r {
+                    Err(e) if crate::error::is_lost(&e) => {
+                        return Err(SmbError::Lost {
+                            what: if op == DataOp::Read { "READ" } else { "WRITE" },
+                            source: e,
+                        });
+                    }
+                    Err(e) => -errno_of(&e),
+                    Ok(f) if f.header.status == NtStatus::END_OF_FILE => 0,
+                    Ok(f) if f.header.status != NtStatus::SUCCESS => {
+                        -errno_of(&smb2::Error::Protocol {
+                            status: f.header.status,
+                            command: f.header.command,
+                        })
+                    }
+                    Ok(f) => match op {
+                        DataOp::Write => write_count(&f).map(|n| n as i32).unwrap_or(-libc::EPROTO),
+                        DataOp::Read => {
+                            // SAFETY: set_buffer's contract: the slot's buffer is valid and
+                            // untouched by the caller until this completion is handed out.
+                            let buf = unsafe { std::slice::from_raw_parts_mut(s.ptr, s.cap) };
+                            read_into(&f, buf)
+                                .map(|n| n as i32)
+                                .unwrap_or(-libc::EPROTO)
+                        }
+                    },
+                };
+                spare[slot as usize] = data;
+                out.push(Done { slot, result });
+                got += 1;
+            }
+        })
+        .map_err(|e| match e {
+            SmbError::Lost { .. } | SmbError::Interrupted => e,
+            other => SmbError::op("I/O", path, smb2::Error::invalid_data(other.to_string())),
+        })
+    }
+
+    /// Waits for every request in flight, then FLUSH (the server writes the file's data to
+    /// stable storage); completions are appended to `out`.
+    pub fn flush(&mut self, out: &mut Vec<Done>) -> Result<(), SmbError> {
+        self.reap(self.inflight.len(), out)?;
+        if self.client.write_through {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        self.client.flush(self.fid, &path)
+    }
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        // Requests still in flight are dropped with their futures (late replies are
+        // discarded by the crate's receiver task); the handle is closed if the server is
+        // still there.
+        self.inflight.clear();
+        let path = std::mem::take(&mut self.path);
+        let _ = block_on(&self.client.rt, async {
+            tokio::time::timeout(
+                Duration::from_secs(2),
+                self.client
+                    .tree
+                    .close_handle(&mut self.client.conn, self.fid),
+            )
+            .await
+        });
+        let _ = path;
+    }
+}
+
+/// Every reply parser of the data path on `data` (the body of the fuzz target).
+pub fn fuzz_read_reply(data: &[u8]) {
+    let mut buf = [0u8; 4096];
+    let _ = read_reply_into(data, &mut buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(off: u8, len: u32, payload: &[u8]) -> Vec<u8> {
+        let mut b = vec![17, 0, off, 0];
+        b.extend_from_slice(&len.to_le_bytes());
+        b.extend_from_slice(&[0u8; 8]);
+        b.extend_from_slice(payload);
+        b
+    }
+
+    #[test]
+    fn read_reply_checked() {
+        let mut buf = [0u8; 8];
+        assert_eq!(read_reply_into(&reply(0x50, 3, b"abc"), &mut buf), Ok(3));
+        assert_eq!(&buf[..3], b"abc");
+        // Data at a later offset (padding after the fixed part).
+        assert_eq!(read_reply_into(&reply(0x52, 2, b"..xy"), &mut buf), Ok(2));
+        assert_eq!(&buf[..2], b"xy");
+        assert!(read_reply_into(&reply(0x50, 4, b"abc"), &mut buf).is_err());
+        assert!(read_reply_into(&reply(0x10, 1, b"a"), &mut buf).is_err());
+        assert!(read_reply_into(&reply(0x50, 9, &[0; 9]), &mut buf).is_err());
+        assert!(read_reply_into(&[17, 0, 0x50], &mut buf).is_err());
+        assert_eq!(read_reply_into(&reply(0, 0, b""), &mut buf), Ok(0));
+        let mut b = reply(0x50, 1, b"a");
+        b[0] = 16;
+        assert!(read_reply_into(&b, &mut buf).is_err());
+        for n in 0..64 {
+            fuzz_read_reply(&vec![0xff; n]);
+        }
+    }
+}

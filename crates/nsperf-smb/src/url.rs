@@ -1,0 +1,209 @@
+//! `smb://HOST[:PORT]/SHARE/PATH` targets.
+//!
+//! The first path component is the share; the rest names a directory inside it (the share's
+//! root when absent). Without a port, 445 (SMB over TCP). Credentials never appear in the
+//! URL (`smb://user@host` is refused): they come from a file or the environment
+//! ([`crate::Credentials`]).
+
+use std::fmt;
+use std::str::FromStr;
+
+/// The SMB-over-TCP port.
+pub const SMB_PORT: u16 = 445;
+/// Longest path component SMB servers accept (bytes).
+const NAME_MAX: usize = 255;
+/// Longest path inside a share nsperf accepts (bytes).
+const PATH_MAX: usize = 1024;
+
+/// A parsed `smb://` URL.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct SmbUrl {
+    /// Host name or address (IPv6 without brackets).
+    pub host: String,
+    /// TCP port, when given (default 445).
+    pub port: Option<u16>,
+    /// The share's name.
+    pub share: String,
+    /// Directory inside the share, components joined with `/`, no leading or trailing
+    /// slash (empty for the share's root).
+    pub path: String,
+}
+
+/// Why a string is not an `smb://` URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad SMB URL '{url}': {why} (expected smb://HOST[:PORT]/SHARE/PATH)")]
+pub struct UrlError {
+    url: String,
+    why: &'static str,
+}
+
+impl SmbUrl {
+    /// True when `s` looks like an SMB URL (so the CLI can route it to this parser).
+    pub fn is_smb_url(s: &str) -> bool {
+        s.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("smb://"))
+    }
+
+    /// `HOST:PORT` to connect to (`[v6]:PORT` for IPv6).
+    pub fn addr(&self) -> String {
+        let port = self.port.unwrap_or(SMB_PORT);
+        if self.host.contains(':') {
+            format!("[{}]:{port}", self.host)
+        } else {
+            format!("{}:{port}", self.host)
+        }
+    }
+
+    /// The path of `name` inside the target directory, relative to the share's root.
+    pub fn join(&self, name: &str) -> String {
+        if self.path.is_empty() {
+            name.to_string()
+        } else {
+            format!("{}/{name}", self.path)
+        }
+    }
+}
+
+impl FromStr for SmbUrl {
+    type Err = UrlError;
+
+    fn from_str(s: &str) -> Result<SmbUrl, UrlError> {
+        let bad = |why| UrlError {
+            url: s.to_string(),
+            why,
+        };
+        if !SmbUrl::is_smb_url(s) {
+            return Err(bad("it does not start with smb://"));
+        }
+        let rest = &s[6..];
+        let slash = rest
+            .find('/')
+            .ok_or_else(|| bad("no share after the host"))?;
+        let (authority, path) = rest.split_at(slash);
+        if path.contains('?') || path.contains('#') {
+            return Err(bad("query and fragment parts are not supported"));
+        }
+        if authority.contains('@') {
+            return Err(bad(
+                "credentials do not go in the URL: use --credentials FILE or NSPERF_SMB_USER/NSPERF_SMB_PASSWORD",
+            ));
+        }
+        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+            let end = v6.find(']').ok_or_else(|| bad("unclosed [ in the host"))?;
+            let after = &v6[end + 1..];
+            let port = match after.strip_prefix(':') {
+                Some(p) => Some(p),
+                None if after.is_empty() => None,
+                None => return Err(bad("junk after ]")),
+            };
+            (&v6[..end], port)
+        } else {
+            match authority.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (authority, None),
+            }
+        };
+        if host.is_empty() {
+            return Err(bad("no host"));
+        }
+        let port = match port {
+            Some(p) => Some(
+                p.parse::<u16>()
+                    .ok()
+                    .filter(|&p| p > 0)
+                    .ok_or_else(|| bad("the port is not 1..65535"))?,
+            ),
+            None => None,
+        };
+        let mut parts = Vec::new();
+        for c in path.split('/').filter(|c| !c.is_empty()) {
+            if c == "." || c == ".." {
+                return Err(bad(". and .. are not allowed in the path"));
+            }
+            if c.len() > NAME_MAX {
+                return Err(bad("a path component is longer than 255 bytes"));
+            }
+            if c.contains('\\') || c.chars().any(|ch| ch.is_control()) {
+                return Err(bad("backslashes and control characters are not allowed"));
+            }
+            parts.push(c);
+        }
+        let Some((share, dir)) = parts.split_first() else {
+            return Err(bad("no share after the host"));
+        };
+        let path = dir.join("/");
+        if path.len() > PATH_MAX {
+            return Err(bad("the path is longer than 1024 bytes"));
+        }
+        Ok(SmbUrl {
+            host: host.to_string(),
+            port,
+            share: share.to_string(),
+            path,
+        })
+    }
+}
+
+impl fmt::Display for SmbUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("smb://")?;
+        if self.host.contains(':') {
+            write!(f, "[{}]", self.host)?;
+        } else {
+            f.write_str(&self.host)?;
+        }
+        if let Some(p) = self.port {
+            write!(f, ":{p}")?;
+        }
+        write!(f, "/{}", self.share)?;
+        if !self.path.is_empty() {
+            write!(f, "/{}", self.path)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints() {
+        let u: SmbUrl = "smb://10.77.0.2/data/sub/dir/".parse().unwrap();
+        assert_eq!(u.host, "10.77.0.2");
+        assert_eq!(u.port, None);
+        assert_eq!((u.share.as_str(), u.path.as_str()), ("data", "sub/dir"));
+        assert_eq!(u.to_string(), "smb://10.77.0.2/data/sub/dir");
+        assert_eq!(u.addr(), "10.77.0.2:445");
+        assert_eq!(u.join("f"), "sub/dir/f");
+        let u: SmbUrl = "SMB://[::1]:4455//share".parse().unwrap();
+        assert_eq!((u.host.as_str(), u.port), ("::1", Some(4455)));
+        assert_eq!(u.path, "");
+        assert_eq!(u.join("f"), "f");
+        assert_eq!(u.addr(), "[::1]:4455");
+        assert_eq!(u.to_string(), "smb://[::1]:4455/share");
+    }
+
+    #[test]
+    fn rejects() {
+        for s in [
+            "nfs://h/x",
+            "smb://h",
+            "smb://h/",
+            "smb:///x",
+            "smb://h:0/x",
+            "smb://h:70000/x",
+            "smb://h/s/../b",
+            "smb://u:pw@h/x",
+            "smb://[::1/x",
+            "smb://h/x?user=a",
+            "smb://h/s/a\\b",
+            "smb",
+            "",
+        ] {
+            let e = s.parse::<SmbUrl>().unwrap_err();
+            assert!(e.to_string().contains("expected smb://"), "{s}: {e}");
+        }
+        let e = "smb://u:pw@h/x".parse::<SmbUrl>().unwrap_err().to_string();
+        assert!(e.contains("--credentials") && !e.contains('\n'), "{e}");
+    }
+}
