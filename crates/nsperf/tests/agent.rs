@@ -35,28 +35,7 @@ fn local_fleet(n: usize) -> Fleet {
 #[test]
 fn clients_on_three_agents_against_a_server_on_a_fourth_agree_with_its_count() {
     let mut fleet = local_fleet(4);
-    let server = fleet.start(
-        0,
-        StepSpec::NetServer {
-            site: None,
-            server: nsperf_net::ServerConfig {
-                bind: "127.0.0.1".parse().unwrap(),
-                port: 0,
-                ..nsperf_net::ServerConfig::default()
-            },
-        },
-        None,
-    );
-    let Some(StepReport::Listening { addr }) =
-        fleet.wait_report(server, Duration::from_secs(20), |r| {
-            matches!(r, StepReport::Listening { .. })
-        })
-    else {
-        panic!(
-            "the server step did not listen: {:?}",
-            fleet.outcome(server)
-        );
-    };
+    let (server, addr) = common::fleet::start_server(&mut fleet, 0, "127.0.0.1");
     let params = nsperf_net::TestParams {
         duration_ns: 1_000_000_000,
         streams: 2,

@@ -379,25 +379,7 @@ fn links_for_real(mut agents: SlurmAgents) {
     assert_eq!(names, ["slurm-0", "slurm-1"]);
     let mut fleet = Fleet::new();
     fleet.connect(links, Duration::from_secs(20)).unwrap();
-    let server = fleet.start(
-        0,
-        StepSpec::NetServer {
-            site: None,
-            server: nsperf_net::ServerConfig {
-                bind: "0.0.0.0".parse().unwrap(),
-                port: 0,
-                ..nsperf_net::ServerConfig::default()
-            },
-        },
-        None,
-    );
-    let Some(StepReport::Listening { addr }) =
-        fleet.wait_report(server, Duration::from_secs(20), |r| {
-            matches!(r, StepReport::Listening { .. })
-        })
-    else {
-        panic!("no listening report: {:?}", fleet.outcome(server));
-    };
+    let (server, addr) = common::fleet::start_server(&mut fleet, 0, "0.0.0.0");
     let config = nsperf_net::ClientConfig {
         host: fleet.agents()[0].host.hostname.clone(),
         port: addr.port(),

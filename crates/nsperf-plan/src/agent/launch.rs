@@ -144,21 +144,7 @@ fn run_ssh(t: &SshTarget, remote: &str, input: Option<&Path>) -> Result<String, 
         }
     }
     let out = c.output().map_err(|e| format!("cannot run ssh: {e}"))?;
-    if out.status.success() {
-        return Ok(String::from_utf8_lossy(&out.stdout).trim().to_string());
-    }
-    let err = String::from_utf8_lossy(&out.stderr);
-    let last = err
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("");
-    Err(format!(
-        "ssh {} failed ({}): {}",
-        t.destination,
-        out.status,
-        last.trim()
-    ))
+    super::stdout_or_last_error(out, &format!("ssh {}", t.destination))
 }
 
 /// Makes sure the host has this binary (copying it over ssh when not) and returns its path

@@ -38,3 +38,18 @@ pub use service::{
     SessionEnd, StepRunner, serve_listener, serve_session,
 };
 pub use session::{AgentAction, AgentPolicy, AgentSession, StepSignal, auth_answer};
+
+/// A launcher program's result (ssh, kubectl): its trimmed standard output when it succeeded,
+/// otherwise `"{what} failed ({status}): {its last non-empty error line}"`.
+fn stdout_or_last_error(out: std::process::Output, what: &str) -> Result<String, String> {
+    if out.status.success() {
+        return Ok(String::from_utf8_lossy(&out.stdout).trim().to_string());
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    let last = err
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    Err(format!("{what} failed ({}): {}", out.status, last.trim()))
+}

@@ -3,6 +3,7 @@
 //! Tests that need root call [`require_root`] and skip with a printed reason otherwise.
 #![allow(dead_code)]
 
+pub mod fleet;
 pub mod procs;
 pub mod scratch;
 mod skip;

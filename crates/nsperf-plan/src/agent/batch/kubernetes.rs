@@ -355,21 +355,7 @@ impl Kubectl {
         let out = child
             .wait_with_output()
             .map_err(|e| format!("kubectl: {e}"))?;
-        if out.status.success() {
-            return Ok(String::from_utf8_lossy(&out.stdout).trim().to_string());
-        }
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        Err(format!(
-            "kubectl {} failed ({}): {}",
-            args.first().unwrap_or(&""),
-            out.status,
-            last.trim()
-        ))
+        crate::agent::stdout_or_last_error(out, &format!("kubectl {}", args.first().unwrap_or(&"")))
     }
 
     /// `kubectl apply -f -` of `manifests`.
