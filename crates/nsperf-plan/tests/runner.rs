@@ -106,7 +106,8 @@ fn runs_in_order_with_phases_and_exact_stats() {
     assert!(s.ci95_hi > 42e6 && s.ci95_hi < 42e6 + half * 1.05, "{s:?}");
     // Mock series: 0.5v, v, 1.1v, 0.9v -> peak 1.1 * 43e6 over the repetitions.
     assert!((tcp10.peak_interval.unwrap() - 1.1 * 43e6).abs() < 1e-3);
-    assert_eq!(tcp10.params.get("rtt").map(String::as_str), Some("10ms"));
+    assert_eq!(tcp10.params["rtt"].value, "10ms");
+    assert_eq!(tcp10.params["rtt"].number, Some(0.01));
     let exp = store.experiment("latest").unwrap();
     assert_eq!(exp.status, ExperimentStatus::Complete);
     assert_eq!(store.cpu(runs[0].id).unwrap().len(), 8);
@@ -144,7 +145,10 @@ fn no_root_skips_the_lab_and_resume_completes_only_missing_runs() {
         &plan,
         &mut store,
         &mut ex2,
-        &RunOptions { resume: true },
+        &RunOptions {
+            resume: true,
+            ..Default::default()
+        },
         &mut NoProgress,
     )
     .unwrap();
@@ -170,7 +174,10 @@ fn no_root_skips_the_lab_and_resume_completes_only_missing_runs() {
             &plan,
             &mut store,
             &mut mock(),
-            &RunOptions { resume: true },
+            &RunOptions {
+                resume: true,
+                ..Default::default()
+            },
             &mut NoProgress
         )
         .is_err()

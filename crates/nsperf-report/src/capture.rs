@@ -1,5 +1,5 @@
-//! The report's capture analysis: for every run that took a packet capture, what
-//! `nsperf trace` made of it — its findings and, for the connections that carried the most
+//! The report's capture analysis: for every run that took a packet capture, the file kept
+//! for Wireshark (`nsperf run --keep-captures`) and what `nsperf trace` made of it — its findings and, for the connections that carried the most
 //! data, the limit it diagnosed with the figures behind it. The store keeps the analysis as
 //! the JSON document `nsperf trace --json` prints; this reads it defensively (an older or
 //! damaged document shows what it has and says what is missing).
@@ -16,15 +16,20 @@ const TOP: usize = 3;
 
 /// Appends the "Capture analysis" section (nothing when no run has a capture).
 pub(crate) fn section(d: &ExperimentData, out: &mut String) {
-    if d.traces.is_empty() {
+    if d.traces.is_empty() && d.runs.iter().all(|r| r.capture_path.is_none()) {
         return;
     }
     out.push_str("<h2>Capture analysis</h2>\n");
     for r in &d.runs {
-        let Some(t) = d.traces.get(&r.id) else {
+        let t = d.traces.get(&r.id);
+        if t.is_none() && r.capture_path.is_none() {
             continue;
-        };
-        let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        }
+        let params: Vec<String> = r
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.label()))
+            .collect();
         let _ = writeln!(
             out,
             "<section class=\"trace\" data-run=\"{}\"><h3>run {}: {} [{}] {} #{}</h3>",
@@ -35,7 +40,17 @@ pub(crate) fn section(d: &ExperimentData, out: &mut String) {
             r.phase,
             r.repetition
         );
-        run_analysis(t, out);
+        if let Some(p) = &r.capture_path {
+            let _ = writeln!(
+                out,
+                "<p class=\"pcap\">capture kept: <code>{p}</code> (open it in Wireshark: <code>wireshark {p}</code>)</p>",
+                p = esc(p)
+            );
+        }
+        match t {
+            Some(t) => run_analysis(t, out),
+            None => out.push_str("<p class=\"skip\">the capture was not analysed</p>\n"),
+        }
         out.push_str("</section>\n");
     }
 }

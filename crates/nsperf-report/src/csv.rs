@@ -1,4 +1,7 @@
-//! CSV: one row per run, the step's parameters as columns (RFC 4180 quoting).
+//! CSV: one row per run, the step's parameters as columns (RFC 4180 quoting). Headers are
+//! machine names; a parameter's column holds its resolved value (`{bdp}` as the byte count it
+//! stood for), and a typed one a second column with its number in the base unit
+//! (`rtt_s`, `window_bytes`).
 
 use nsperf_core::csv::CsvWriter;
 
@@ -22,18 +25,27 @@ impl Exporter for CsvExporter {
     }
 
     fn export(&self, data: &ExperimentData) -> Result<Vec<u8>, ReportError> {
-        let mut params: Vec<String> = data
-            .runs
+        let params = data.all_param_names();
+        // A typed parameter also gets its number in the base unit (`rtt_s`, `window_bytes`).
+        let units: Vec<Option<&str>> = params
             .iter()
-            .flat_map(|r| r.params.keys().cloned())
+            .map(|p| {
+                data.runs
+                    .iter()
+                    .find_map(|r| r.params.get(p).filter(|v| v.number.is_some()))
+                    .and_then(|v| v.kind.unit())
+            })
             .collect();
-        params.sort();
-        params.dedup();
         let mut head: Vec<String> = ["experiment", "run", "step", "type"]
             .iter()
             .map(|s| s.to_string())
             .collect();
-        head.extend(params.iter().cloned());
+        for (p, u) in params.iter().zip(&units) {
+            head.push(p.clone());
+            if let Some(u) = u {
+                head.push(format!("{p}_{u}"));
+            }
+        }
         head.extend(crate::RUN_COLUMNS.iter().map(|s| s.to_string()));
         let mut out = CsvWriter::new();
         out.record(&head);
@@ -44,8 +56,12 @@ impl Exporter for CsvExporter {
                 r.step.clone(),
                 r.kind.clone(),
             ];
-            for p in &params {
-                row.push(r.params.get(p).cloned().unwrap_or_default());
+            for (p, u) in params.iter().zip(&units) {
+                let v = r.params.get(p);
+                row.push(v.map(|v| v.value.clone()).unwrap_or_default());
+                if u.is_some() {
+                    row.push(num(v.and_then(|v| v.number)));
+                }
             }
             row.extend([
                 r.phase.to_string(),

@@ -93,6 +93,18 @@ impl ExperimentData {
         v
     }
 
+    /// Names of all parameters of every run, sorted.
+    pub fn all_param_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .runs
+            .iter()
+            .flat_map(|r| r.params.keys().cloned())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
     /// Names of all parameters of a step's runs, sorted.
     pub fn param_names(&self, step: &str) -> Vec<String> {
         let mut v: Vec<String> = self

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use nsperf_results::stats::{format_metric, series_stats};
-use nsperf_results::{Phase, RunStatus};
+use nsperf_results::{ParamKind, ParamValue, Phase, RunStatus, params_label};
 
 use crate::svg::{self, Bars, HLine, Heatmap, Line, Marker, Plot, esc};
 use crate::{ExperimentData, Exporter, ReportError};
@@ -30,20 +30,6 @@ use crate::{ExperimentData, Exporter, ReportError};
 /// HTML exporter.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HtmlExporter;
-
-/// A parameter value as a number for an axis: durations in ms, sizes in bytes, plain numbers.
-fn numeric(v: &str) -> Option<f64> {
-    if let Ok(x) = v.parse::<f64>() {
-        return Some(x);
-    }
-    if v.chars().last().is_some_and(|c| c.is_ascii_alphabetic())
-        && let Ok(d) = nsperf_core::parse_duration(v)
-        && (v.ends_with('s') || v.ends_with("ms") || v.ends_with("us"))
-    {
-        return Some(d.as_secs_f64() * 1e3);
-    }
-    nsperf_core::Bytes::parse(v).ok().map(|b| b.0 as f64)
-}
 
 fn unit_label(metric: &str) -> &'static str {
     if metric.ends_with("_bps") {
@@ -56,19 +42,6 @@ fn unit_label(metric: &str) -> &'static str {
         "seconds"
     } else {
         ""
-    }
-}
-
-fn params_label(p: &BTreeMap<String, String>, skip: &str) -> String {
-    let v: Vec<String> = p
-        .iter()
-        .filter(|(k, _)| k.as_str() != skip)
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    if v.is_empty() {
-        "all".into()
-    } else {
-        v.join(",")
     }
 }
 
@@ -95,23 +68,24 @@ fn throughput_vs_parameter(d: &ExperimentData, step: &str, out: &mut String) {
     let numeric_param = names.iter().find(|n| {
         groups
             .iter()
-            .all(|(_, g)| g.params.get(*n).and_then(|v| numeric(v)).is_some())
+            .all(|(_, g)| g.params.get(*n).is_some_and(|v| v.number.is_some()))
     });
     let xname = numeric_param.unwrap_or(&names[0]).clone();
     let categorical = numeric_param.is_none();
-    let mut cats: Vec<String> = Vec::new();
+    let mut cats: Vec<&ParamValue> = Vec::new();
     for (_, g) in &groups {
         if let Some(v) = g.params.get(&xname)
-            && !cats.contains(v)
+            && !cats.contains(&v)
         {
-            cats.push(v.clone());
+            cats.push(v);
         }
     }
-    let xval = |v: &str| -> f64 {
-        if categorical {
-            cats.iter().position(|c| c == v).unwrap_or(0) as f64
-        } else {
-            numeric(v).unwrap_or(0.0)
+    cats.sort();
+    let xval = |v: &ParamValue| -> f64 {
+        match v.number {
+            Some(n) if !categorical && v.kind == ParamKind::Duration => n * 1e3,
+            Some(n) if !categorical => n,
+            _ => cats.iter().position(|c| *c == v).unwrap_or(0) as f64,
         }
     };
     let metric = groups[0].1.metric.clone();
@@ -147,7 +121,7 @@ fn throughput_vs_parameter(d: &ExperimentData, step: &str, out: &mut String) {
         x_ticks: if categorical {
             cats.iter()
                 .enumerate()
-                .map(|(i, c)| (i as f64, c.clone()))
+                .map(|(i, c)| (i as f64, c.label()))
                 .collect()
         } else {
             Vec::new()
@@ -528,8 +502,12 @@ impl Exporter for HtmlExporter {
         };
         let _ = writeln!(
             o,
-            "<h1>nsperf experiment {}: {}</h1><p>{}</p><p>status <b>{}</b>; {ok} of {} runs measured, {skipped} skipped, {failed} failed{partial}; nsperf {}</p>",
+            "<h1>nsperf experiment {}{}: {}</h1><p>{}</p><p>status <b>{}</b>; {ok} of {} runs measured, {skipped} skipped, {failed} failed{partial}; nsperf {}</p>",
             e.id,
+            e.label
+                .as_deref()
+                .map(|l| format!(" <span class=\"label\">“{}”</span>", esc(l)))
+                .unwrap_or_default(),
             esc(&e.plan_name),
             esc(e.description.as_deref().unwrap_or("")),
             e.status,
@@ -612,19 +590,5 @@ impl Exporter for HtmlExporter {
         o.push_str(CHECK_SCRIPT);
         o.push_str("\n</body></html>\n");
         Ok(o.into_bytes())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numeric_parameters() {
-        assert_eq!(numeric("50ms"), Some(50.0));
-        assert_eq!(numeric("4k"), Some(4096.0));
-        assert_eq!(numeric("3"), Some(3.0));
-        assert_eq!(numeric("default"), None);
-        assert_eq!(numeric("{bdp}"), None);
     }
 }

@@ -80,12 +80,7 @@ impl Exporter for XlsxExporter {
             header(ws, &cols, &bold)?;
             for (i, g) in data.stats.iter().enumerate() {
                 let r = (i + 1) as u32;
-                let params = g
-                    .params
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(",");
+                let params = nsperf_results::params_label(&g.params, "");
                 ws.write_string(r, 0, &g.step).map_err(x)?;
                 ws.write_string(r, 1, &params).map_err(x)?;
                 ws.write_string(r, 2, g.phase.to_string()).map_err(x)?;
@@ -129,12 +124,13 @@ impl Exporter for XlsxExporter {
                 let row = (i + 1) as u32;
                 ws.write_number(row, 0, r.id as f64).map_err(x)?;
                 for (j, p) in params.iter().enumerate() {
-                    let v = r.params.get(p).cloned().unwrap_or_default();
-                    match v.parse::<f64>() {
-                        Ok(n) if n.is_finite() => ws.write_number(row, 1 + j as u16, n),
-                        _ => ws.write_string(row, 1 + j as u16, &v),
+                    if let Some(v) = r.params.get(p) {
+                        match v.number {
+                            Some(n) => ws.write_number(row, 1 + j as u16, n),
+                            None => ws.write_string(row, 1 + j as u16, &v.value),
+                        }
+                        .map_err(x)?;
                     }
-                    .map_err(x)?;
                 }
                 let c = 1 + np;
                 ws.write_string(row, c, r.phase.to_string()).map_err(x)?;

@@ -93,8 +93,17 @@ fn csv_json_xlsx_exports() {
     let csv = String::from_utf8(exporter("csv").unwrap().export(&data).unwrap()).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 1 + 30);
-    assert!(lines[0].starts_with("experiment,run,step,type,file_size,record,rtt,window,phase"));
-    assert!(lines[1].contains(",tcp,net,,,10ms,64k,-,1,ok,throughput_bps,"));
+    assert!(lines[0].starts_with(
+        "experiment,run,step,type,file_size,file_size_bytes,record,record_bytes,rtt,rtt_s,window,window_bytes,phase"
+    ));
+    assert!(lines[1].contains(",tcp,net,,,,,10ms,0.01,64k,65536,-,1,ok,throughput_bps,"));
+    // {bdp} is written as the byte count it stood for (45 Mbit/s x 100 ms, in whole KiB).
+    assert!(
+        csv.contains(",100ms,0.1,563200,563200,"),
+        "{}",
+        lines.iter().find(|l| l.contains("100ms,0.1,5")).unwrap()
+    );
+    assert!(!csv.contains("{bdp}"));
 
     let json: serde_json::Value =
         serde_json::from_slice(&exporter("json").unwrap().export(&data).unwrap()).unwrap();
@@ -105,7 +114,7 @@ fn csv_json_xlsx_exports() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|g| g["params"]["rtt"] == "100ms" && g["params"]["window"] == "64k")
+        .find(|g| g["params"]["rtt"]["value"] == "100ms" && g["params"]["window"]["value"] == "64k")
         .unwrap();
     // 64 KiB / 100 ms = 5.24288 Mbit/s, times 0.99, 0.98, 0.97.
     let mean = g["summary"]["mean"].as_f64().unwrap();
@@ -159,7 +168,7 @@ fn html_report_has_every_chart() {
         );
     }
     assert!(html.contains("ceiling: link rate 45.0 Mbit/s"));
-    assert!(html.contains("window/RTT window=64k"));
+    assert!(html.contains("window/RTT window=64 KiB"));
     assert!(html.contains("sustained mean"));
     assert!(html.contains("peak "));
     // Self-contained: nothing is fetched.

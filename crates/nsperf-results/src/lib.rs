@@ -11,6 +11,7 @@
 mod error;
 mod events;
 mod model;
+mod params;
 pub mod stats;
 mod store;
 
@@ -20,6 +21,7 @@ pub use model::{
     ExperimentStatus, HostPart, IoShape, Measurement, NicDelta, Phase, RunConditions, RunKey,
     RunStatus, SeriesPoint, UnknownPhase,
 };
+pub use params::{ParamKind, ParamValue, Params, UnknownParamKind, params_label};
 pub use store::{
     CpuRow, ExperimentRecord, NewExperiment, RunHeader, RunRecord, STORE_VERSION, Store,
 };

@@ -90,6 +90,8 @@ pub struct Measurement {
     pub report_json: Option<String>,
     /// The analysis of the capture taken during the run (`nsperf trace --json` document).
     pub trace_json: Option<String>,
+    /// Where the capture taken during the run was kept (`nsperf run --keep-captures`).
+    pub capture_path: Option<String>,
     /// Per-host parts of a run on several hosts (empty on one host). The headline, series
     /// and metrics above are then the aggregate; a failed part makes the run partial.
     pub hosts: Vec<HostPart>,

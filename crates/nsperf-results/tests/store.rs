@@ -1,9 +1,10 @@
-//! The result store on its own: a run written and read back, a version 1 store upgraded in
-//! place, and an experiment whose owner is alive refused to `--resume`.
+//! The result store on its own: a run written and read back, version 1 and 3 stores upgraded
+//! in place, experiments picked by label, and an experiment whose owner is alive refused to `--resume`.
 
 use nsperf_results::{
-    ExperimentStatus, IoShape, Measurement, NewExperiment, Phase, RunConditions, RunEvent,
-    RunEventKind, RunHeader, RunKey, RunStatus, STORE_VERSION, SeriesPoint, Store, StoreError,
+    ExperimentStatus, IoShape, Measurement, NewExperiment, ParamKind, ParamValue, Phase,
+    RunConditions, RunEvent, RunEventKind, RunHeader, RunKey, RunStatus, STORE_VERSION,
+    SeriesPoint, Store, StoreError,
 };
 
 fn new_experiment(store: &mut Store, fingerprint: &str) -> i64 {
@@ -15,6 +16,7 @@ fn new_experiment(store: &mut Store, fingerprint: &str) -> i64 {
             plan_toml: "name = \"p\"",
             total_runs: 1,
             host_json: "{}",
+            label: Some("native"),
         })
         .unwrap()
 }
@@ -50,7 +52,10 @@ fn run_round_trip_with_conditions() {
         duration_ns: 84_000_000,
         ..Default::default()
     };
-    let params = [("size".to_string(), "8m".to_string())];
+    let params = [(
+        "size".to_string(),
+        ParamValue::typed(ParamKind::Size, "8m", None),
+    )];
     let header = RunHeader {
         key: &key,
         kind: "io",
@@ -64,6 +69,8 @@ fn run_round_trip_with_conditions() {
     let r = &runs[0];
     assert_eq!((r.id, r.phase, r.status), (rid, Phase::Cold, RunStatus::Ok));
     assert_eq!(r.conditions.as_ref(), Some(&cond));
+    assert_eq!(r.params["size"].number, Some(8.0 * 1048576.0));
+    assert_eq!(r.params["size"].label(), "8 MiB");
     assert_eq!(store.series(rid).unwrap(), m.series);
     assert_eq!(store.done_keys(id).unwrap(), [key]);
     store
@@ -73,6 +80,85 @@ fn run_round_trip_with_conditions() {
         store.experiment("latest").unwrap().status,
         ExperimentStatus::Complete
     );
+    // A label picks the latest experiment that has it.
+    let second = new_experiment(&mut store, "g");
+    assert_eq!(store.experiment("native").unwrap().id, second);
+    store.set_label(second, Some("replicated")).unwrap();
+    assert_eq!(store.experiment("native").unwrap().id, id);
+    assert_eq!(
+        store.experiment("replicated").unwrap().label.as_deref(),
+        Some("replicated")
+    );
+    assert!(matches!(
+        store.experiment("nothing"),
+        Err(StoreError::NoExperiment(_))
+    ));
+}
+
+/// Issue #14: a version 3 store (parameters as text, `{bdp}` unresolved) is upgraded: every
+/// parameter typed, the `{bdp}` window resolved from the socket buffer the run recorded.
+#[test]
+fn a_version_3_store_gets_typed_resolved_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v3.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(V1_SCHEMA).unwrap();
+        conn.execute_batch(
+            "ALTER TABLE experiments ADD COLUMN owner_pid INTEGER;
+             ALTER TABLE experiments ADD COLUMN owner_start INTEGER;
+             ALTER TABLE runs ADD COLUMN conditions_json TEXT;
+             INSERT INTO experiments (plan_name, fingerprint, plan_toml, status,
+             started_unix_ns, total_runs, nsperf_version, host_json)
+             VALUES ('old', 'f3', '', 'complete', 5, 3, '0.1.0', '{}');
+             PRAGMA user_version = 3;",
+        )
+        .unwrap();
+        for (i, (rtt, window, cond)) in [
+            ("100ms", "{bdp}", r#"{"window_bytes":562176,"in_lab":true}"#),
+            ("50ms", "64k", r#"{"window_bytes":65536,"in_lab":true}"#),
+            ("0ms", "default", r#"{"in_lab":true}"#),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            conn.execute(
+                "INSERT INTO runs (experiment_id, cell, params_json, step, kind, phase,
+                 repetition, status, started_unix_ns, duration_ns, metric, value, metrics_json,
+                 spec_json, conditions_json)
+                 VALUES (1, ?1, ?2, 'tcp', 'net', '-', 1, 'ok', 5, 7, 'throughput_bps', 1e6,
+                 '{}', '{}', ?3)",
+                rusqlite::params![
+                    format!("c{i}"),
+                    format!(r#"{{"rtt":"{rtt}","window":"{window}"}}"#),
+                    cond
+                ],
+            )
+            .unwrap();
+        }
+    }
+    let store = Store::open(&path).unwrap();
+    let runs = store.runs(1).unwrap();
+    let w = &runs[0].params["window"];
+    assert_eq!(
+        (w.value.as_str(), w.template.as_deref(), w.kind, w.number),
+        ("562176", Some("{bdp}"), ParamKind::Size, Some(562176.0))
+    );
+    assert_eq!(runs[1].params["window"].label(), "64 KiB");
+    assert_eq!(runs[2].params["window"].kind, ParamKind::Text);
+    let mut rtts: Vec<&ParamValue> = runs.iter().map(|r| &r.params["rtt"]).collect();
+    rtts.sort();
+    let rtts: Vec<&str> = rtts.iter().map(|p| p.value.as_str()).collect();
+    assert_eq!(rtts, ["0ms", "50ms", "100ms"], "typed, 100ms after 50ms");
+    assert_eq!(store.experiment("latest").unwrap().label, None);
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let pj: String = conn
+        .query_row("SELECT params_json FROM runs WHERE id = 1", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(pj, r#"{"rtt":"100ms","window":"562176"}"#);
 }
 
 /// Issue #13: `nsperf run --resume` while the original still runs said "UNIQUE constraint
@@ -148,12 +234,14 @@ fn a_version_3_store_gains_link_events() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v3.db");
     drop(Store::open(&path).unwrap());
-    // What version 3 had: the same without the version 4 additions.
+    // What version 3 had: the same without the version 4 and 5 additions.
     rusqlite::Connection::open(&path)
         .unwrap()
         .execute_batch(
             "DROP TABLE run_events; ALTER TABLE runs DROP COLUMN lab_json;
-             ALTER TABLE runs DROP COLUMN findings_json; PRAGMA user_version = 3;",
+             ALTER TABLE runs DROP COLUMN findings_json; DROP TABLE run_params;
+             ALTER TABLE runs DROP COLUMN capture_path;
+             ALTER TABLE experiments DROP COLUMN label; PRAGMA user_version = 3;",
         )
         .unwrap();
     let mut store = Store::open(&path).unwrap();

@@ -64,7 +64,12 @@ fn small_plan_end_to_end_into_a_temporary_store() {
     let copies: Vec<_> = runs.iter().filter(|r| r["step"] == "copy").collect();
     assert_eq!(copies.len(), 6);
     for c in &copies {
-        let kib: u64 = c["params"]["kib"].as_str().unwrap().parse().unwrap();
+        let kib: u64 = c["params"]["kib"]["value"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(c["params"]["kib"]["kind"], "number");
         assert_eq!(c["payload_bytes"].as_u64().unwrap(), kib * 1024);
         assert_eq!(c["metric"], "throughput_bytes_per_s");
         assert!(c["value"].as_f64().unwrap() > 0.0);
@@ -178,7 +183,10 @@ fn default_plan_tcp_step_shows_the_window_ceiling_as_root() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|r| r["params"]["window"] == w)
+            .filter(|r| {
+                let p = &r["params"]["window"];
+                p["value"] == w || p["template"] == w
+            })
             .map(|r| r["value"].as_f64().unwrap())
             .collect()
     };
@@ -343,6 +351,7 @@ rtt = "{{rtt}}"
 
 [matrix]
 rtt = ["5ms", "40ms"]
+window = ["{{bdp}}"]
 
 [[step]]
 name = "tcp"
@@ -350,7 +359,7 @@ type = "net"
 client = "cli"
 server = "srv"
 time = "1s"
-window = "{{bdp}}"
+window = "{{window}}"
 {capture}
 
 [[step]]
@@ -371,17 +380,39 @@ phases = ["cold"]
         "--db",
         db,
         "--json",
+        "--label",
+        "native lab",
+        "--keep-captures",
         "--report",
         report.to_str().unwrap(),
     ])
     .ok()
     .json();
     assert_eq!(r["measured"], 4, "{r}");
-    let j = run(&["results", "show", "1", "--db", db, "--json", "--runs"])
-        .ok()
-        .json();
+    assert_eq!(r["label"], "native lab");
+    // The label picks the experiment.
+    let j = run(&[
+        "results",
+        "show",
+        "native lab",
+        "--db",
+        db,
+        "--json",
+        "--runs",
+    ])
+    .ok()
+    .json();
+    assert_eq!(j["experiment"]["label"], "native lab");
     let runs = j["runs"].as_array().unwrap();
     for t in runs.iter().filter(|r| r["step"] == "tcp") {
+        // {bdp} is stored as the byte count it stood for: 20 Mbit/s x RTT, in whole KiB, at
+        // least 64 KiB (5 ms: 12.5 kB -> 64 KiB; 40 ms: 100 kB -> 98 KiB).
+        let w = &t["params"]["window"];
+        assert_eq!(w["template"], "{bdp}", "{w}");
+        assert_eq!(w["kind"], "size");
+        let rtt = t["params"]["rtt"]["number"].as_f64().unwrap();
+        let want = ((20e6 / 8.0 * rtt / 1024.0).ceil().max(64.0) * 1024.0) as u64;
+        assert_eq!(w["value"], want.to_string(), "{w} at rtt {rtt}");
         let bps = t["value"].as_f64().unwrap();
         assert!(bps > 5e6 && bps < 20.5e6, "{bps} bit/s on a 20 Mbit/s link");
         assert!(t["wire_bytes"].as_u64().unwrap() >= t["payload_bytes"].as_u64().unwrap());
@@ -411,6 +442,23 @@ phases = ["cold"]
             .filter(|r| r["step"] == "tcp" && r["trace"]["command"] == "trace")
             .count();
         assert_eq!(traced, 2, "a capture analysed per tcp run");
+        // --keep-captures: each tcp run's pcap kept beside the store, its path recorded.
+        let kept: Vec<String> = runs
+            .iter()
+            .filter(|r| r["step"] == "tcp")
+            .map(|r| r["capture_path"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(kept.len(), 2);
+        for k in &kept {
+            let k = std::path::Path::new(k);
+            assert_eq!(k.parent().unwrap(), dir.path().join("r-captures"));
+            let bytes = std::fs::read(k).unwrap();
+            assert!(
+                bytes.len() > 1000 && bytes[..4] == [0xd4, 0xc3, 0xb2, 0xa1],
+                "{} is not a pcap with packets",
+                k.display()
+            );
+        }
         // Issue #11: the HTML report shows each capture's diagnosis and findings.
         let html = std::fs::read_to_string(&report).unwrap();
         assert!(
@@ -422,7 +470,17 @@ phases = ["cold"]
             html.contains("10.77.0.1:"),
             "the connection table names the client"
         );
+        for k in &kept {
+            assert!(html.contains(k.as_str()), "the report names {k}");
+        }
+        assert!(html.contains("native lab"), "the report shows the label");
     }
+    let html = std::fs::read_to_string(&report).unwrap();
+    let body = html.split("<h2>Plan</h2>").next().unwrap();
+    assert!(
+        !body.contains("{bdp}"),
+        "a template left unresolved in the report"
+    );
     // The lab is gone after the plan.
     let l = run(&["lab", "list"]).ok();
     assert!(!l.stdout.contains(lab), "{}", l.stdout);

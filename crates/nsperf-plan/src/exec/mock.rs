@@ -204,7 +204,11 @@ impl Executor for MockExecutor {
             payload_bytes: Some(payload),
             wire_bytes: Some(payload + payload / 20),
             duration_ns: 4_000_000_000,
-            spec: step.params.iter().cloned().collect(),
+            spec: step
+                .params
+                .iter()
+                .map(|(k, v)| (k.clone(), v.value.clone()))
+                .collect(),
             report_json: None,
             trace_json: None,
             ..Default::default()

@@ -42,6 +42,8 @@ pub struct RunContext<'a> {
     pub lab: Option<&'a Lab>,
     /// What to record beside.
     pub record: Record,
+    /// The experiment the run belongs to.
+    pub experiment: i64,
     /// Cell key.
     pub cell: &'a str,
     /// Phase.

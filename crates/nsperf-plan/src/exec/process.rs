@@ -40,6 +40,9 @@ pub struct ProcessExecutor {
     exe: PathBuf,
     emulator: EmulatorCommand,
     captures: u32,
+    /// Where captures are kept (`nsperf run --keep-captures`); without it they are removed
+    /// once analysed.
+    keep_captures: Option<PathBuf>,
     /// The plan's `[hosts]`, once connected.
     hosts: Option<HostRunner>,
 }
@@ -48,12 +51,19 @@ pub struct ProcessExecutor {
 const SERVER_READY: Duration = Duration::from_secs(15);
 
 impl ProcessExecutor {
+    /// Keeps every capture in `dir` (made when needed) instead of removing it once
+    /// analysed; the run records the file's path.
+    pub fn keep_captures_in(&mut self, dir: PathBuf) {
+        self.keep_captures = Some(dir);
+    }
+
     /// An executor whose steps run `exe step` and whose labs' emulators are `emulator`.
     pub fn new(exe: PathBuf, emulator: EmulatorCommand) -> Self {
         ProcessExecutor {
             exe,
             emulator,
             captures: 0,
+            keep_captures: None,
             hosts: None,
         }
     }
@@ -166,7 +176,12 @@ impl ProcessExecutor {
         n: &NetStep,
     ) -> Result<Measurement, ExecError> {
         let capture = match &n.capture {
-            Some(at) => Some(self.start_capture(ctx.lab, at)?),
+            Some(at) => Some((
+                self.start_capture(ctx.lab, at)?,
+                self.keep_captures
+                    .as_ref()
+                    .map(|dir| dir.join(capture_name(ctx, step, at))),
+            )),
             None => None,
         };
         let nic_before = ctx.record.nic.then(|| measure::read_nic(ctx.lab));
@@ -202,7 +217,13 @@ impl ProcessExecutor {
         if let Some(s) = server {
             s.finish(Duration::from_secs(3));
         }
-        let trace_json = capture.map(|c| self.finish_capture(c)).transpose();
+        let (trace_json, capture_path) = match capture {
+            Some((c, keep)) => {
+                let (analysis, kept) = self.finish_capture(c, keep);
+                (analysis.map(Some), kept)
+            }
+            None => (Ok(None), None),
+        };
         let (report, child) = run?;
         let StepReport::Net(report) = report else {
             return Err(unexpected(&what, &report));
@@ -213,6 +234,7 @@ impl ProcessExecutor {
             measure::attach_nic(&mut m, &before, ctx.lab);
         }
         m.trace_json = trace_json?;
+        m.capture_path = capture_path;
         Ok(m)
     }
 
@@ -349,7 +371,13 @@ impl ProcessExecutor {
     /// Stops a capture and analyses it: `nsperf trace --json` of the file; a capture on the
     /// link adds the emulator's summary (records and counters per direction) as
     /// `link_capture`.
-    fn finish_capture(&mut self, c: Capture) -> Result<String, ExecError> {
+    /// The file is kept as `keep` when given (`--keep-captures`); returns the analysis and
+    /// where the file was kept.
+    fn finish_capture(
+        &mut self,
+        c: Capture,
+        keep: Option<PathBuf>,
+    ) -> (Result<String, ExecError>, Option<String>) {
         std::thread::sleep(Duration::from_millis(200));
         let (file, summary) = match c {
             Capture::Site(bg, file) => {
@@ -360,14 +388,73 @@ impl ProcessExecutor {
                 Ok(s) => (file, Some(s)),
                 Err(e) => {
                     let _ = std::fs::remove_file(&file);
-                    return Err(lab_error(e));
+                    return (Err(lab_error(e)), None);
                 }
             },
         };
         let out = measure::analyse_capture(&file, summary.as_ref());
+        // The capture was written where its writer could (tcpdump drops privileges): a kept
+        // one is moved beside the store once analysed.
+        let kept = keep.and_then(|dest| match keep_file(&file, &dest) {
+            Ok(()) => Some(dest.display().to_string()),
+            Err(e) => {
+                eprintln!(
+                    "nsperf: the capture could not be kept as {}: {e}",
+                    dest.display()
+                );
+                None
+            }
+        });
         let _ = std::fs::remove_file(&file);
-        out
+        (out, kept)
     }
+}
+
+/// Moves `from` to `to` (copying across file systems), making `to`'s directory.
+fn keep_file(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+    if let Some(dir) = to.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    if std::fs::rename(from, to).is_err() {
+        std::fs::copy(from, to)?;
+    }
+    Ok(())
+}
+
+/// The name of a kept capture: experiment, step, the resolved parameters, phase and
+/// repetition (`e3-tcp-rtt=50ms,window=281600-r2.pcap`; `.pcapng` for a capture on a link),
+/// with anything but letters, digits and `=,.-_` replaced by `_`.
+fn capture_name(ctx: &RunContext<'_>, step: &ResolvedStep, at: &CapturePoint) -> String {
+    let params: Vec<String> = step
+        .params
+        .iter()
+        .map(|(k, v)| format!("{k}={}", v.value))
+        .collect();
+    let phase = match ctx.phase {
+        Phase::None => String::new(),
+        p => format!("-{p}"),
+    };
+    let ext = match at {
+        CapturePoint::Link(_) => "pcapng",
+        CapturePoint::Site(_) => "pcap",
+    };
+    let name: String = format!(
+        "e{}-{}-{}{phase}-r{}",
+        ctx.experiment,
+        step.name,
+        params.join(","),
+        ctx.repetition
+    )
+    .chars()
+    .map(|c| {
+        if c.is_ascii_alphanumeric() || "=,.-_".contains(c) {
+            c
+        } else {
+            '_'
+        }
+    })
+    .collect();
+    format!("{name}.{ext}")
 }
 
 /// A capture running during a step.
@@ -551,7 +638,11 @@ impl Executor for ProcessExecutor {
         if m.duration_ns == 0 {
             m.duration_ns = t0.elapsed().as_nanos() as u64;
         }
-        m.spec = step.params.iter().cloned().collect();
+        m.spec = step
+            .params
+            .iter()
+            .map(|(k, v)| (k.clone(), v.value.clone()))
+            .collect();
         m.spec.insert("type".into(), step.kind.to_string());
         Ok(m)
     }

@@ -4,7 +4,7 @@
 use nsperf_lab::topology::{Layout, TopologyKind};
 use nsperf_lab::{LinkSetup, Topology};
 
-use super::raw::{Param, RawLab, RawPlan, used_variables, value_text};
+use super::raw::{Param, RawLab, RawPlan, used_variables, value_text, variable_kinds};
 use super::resolve::resolve_step;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -14,6 +14,7 @@ use super::{
 use crate::agent::StepClass;
 use crate::error::PlanError;
 use crate::template::substitute;
+use nsperf_results::{ParamKind, ParamValue};
 
 pub(super) fn invalid(msg: impl Into<String>) -> PlanError {
     PlanError::Invalid(msg.into())
@@ -245,6 +246,18 @@ impl Ctx<'_> {
             .map(|(_, v)| v.clone())
     }
 
+    /// A matrix value in this cell: its templates (`{bdp}`) resolved, typed as `kind` (or
+    /// from its spelling), the template kept beside.
+    fn typed(&self, name: &str, value: &str, kind: Option<ParamKind>) -> ParamValue {
+        let resolved = self
+            .sub(name, &Param::Str(value.to_string()))
+            .unwrap_or_else(|_| value.to_string());
+        match kind {
+            Some(k) => ParamValue::typed(k, &resolved, Some(value)),
+            None => ParamValue::inferred(&resolved, Some(value)),
+        }
+    }
+
     pub(super) fn sub(&self, where_: &str, p: &Param) -> Result<String, PlanError> {
         let s = p.to_string();
         let once =
@@ -331,10 +344,11 @@ fn resolve_cell(
         });
         if !repeats {
             let mut r = resolve_step(s, &ctx, lab, hosts, &cell_desc)?;
+            let kinds = variable_kinds(s, raw);
             r.params = params
                 .iter()
                 .filter(|(k, _)| used.contains(k))
-                .cloned()
+                .map(|(k, v)| (k.clone(), ctx.typed(k, v, kinds.get(k).copied())))
                 .collect();
             steps.push(r);
         }

@@ -26,7 +26,7 @@ use nsperf_io::RunConfig;
 use nsperf_lab::lab::UpConfig;
 use nsperf_lab::{LinkSetup, Topology};
 use nsperf_net::TestParams;
-use nsperf_results::{IoShape, RunConditions};
+use nsperf_results::{IoShape, ParamValue, RunConditions};
 pub use nsperf_results::{Phase, RunKey};
 
 use crate::error::PlanError;
@@ -312,8 +312,9 @@ pub struct ResolvedStep {
     pub phases: Vec<Phase>,
     /// Kill the step after this long.
     pub timeout: Duration,
-    /// The matrix parameters this step depends on, with this cell's values.
-    pub params: Vec<(String, String)>,
+    /// The matrix parameters this step depends on, with this cell's values resolved (a
+    /// `{bdp}` replaced by its byte count, the template kept beside) and typed.
+    pub params: Vec<(String, ParamValue)>,
     /// What it does.
     pub action: Action,
     /// The `[hosts]` it runs on (through their agents), when it names some; a network step's

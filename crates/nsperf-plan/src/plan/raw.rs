@@ -1,7 +1,10 @@
 //! The plan file as written: TOML parsed strictly into raw structs (every key known, every
 //! value typed), and which matrix parameters each step names.
 
+use std::collections::BTreeMap;
 use std::fmt;
+
+use nsperf_results::ParamKind;
 
 use serde::Deserialize;
 
@@ -264,6 +267,70 @@ pub(super) fn used_variables(s: &RawStep, raw: &RawPlan) -> Vec<String> {
         }
     }
     used
+}
+
+/// The kind of value each matrix parameter a step uses stands for, from the field it fills:
+/// a parameter that is the whole value of a size field (`window = "{window}"`) is a size, of a
+/// duration field (`time`, the lab's `rtt`) a duration, of the lab's `rate` a rate, of a count
+/// (`streams`, `iodepth`, `port`) a number, of a word field (`cc`, `workload`) text. A
+/// parameter used otherwise (inside a command, in
+/// two fields of different kinds) is absent: its values are typed from their spelling.
+pub(super) fn variable_kinds(s: &RawStep, raw: &RawPlan) -> BTreeMap<String, ParamKind> {
+    use ParamKind::{Duration, Number, Rate, Size, Text};
+    let mut fields: Vec<(&Option<Param>, ParamKind)> = vec![
+        (&s.timeout, Duration),
+        (&s.time, Duration),
+        (&s.omit, Duration),
+        (&s.window, Size),
+        (&s.length, Size),
+        (&s.size, Size),
+        (&s.bs, Size),
+        (&s.payload, Size),
+        (&s.streams, Number),
+        (&s.port, Number),
+        (&s.iodepth, Number),
+        (&s.host, Text),
+        (&s.cc, Text),
+        (&s.reverse, Text),
+        (&s.awake, Text),
+        (&s.range, Text),
+        (&s.dir, Text),
+        (&s.workload, Text),
+        (&s.cache, Text),
+        (&s.fsync, Text),
+        (&s.engine, Text),
+    ];
+    if let Some(l) = &raw.lab {
+        fields.push((&l.rate, Rate));
+        fields.push((&l.rtt, Duration));
+    }
+    let mut kinds: BTreeMap<String, Option<ParamKind>> = BTreeMap::new();
+    let mut note = |name: String, kind: Option<ParamKind>| {
+        let e = kinds.entry(name).or_insert(kind);
+        if *e != kind {
+            *e = None;
+        }
+    };
+    for (p, kind) in fields {
+        let Some(p) = p else { continue };
+        let text = p.to_string();
+        let vars = variables(&text);
+        let whole = vars.len() == 1 && text.trim() == format!("{{{}}}", vars[0]);
+        for v in vars {
+            note(v, whole.then_some(kind));
+        }
+    }
+    for c in [&s.command, &s.prime].into_iter().flatten() {
+        for p in c {
+            for v in variables(&p.to_string()) {
+                note(v, None);
+            }
+        }
+    }
+    kinds
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, v?)))
+        .collect()
 }
 
 /// The fields each step type accepts (besides name, type, phases, timeout).

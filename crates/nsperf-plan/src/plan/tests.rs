@@ -1,5 +1,6 @@
 use nsperf_core::Bytes;
 use nsperf_net::Mode;
+use nsperf_results::ParamKind;
 
 use super::*;
 
@@ -45,7 +46,9 @@ fn matrix_expands_per_step_parameters() {
     };
     assert_eq!(e.command, ["sleep", "0.1"]);
     assert_eq!(e.payload, Payload::Declared(Bytes(1 << 20)));
-    assert_eq!(c.steps[0].params, [("n".to_string(), "1".to_string())]);
+    let (name, n) = &c.steps[0].params[0];
+    assert_eq!((name.as_str(), n.value.as_str()), ("n", "1"));
+    assert_eq!(c.steps[0].params.len(), 1);
     // Runs are unique.
     let mut keys: Vec<_> = runs.iter().map(|r| r.2.clone()).collect();
     keys.sort();
@@ -89,11 +92,35 @@ fn default_plan_parses() {
         .iter()
         .find(|(c, s)| {
             c.key().contains("rtt=100ms")
-                && s.params.iter().any(|(k, v)| k == "window" && v == "{bdp}")
+                && s.params
+                    .iter()
+                    .any(|(k, v)| k == "window" && v.template.as_deref() == Some("{bdp}"))
         })
         .unwrap();
     let Action::Net(n) = &s.action else { panic!() };
     assert_eq!(n.params.window, Some(562_500u64.div_ceil(1024) * 1024));
+    // Issue #14: the parameter holds the resolved window, typed, beside its template; the
+    // RTT is a duration, so it sorts by time.
+    let w = &s.params.iter().find(|(k, _)| k == "window").unwrap().1;
+    assert_eq!(w.value, (562_500u64.div_ceil(1024) * 1024).to_string());
+    assert_eq!(
+        (w.kind, w.label()),
+        (ParamKind::Size, "550 KiB".to_string())
+    );
+    let rtt = &s.params.iter().find(|(k, _)| k == "rtt").unwrap().1;
+    assert_eq!((rtt.kind, rtt.number), (ParamKind::Duration, Some(0.1)));
+    let io = p
+        .cells
+        .iter()
+        .flat_map(|c| &c.steps)
+        .find(|s| s.name == "io")
+        .unwrap();
+    let record = &io.params.iter().find(|(k, _)| k == "record").unwrap().1;
+    assert_eq!(
+        record.kind,
+        ParamKind::Size,
+        "a record size, not minutes: {record:?}"
+    );
     assert_eq!(
         link_rtt(c.link.as_ref().unwrap()),
         Some(Duration::from_millis(100))
@@ -367,7 +394,8 @@ server = "b"
         .map(|c| c.link.as_ref().unwrap().mtu())
         .collect();
     assert_eq!(mtus, [1500, 9000]);
-    assert_eq!(p.cells[0].steps[0].params, [("mtu".into(), "1500".into())]);
+    let (name, mtu) = &p.cells[0].steps[0].params[0];
+    assert_eq!((name.as_str(), mtu.value.as_str()), ("mtu", "1500"));
 }
 
 #[test]

@@ -70,6 +70,9 @@ pub struct RunSummary {
 pub struct RunOptions {
     /// Complete the latest unfinished experiment of this plan instead of starting a new one.
     pub resume: bool,
+    /// A label for the experiment (`native`, `replicated`), stored with it; a resumed
+    /// experiment takes it too.
+    pub label: Option<String>,
 }
 
 /// Opens the experiment: a new one, or with `resume` the latest unfinished one of this plan
@@ -77,15 +80,18 @@ pub struct RunOptions {
 fn open_experiment(
     plan: &Plan,
     store: &mut Store,
-    resume: bool,
+    opts: &RunOptions,
 ) -> Result<(i64, HashSet<RunKey>), StoreError> {
-    if resume {
+    if opts.resume {
         let id = store.take_over(&plan.fingerprint())?.ok_or_else(|| {
             StoreError::NothingToResume(format!(
                 "no unfinished experiment of plan \"{}\" (as written now) in the store",
                 plan.name
             ))
         })?;
+        if let Some(l) = &opts.label {
+            store.set_label(id, Some(l))?;
+        }
         return Ok((id, store.done_keys(id)?.into_iter().collect()));
     }
     let host = serde_json::to_string(&nsperf_core::host::HostFacts::collect()).unwrap_or_default();
@@ -96,6 +102,7 @@ fn open_experiment(
         plan_toml: &plan.source,
         total_runs: plan.total_runs() as u64,
         host_json: &host,
+        label: opts.label.as_deref(),
     })?;
     Ok((id, HashSet::new()))
 }
@@ -113,7 +120,7 @@ pub fn run_plan(
     if let Some(l) = &lab {
         exec.lab_available(l.lab()).map_err(RunError::Refused)?;
     }
-    let (experiment, done) = open_experiment(plan, store, opts.resume)?;
+    let (experiment, done) = open_experiment(plan, store, opts)?;
     let all = plan.runs();
     let pending: Vec<_> = all.iter().filter(|(_, _, k)| !done.contains(k)).collect();
     progress.start(experiment, all.len(), all.len() - pending.len());
@@ -196,7 +203,7 @@ impl Runner<'_> {
         let desc = step
             .params
             .iter()
-            .map(|(k, v)| format!("{k}={v}"))
+            .map(|(k, v)| format!("{k}={}", v.label()))
             .collect::<Vec<_>>()
             .join(",");
         self.progress.run_start(key, &desc);
@@ -273,6 +280,7 @@ impl Runner<'_> {
         let ctx = RunContext {
             lab: up.as_ref(),
             record: self.plan.record,
+            experiment: self.summary.experiment,
             cell: &key.cell,
             phase: key.phase,
             repetition: key.repetition,

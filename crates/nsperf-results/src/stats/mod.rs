@@ -14,6 +14,7 @@ use nsperf_core::stats::mean;
 use serde::Serialize;
 
 use crate::model::{Phase, RunStatus, SeriesPoint};
+use crate::params::Params;
 use crate::store::RunRecord;
 
 pub use interval::{
@@ -30,8 +31,8 @@ pub struct GroupStats {
     pub kind: String,
     /// Cell key.
     pub cell: String,
-    /// The parameters the step depends on.
-    pub params: BTreeMap<String, String>,
+    /// The parameters the step depends on, resolved and typed.
+    pub params: Params,
     /// Cache phase.
     pub phase: Phase,
     /// Headline metric.
@@ -56,8 +57,9 @@ pub struct GroupStats {
     pub not_measured: usize,
 }
 
-/// Groups runs by (step, cell, phase) in first-seen order and summarises each group.
-/// `series_of(run_id)` gives a run's time series.
+/// Groups runs by (step, cell, phase) and summarises each group: steps in first-seen order,
+/// the groups of a step by their typed parameters (`50ms` before `100ms`, `64k` before `1m`),
+/// then phase. `series_of(run_id)` gives a run's time series.
 pub fn group_stats(
     runs: &[RunRecord],
     series_of: &dyn Fn(i64) -> Vec<SeriesPoint>,
@@ -122,6 +124,19 @@ pub fn group_stats(
             not_measured,
         });
     }
+    let mut steps: Vec<String> = Vec::new();
+    for r in runs {
+        if !steps.contains(&r.step) {
+            steps.push(r.step.clone());
+        }
+    }
+    out.sort_by(|a, b| {
+        let at = |g: &GroupStats| steps.iter().position(|s| *s == g.step);
+        at(a)
+            .cmp(&at(b))
+            .then_with(|| a.params.values().cmp(b.params.values()))
+            .then_with(|| a.phase.cmp(&b.phase))
+    });
     out
 }
 

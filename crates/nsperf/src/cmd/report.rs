@@ -11,12 +11,13 @@ use nsperf_results::Store;
 /// Arguments of `nsperf report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Experiment id, or `latest`.
+    /// Experiment id, `latest`, or a label (the latest experiment run with `--label`).
     #[arg(default_value = "latest")]
     pub experiment: String,
-    /// Output file; the format follows its extension (.html, .csv, .json, .xlsx).
-    #[arg(short = 'o', long, default_value = "nsperf-report.html")]
-    pub output: PathBuf,
+    /// Output file; the format follows its extension (.html, .csv, .json, .xlsx) [default:
+    /// nsperf-report.html beside the result store].
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
     /// Result store (SQLite).
     #[arg(long, default_value = "nsperf-results.db")]
     pub db: PathBuf,
@@ -29,6 +30,13 @@ pub fn export_to(store: &Store, which: &str, format: &str, path: &Path) -> anyho
     let bytes = exporter.export(&data)?;
     std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
+}
+
+/// `nsperf-report.html` in the directory of the result store `db`.
+pub fn beside(db: &Path) -> PathBuf {
+    db.parent()
+        .unwrap_or(Path::new(""))
+        .join("nsperf-report.html")
 }
 
 /// Opens an existing store (an input error when there is none).
@@ -48,8 +56,9 @@ pub fn open_store(db: &Path) -> anyhow::Result<Store> {
 /// Runs `nsperf report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     let store = open_store(&args.db)?;
-    let format = nsperf_report::format_of_path(&args.output).unwrap_or("html");
-    export_to(&store, &args.experiment, format, &args.output)?;
-    println!("wrote {}", args.output.display());
+    let output = args.output.unwrap_or_else(|| beside(&args.db));
+    let format = nsperf_report::format_of_path(&output).unwrap_or("html");
+    export_to(&store, &args.experiment, format, &output)?;
+    println!("wrote {}", output.display());
     Ok(())
 }

@@ -31,7 +31,7 @@ pub enum ResultsCommand {
     /// Statistics over the repetitions of each step and cell of one experiment.
     /// Export an experiment to CSV, JSON, XLSX (one sheet per test) or HTML.
     Export {
-        /// Experiment id, or `latest`.
+        /// Experiment id, `latest`, or a label.
         #[arg(default_value = "latest")]
         experiment: String,
         /// Output file.
@@ -44,9 +44,9 @@ pub enum ResultsCommand {
     /// Compare two experiments: per step and parameters, the ratio of means B/A with its
     /// 95 % interval.
     Compare {
-        /// Experiment A (the baseline).
+        /// Experiment A (the baseline): an id, `latest` or a label.
         a: String,
-        /// Experiment B.
+        /// Experiment B: an id, `latest` or a label.
         b: String,
         /// Print JSON.
         #[arg(long)]
@@ -54,7 +54,7 @@ pub enum ResultsCommand {
     },
     /// Statistics over the repetitions of each step and cell of one experiment.
     Show {
-        /// Experiment id, or `latest`.
+        /// Experiment id, `latest`, or a label.
         #[arg(default_value = "latest")]
         experiment: String,
         /// Print JSON: the experiment and its statistics.
@@ -99,7 +99,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
                 for e in &exps {
                     let (ok, skipped, failed) = store.counts(e.id)?;
                     v.push(serde_json::json!({
-                        "id": e.id, "plan": e.plan_name, "status": e.status,
+                        "id": e.id, "label": e.label, "plan": e.plan_name, "status": e.status,
                         "started_unix_ns": e.started_unix_ns, "total_runs": e.total_runs,
                         "ok": ok, "skipped": skipped, "failed": failed,
                     }));
@@ -108,6 +108,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
             }
             let mut t = Table::new([
                 "id",
+                "label",
                 "plan",
                 "started (UTC)",
                 "status",
@@ -119,6 +120,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
                 let (ok, skipped, failed) = store.counts(e.id)?;
                 t.row([
                     e.id.to_string(),
+                    e.label.clone().unwrap_or_default(),
                     e.plan_name.clone(),
                     time_of(e.started_unix_ns),
                     e.status.to_string(),
@@ -168,8 +170,9 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
             }
             let (ok, skipped, failed) = store.counts(e.id)?;
             println!(
-                "experiment {}: plan {}, {} (started {} UTC), {ok}/{} runs measured, {skipped} skipped, {failed} failed",
+                "experiment {}{}: plan {}, {} (started {} UTC), {ok}/{} runs measured, {skipped} skipped, {failed} failed",
                 e.id,
+                label_of(&e),
                 e.plan_name,
                 e.status,
                 time_of(e.started_unix_ns),
@@ -183,13 +186,20 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
             if runs {
                 println!();
                 let mut t = Table::new([
-                    "run", "step", "cell", "phase", "rep", "status", "value", "note",
+                    "run",
+                    "step",
+                    "parameters",
+                    "phase",
+                    "rep",
+                    "status",
+                    "value",
+                    "note",
                 ]);
                 for r in store.runs(e.id)? {
                     t.row([
                         r.id.to_string(),
                         r.step.clone(),
-                        r.cell.clone(),
+                        params_text(&r.params),
                         r.phase.to_string(),
                         r.repetition.to_string(),
                         r.status.to_string(),
@@ -204,6 +214,23 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
             }
             Ok(())
         }
+    }
+}
+
+/// ` "native"` after an experiment id when it has a label.
+fn label_of(e: &nsperf_results::ExperimentRecord) -> String {
+    e.label
+        .as_deref()
+        .map(|l| format!(" \"{l}\""))
+        .unwrap_or_default()
+}
+
+/// A run's parameters for the terminal: `rtt=50 ms, window=275 KiB` (`-` when none).
+fn params_text(p: &nsperf_results::Params) -> String {
+    if p.is_empty() {
+        "-".into()
+    } else {
+        nsperf_results::params_label(p, "")
     }
 }
 
@@ -231,18 +258,9 @@ pub fn print_stats(store: &Store, id: i64) -> anyhow::Result<()> {
     ]);
     for g in &stats {
         let f = |v: f64| format_metric(&g.metric, v);
-        let params = if g.params.is_empty() {
-            "-".to_string()
-        } else {
-            g.params
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(",")
-        };
         t.row([
             g.step.clone(),
-            params,
+            params_text(&g.params),
             g.phase.to_string(),
             g.summary.n.to_string(),
             f(g.summary.mean),
@@ -302,7 +320,9 @@ fn compare(store: &Store, a: &str, b: &str, json: bool) -> anyhow::Result<()> {
                 })
             })
             .collect();
-        return print_json(&serde_json::json!({"a": ea.id, "b": eb.id, "comparisons": v}));
+        return print_json(&serde_json::json!({
+            "a": ea.id, "a_label": ea.label, "b": eb.id, "b_label": eb.label, "comparisons": v,
+        }));
     }
     if rows.is_empty() {
         println!(
@@ -312,8 +332,13 @@ fn compare(store: &Store, a: &str, b: &str, json: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     println!(
-        "B/A: experiment {} ({}) against experiment {} ({})",
-        eb.id, eb.plan_name, ea.id, ea.plan_name
+        "B/A: experiment {}{} ({}) against experiment {}{} ({})",
+        eb.id,
+        label_of(&eb),
+        eb.plan_name,
+        ea.id,
+        label_of(&ea),
+        ea.plan_name
     );
     let mut t = Table::new([
         "step",
@@ -325,18 +350,9 @@ fn compare(store: &Store, a: &str, b: &str, json: bool) -> anyhow::Result<()> {
         "95% CI",
     ]);
     for (x, y, r) in &rows {
-        let params = if x.params.is_empty() {
-            "-".to_string()
-        } else {
-            x.params
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(",")
-        };
         t.row([
             x.step.clone(),
-            params,
+            params_text(&x.params),
             x.phase.to_string(),
             format_metric(&x.metric, x.summary.mean),
             format_metric(&y.metric, y.summary.mean),

@@ -33,6 +33,16 @@ pub struct RunArgs {
     /// Write no report.
     #[arg(long)]
     pub no_report: bool,
+    /// A label for the experiment (`native`, `replicated`): stored with it, shown by
+    /// `results list`, the report and `results compare`, and usable wherever an experiment
+    /// id is (`nsperf results compare native replicated`: the latest with that label).
+    #[arg(long, value_parser = parse_label)]
+    pub label: Option<String>,
+    /// Keep the packet capture of every step that takes one (a plan step's `capture`):
+    /// the pcap files go to NAME-captures/ beside the result store (NAME: the store's file
+    /// name without extension), each run records its file's path, and the report names it.
+    #[arg(long)]
+    pub keep_captures: bool,
     /// Check the plan and print what it would run, then stop.
     #[arg(long)]
     pub dry_run: bool,
@@ -44,6 +54,31 @@ pub struct RunArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub metrics: crate::metrics::MetricsArgs,
+}
+
+/// An experiment label: 1 to 64 printable characters, not a number and not `latest` (those
+/// name experiments already).
+fn parse_label(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.chars().count() > 64 || s.chars().any(char::is_control) {
+        return Err("a label is 1 to 64 printable characters".into());
+    }
+    if s == "latest" || s.parse::<i64>().is_ok() {
+        return Err(format!(
+            "\"{s}\" names an experiment already (a label is not a number or latest)"
+        ));
+    }
+    Ok(s.to_string())
+}
+
+/// Where `--keep-captures` keeps the pcap files: `NAME-captures/` beside the store.
+fn captures_dir(db: &std::path::Path) -> PathBuf {
+    let stem = db
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "nsperf-results".into());
+    db.parent()
+        .unwrap_or(std::path::Path::new(""))
+        .join(format!("{stem}-captures"))
 }
 
 /// Loads the plan named on the command line, or the default plan.
@@ -152,6 +187,21 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let listener = args.metrics.bind()?;
     let mut store = Store::open(&args.db)?;
     let mut exec = ProcessExecutor::current(crate::cmd::lab::emulator_command)?;
+    if args.keep_captures {
+        let takes_one =
+            plan.cells.iter().flat_map(|c| &c.steps).any(
+                |s| matches!(&s.action, nsperf_plan::plan::Action::Net(n) if n.capture.is_some()),
+            );
+        if !takes_one && !args.json {
+            eprintln!(
+                "nsperf: --keep-captures: no step of plan {} takes a capture (add capture = \"SITE\" to a network step)",
+                plan.name
+            );
+        }
+        let dir = captures_dir(&args.db);
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
+        exec.keep_captures_in(dir);
+    }
     let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| {
         let b = ProgressBar::new(plan.total_runs() as u64);
         b.set_style(
@@ -203,6 +253,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         &mut exec,
         &RunOptions {
             resume: args.resume,
+            label: args.label.clone(),
         },
         &mut crate::metrics::Counting {
             inner: &mut progress,
@@ -231,6 +282,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         print_json(&serde_json::json!({
             "report": report_path,
             "experiment": summary.experiment,
+            "label": args.label,
             "lab": summary.lab,
             "db": args.db.display().to_string(),
             "measured": summary.measured,
@@ -276,12 +328,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
 
 /// The report's path: `--report`, else `nsperf-report.html` in the store's directory.
 fn report_path(args: &RunArgs) -> PathBuf {
-    args.report.clone().unwrap_or_else(|| {
-        args.db
-            .parent()
-            .unwrap_or(std::path::Path::new(""))
-            .join("nsperf-report.html")
-    })
+    args.report
+        .clone()
+        .unwrap_or_else(|| crate::cmd::report::beside(&args.db))
 }
 
 fn print_dry_run(plan: &Plan) {

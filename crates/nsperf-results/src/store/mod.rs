@@ -16,131 +16,20 @@ use nsperf_core::process::ProcessId;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
+mod read;
+mod schema;
+
 use crate::error::StoreError;
 use crate::model::{
-    ExperimentStatus, HostPart, Measurement, NicDelta, Phase, RunConditions, RunKey, RunStatus,
-    SeriesPoint,
+    ExperimentStatus, Measurement, NicDelta, Phase, RunConditions, RunKey, RunStatus,
 };
+use crate::params::{ParamValue, Params};
 
 /// Version of the store schema (`PRAGMA user_version`). Older stores are upgraded in place
-/// when opened (the columns added since are nullable; version 3 only adds `run_hosts`;
-/// version 4 adds `runs.lab_json`, `runs.findings_json` and `run_events`).
-pub const STORE_VERSION: i64 = 4;
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS experiments (
-    id INTEGER PRIMARY KEY,
-    plan_name TEXT NOT NULL,
-    description TEXT,
-    fingerprint TEXT NOT NULL,
-    plan_toml TEXT NOT NULL,
-    status TEXT NOT NULL,
-    started_unix_ns INTEGER NOT NULL,
-    finished_unix_ns INTEGER,
-    total_runs INTEGER NOT NULL,
-    nsperf_version TEXT NOT NULL,
-    host_json TEXT NOT NULL,
-    notes TEXT NOT NULL DEFAULT '',
-    owner_pid INTEGER,
-    owner_start INTEGER
-);
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY,
-    experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
-    cell TEXT NOT NULL,
-    params_json TEXT NOT NULL,
-    step TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    phase TEXT NOT NULL,
-    repetition INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    error TEXT,
-    started_unix_ns INTEGER NOT NULL,
-    duration_ns INTEGER NOT NULL,
-    metric TEXT,
-    value REAL,
-    payload_bytes INTEGER,
-    wire_bytes INTEGER,
-    metrics_json TEXT NOT NULL,
-    spec_json TEXT NOT NULL,
-    report_json TEXT,
-    trace_json TEXT,
-    conditions_json TEXT,
-    lab_json TEXT,
-    findings_json TEXT,
-    UNIQUE (experiment_id, cell, step, phase, repetition)
-);
-CREATE TABLE IF NOT EXISTS run_events (
-    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    at_s REAL NOT NULL,
-    t_unix_ns INTEGER NOT NULL,
-    source TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    text TEXT NOT NULL,
-    directions_json TEXT NOT NULL,
-    until_s REAL
-);
-CREATE TABLE IF NOT EXISTS intervals (
-    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    start_s REAL NOT NULL,
-    length_s REAL NOT NULL,
-    value REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS cpu (
-    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    start_s REAL NOT NULL,
-    length_s REAL NOT NULL,
-    core INTEGER NOT NULL,
-    busy_pct REAL NOT NULL,
-    user_pct REAL NOT NULL,
-    sys_pct REAL NOT NULL,
-    softirq_pct REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS nic (
-    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    site TEXT NOT NULL,
-    iface TEXT NOT NULL,
-    rx_bytes INTEGER NOT NULL,
-    tx_bytes INTEGER NOT NULL,
-    rx_packets INTEGER NOT NULL,
-    tx_packets INTEGER NOT NULL,
-    rx_dropped INTEGER NOT NULL,
-    tx_dropped INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS run_hosts (
-    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    host TEXT NOT NULL,
-    role TEXT NOT NULL,
-    error TEXT,
-    metric TEXT NOT NULL,
-    value REAL NOT NULL,
-    payload_bytes INTEGER,
-    started_unix_ns INTEGER NOT NULL,
-    clock_offset_ns INTEGER NOT NULL,
-    clock_error_ns INTEGER NOT NULL,
-    metrics_json TEXT NOT NULL,
-    report_json TEXT
-);
-CREATE INDEX IF NOT EXISTS runs_by_experiment ON runs(experiment_id);
-CREATE INDEX IF NOT EXISTS run_hosts_by_run ON run_hosts(run_id);
-CREATE INDEX IF NOT EXISTS intervals_by_run ON intervals(run_id);
-CREATE INDEX IF NOT EXISTS cpu_by_run ON cpu(run_id);
-CREATE INDEX IF NOT EXISTS nic_by_run ON nic(run_id);
-CREATE INDEX IF NOT EXISTS run_events_by_run ON run_events(run_id);
-";
-
-/// What version 2 added to a version 1 store.
-const UPGRADE_1_TO_2: &str = "
-ALTER TABLE experiments ADD COLUMN owner_pid INTEGER;
-ALTER TABLE experiments ADD COLUMN owner_start INTEGER;
-ALTER TABLE runs ADD COLUMN conditions_json TEXT;
-";
-
-/// What version 4 added to a version 1-3 store (`run_events` comes with [`SCHEMA`]).
-const UPGRADE_TO_4: &str = "
-ALTER TABLE runs ADD COLUMN lab_json TEXT;
-ALTER TABLE runs ADD COLUMN findings_json TEXT;
-";
+/// when opened (the columns added since are nullable; version 3 added `run_hosts`; version 4
+/// `runs.lab_json`, `runs.findings_json` and `run_events`; version 5 `run_params` (typed,
+/// resolved parameters), `experiments.label` and `runs.capture_path`).
+pub const STORE_VERSION: i64 = 5;
 
 /// One experiment (one execution of a plan, resumed or not).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -169,6 +58,8 @@ pub struct ExperimentRecord {
     pub host_json: String,
     /// What was skipped and why, one line each.
     pub notes: String,
+    /// The label given with `nsperf run --label` (`native`, `replicated`), if any.
+    pub label: Option<String>,
 }
 
 /// One stored run.
@@ -180,8 +71,8 @@ pub struct RunRecord {
     pub experiment_id: i64,
     /// Cell key.
     pub cell: String,
-    /// The matrix parameters the step depends on, with this cell's values.
-    pub params: BTreeMap<String, String>,
+    /// The matrix parameters the step depends on, with this cell's values, resolved and typed.
+    pub params: Params,
     /// Step name.
     pub step: String,
     /// Step type.
@@ -220,6 +111,9 @@ pub struct RunRecord {
     /// the run crossed, with the figures of its own interval series).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<nsperf_core::Finding>,
+    /// Where the capture taken during the run was kept (`nsperf run --keep-captures`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_path: Option<String>,
 }
 
 /// CPU use of one core over one interval of a run.
@@ -258,6 +152,8 @@ pub struct NewExperiment<'a> {
     pub total_runs: u64,
     /// Host facts (JSON).
     pub host_json: &'a str,
+    /// A label for the experiment (`nsperf run --label`).
+    pub label: Option<&'a str>,
 }
 
 /// Which run of which step a stored row is, and what it was measured under.
@@ -267,8 +163,8 @@ pub struct RunHeader<'a> {
     pub key: &'a RunKey,
     /// Step type (`net`, `rr`, `sweep`, `io`, `exec`).
     pub kind: &'a str,
-    /// The matrix parameters the step depends on, with this cell's values.
-    pub params: &'a [(String, String)],
+    /// The matrix parameters the step depends on, with this cell's values, resolved.
+    pub params: &'a [(String, ParamValue)],
     /// Start, ns since the Unix epoch.
     pub started_unix_ns: u64,
     /// What the run was measured under.
@@ -309,7 +205,7 @@ impl Store {
             path: p.clone(),
             error: source,
         };
-        let conn = Connection::open(path).map_err(e)?;
+        let mut conn = Connection::open(path).map_err(e)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .map_err(e)?;
         conn.pragma_update(None, "journal_mode", "WAL").map_err(e)?;
@@ -324,15 +220,9 @@ impl Store {
                 "{p} has store version {version}, newer than this nsperf ({STORE_VERSION})"
             )));
         }
-        if version == 1 {
-            conn.execute_batch(UPGRADE_1_TO_2).map_err(e)?;
+        if version < STORE_VERSION {
+            schema::upgrade(&mut conn, version).map_err(e)?;
         }
-        if (1..4).contains(&version) {
-            conn.execute_batch(UPGRADE_TO_4).map_err(e)?;
-        }
-        conn.execute_batch(SCHEMA).map_err(e)?;
-        conn.pragma_update(None, "user_version", STORE_VERSION)
-            .map_err(e)?;
         Ok(Store { conn, path: p })
     }
 
@@ -362,8 +252,9 @@ impl Store {
         self.conn
             .execute(
                 "INSERT INTO experiments (plan_name, description, fingerprint, plan_toml, status,
-                 started_unix_ns, total_runs, nsperf_version, host_json, owner_pid, owner_start)
-                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8, ?9, ?10)",
+                 started_unix_ns, total_runs, nsperf_version, host_json, owner_pid, owner_start,
+                 label)
+                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 params![
                     new.plan_name,
                     new.description,
@@ -375,6 +266,7 @@ impl Store {
                     new.host_json,
                     owner.pid,
                     owner.start_ticks as i64,
+                    new.label,
                 ],
             )
             .map_err(self.err())?;
@@ -452,6 +344,17 @@ impl Store {
         Ok(())
     }
 
+    /// Sets (or with `None` clears) an experiment's label.
+    pub fn set_label(&mut self, id: i64, label: Option<&str>) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE experiments SET label = ?2 WHERE id = ?1",
+                params![id, label],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
     /// Keys of the runs of an experiment that are measured (`ok`).
     pub fn done_keys(&self, id: i64) -> Result<Vec<RunKey>, StoreError> {
         let mut st = self
@@ -519,9 +422,13 @@ impl Store {
             ],
         )
         .map_err(&e)?;
-        let params_json =
-            serde_json::to_string(&params.iter().cloned().collect::<BTreeMap<_, _>>())
-                .unwrap_or_default();
+        let params_json = serde_json::to_string(
+            &params
+                .iter()
+                .map(|(k, v)| (k, &v.value))
+                .collect::<BTreeMap<_, _>>(),
+        )
+        .unwrap_or_default();
         let (status, error, m) = match outcome {
             Ok(m) if m.partial() => (RunStatus::Partial, m.host_errors(), Some(m)),
             Ok(m) => (RunStatus::Ok, None, Some(m)),
@@ -533,9 +440,9 @@ impl Store {
             "INSERT INTO runs (experiment_id, cell, params_json, step, kind, phase, repetition,
              status, error, started_unix_ns, duration_ns, metric, value, payload_bytes,
              wire_bytes, metrics_json, spec_json, report_json, trace_json, conditions_json,
-             lab_json, findings_json)
+             lab_json, findings_json, capture_path)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-             ?18, ?19, ?20, ?21, ?22)",
+             ?18, ?19, ?20, ?21, ?22, ?23)",
             params![
                 experiment,
                 key.cell,
@@ -560,12 +467,30 @@ impl Store {
                 mm.lab_json,
                 (!mm.findings.is_empty())
                     .then(|| serde_json::to_string(&mm.findings).unwrap_or_default()),
+                mm.capture_path,
             ],
         )
         .map_err(&e)?;
         let run_id = tx.last_insert_rowid();
         crate::events::write(&tx, run_id, &mm.events).map_err(&e)?;
         {
+            let mut st = tx
+                .prepare_cached(
+                    "INSERT INTO run_params (run_id, name, value, template, kind, number)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .map_err(&e)?;
+            for (name, v) in params {
+                st.execute(params![
+                    run_id,
+                    name,
+                    v.value,
+                    v.template,
+                    v.kind.as_str(),
+                    v.number
+                ])
+                .map_err(&e)?;
+            }
             let mut st = tx
                 .prepare_cached(
                     "INSERT INTO intervals (run_id, start_s, length_s, value) VALUES (?1, ?2, ?3, ?4)",
@@ -643,312 +568,6 @@ impl Store {
         }
         tx.commit().map_err(&e)?;
         Ok(run_id)
-    }
-
-    fn experiment_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ExperimentRecord> {
-        Ok(ExperimentRecord {
-            id: r.get(0)?,
-            plan_name: r.get(1)?,
-            description: r.get(2)?,
-            fingerprint: r.get(3)?,
-            plan_toml: r.get(4)?,
-            status: r.get::<_, String>(5)?.parse().map_err(|e: String| {
-                rusqlite::Error::FromSqlConversionFailure(5, rusqlite::types::Type::Text, e.into())
-            })?,
-            started_unix_ns: u(r.get(6)?),
-            finished_unix_ns: r.get::<_, Option<i64>>(7)?.map(u),
-            total_runs: u(r.get(8)?),
-            nsperf_version: r.get(9)?,
-            host_json: r.get(10)?,
-            notes: r.get(11)?,
-        })
-    }
-
-    const EXP_COLS: &'static str = "id, plan_name, description, fingerprint, plan_toml, status,
-        started_unix_ns, finished_unix_ns, total_runs, nsperf_version, host_json, notes";
-
-    /// Every experiment, oldest first.
-    pub fn experiments(&self) -> Result<Vec<ExperimentRecord>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare(&format!(
-                "SELECT {} FROM experiments ORDER BY id",
-                Self::EXP_COLS
-            ))
-            .map_err(self.err())?;
-        let rows = st
-            .query_map([], Self::experiment_from_row)
-            .map_err(self.err())?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(self.err())
-    }
-
-    /// One experiment by id, or the latest for `latest`.
-    pub fn experiment(&self, which: &str) -> Result<ExperimentRecord, StoreError> {
-        let r = if which == "latest" {
-            self.conn
-                .query_row(
-                    &format!(
-                        "SELECT {} FROM experiments ORDER BY id DESC LIMIT 1",
-                        Self::EXP_COLS
-                    ),
-                    [],
-                    Self::experiment_from_row,
-                )
-                .optional()
-        } else {
-            let id: i64 = which.parse().map_err(|_| {
-                StoreError::NoExperiment(format!("\"{which}\" (give a number or latest)"))
-            })?;
-            self.conn
-                .query_row(
-                    &format!("SELECT {} FROM experiments WHERE id = ?1", Self::EXP_COLS),
-                    params![id],
-                    Self::experiment_from_row,
-                )
-                .optional()
-        };
-        r.map_err(self.err())?
-            .ok_or_else(|| StoreError::NoExperiment(which.to_string()))
-    }
-
-    /// Counts of an experiment's runs by status: (ok, skipped, failed), partial runs (some
-    /// hosts failed) counted as failed.
-    pub fn counts(&self, id: i64) -> Result<(u64, u64, u64), StoreError> {
-        self.conn
-            .query_row(
-                "SELECT COALESCE(SUM(status = 'ok'), 0), COALESCE(SUM(status = 'skipped'), 0),
-                 COALESCE(SUM(status IN ('failed', 'partial')), 0) FROM runs WHERE experiment_id = ?1",
-                params![id],
-                |r| Ok((u(r.get(0)?), u(r.get(1)?), u(r.get(2)?))),
-            )
-            .map_err(self.err())
-    }
-
-    /// The runs of an experiment, in the order they were written.
-    pub fn runs(&self, id: i64) -> Result<Vec<RunRecord>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare(
-                "SELECT id, experiment_id, cell, params_json, step, kind, phase, repetition,
-                 status, error, started_unix_ns, duration_ns, metric, value, payload_bytes,
-                 wire_bytes, metrics_json, spec_json, conditions_json, lab_json,
-                 findings_json FROM runs
-                 WHERE experiment_id = ?1 ORDER BY id",
-            )
-            .map_err(self.err())?;
-        let rows = st
-            .query_map(params![id], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, String>(5)?,
-                    r.get::<_, String>(6)?,
-                    r.get::<_, i64>(7)?,
-                    r.get::<_, String>(8)?,
-                    r.get::<_, Option<String>>(9)?,
-                    r.get::<_, i64>(10)?,
-                    r.get::<_, i64>(11)?,
-                    r.get::<_, Option<String>>(12)?,
-                    r.get::<_, Option<f64>>(13)?,
-                    (
-                        r.get::<_, Option<i64>>(14)?,
-                        r.get::<_, Option<i64>>(15)?,
-                        r.get::<_, String>(16)?,
-                        r.get::<_, String>(17)?,
-                        r.get::<_, Option<String>>(18)?,
-                        r.get::<_, Option<String>>(19)?,
-                        r.get::<_, Option<String>>(20)?,
-                    ),
-                ))
-            })
-            .map_err(self.err())?;
-        let mut v = Vec::new();
-        for row in rows {
-            let (
-                id,
-                exp,
-                cell,
-                pj,
-                step,
-                kind,
-                phase,
-                rep,
-                status,
-                error,
-                st,
-                dur,
-                metric,
-                value,
-                rest,
-            ) = row.map_err(self.err())?;
-            let (payload, wire, mj, sj, cj, lj, fj) = rest;
-            let bad = |what: &str, e: serde_json::Error| {
-                StoreError::Corrupt(format!("{what} of run {id}: {e}"))
-            };
-            v.push(RunRecord {
-                id,
-                experiment_id: exp,
-                cell,
-                params: serde_json::from_str(&pj).map_err(|e| bad("params", e))?,
-                step,
-                kind,
-                phase: phase
-                    .parse()
-                    .map_err(|e| StoreError::Corrupt(format!("{e} in run {id}")))?,
-                repetition: rep.max(0) as u32,
-                status: status.parse().map_err(StoreError::Corrupt)?,
-                error,
-                started_unix_ns: u(st),
-                duration_ns: u(dur),
-                metric,
-                value,
-                payload_bytes: payload.map(u),
-                wire_bytes: wire.map(u),
-                metrics: serde_json::from_str(&mj).map_err(|e| bad("metrics", e))?,
-                spec: serde_json::from_str(&sj).map_err(|e| bad("spec", e))?,
-                conditions: cj
-                    .map(|c| serde_json::from_str(&c).map_err(|e| bad("conditions", e)))
-                    .transpose()?,
-                lab: lj
-                    .map(|c| serde_json::from_str(&c).map_err(|e| bad("lab", e)))
-                    .transpose()?,
-                findings: fj
-                    .map(|c| serde_json::from_str(&c).map_err(|e| bad("findings", e)))
-                    .transpose()?
-                    .unwrap_or_default(),
-            });
-        }
-        Ok(v)
-    }
-
-    /// The per-host parts of one run (empty for a run on one host), in the order written.
-    pub fn hosts(&self, run_id: i64) -> Result<Vec<HostPart>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT host, role, error, metric, value, payload_bytes, started_unix_ns,
-                 clock_offset_ns, clock_error_ns, metrics_json, report_json FROM run_hosts
-                 WHERE run_id = ?1 ORDER BY rowid",
-            )
-            .map_err(self.err())?;
-        let rows = st
-            .query_map(params![run_id], |r| {
-                Ok((
-                    HostPart {
-                        host: r.get(0)?,
-                        role: r.get(1)?,
-                        error: r.get(2)?,
-                        metric: r.get(3)?,
-                        value: r.get(4)?,
-                        payload_bytes: r.get::<_, Option<i64>>(5)?.map(u),
-                        started_unix_ns: u(r.get(6)?),
-                        clock_offset_ns: r.get(7)?,
-                        clock_error_ns: u(r.get(8)?),
-                        metrics: BTreeMap::new(),
-                        report_json: r.get(10)?,
-                    },
-                    r.get::<_, String>(9)?,
-                ))
-            })
-            .map_err(self.err())?;
-        let mut v = Vec::new();
-        for row in rows {
-            let (mut h, mj) = row.map_err(self.err())?;
-            h.metrics = serde_json::from_str(&mj).map_err(|e| {
-                StoreError::Corrupt(format!("metrics of host {} of run {run_id}: {e}", h.host))
-            })?;
-            v.push(h);
-        }
-        Ok(v)
-    }
-
-    /// The time series of one run.
-    pub fn series(&self, run_id: i64) -> Result<Vec<SeriesPoint>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT start_s, length_s, value FROM intervals WHERE run_id = ?1 ORDER BY start_s",
-            )
-            .map_err(self.err())?;
-        let rows = st
-            .query_map(params![run_id], |r| {
-                Ok(SeriesPoint {
-                    start_s: r.get(0)?,
-                    length_s: r.get(1)?,
-                    value: r.get(2)?,
-                })
-            })
-            .map_err(self.err())?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(self.err())
-    }
-
-    /// The CPU rows of one run.
-    pub fn cpu(&self, run_id: i64) -> Result<Vec<CpuRow>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT run_id, start_s, length_s, core, busy_pct, user_pct, sys_pct, softirq_pct
-                 FROM cpu WHERE run_id = ?1 ORDER BY start_s, core",
-            )
-            .map_err(self.err())?;
-        let rows = st
-            .query_map(params![run_id], |r| {
-                Ok(CpuRow {
-                    run_id: r.get(0)?,
-                    start_s: r.get(1)?,
-                    length_s: r.get(2)?,
-                    core: r.get::<_, i64>(3)?.max(0) as u32,
-                    busy_pct: r.get(4)?,
-                    user_pct: r.get(5)?,
-                    sys_pct: r.get(6)?,
-                    softirq_pct: r.get(7)?,
-                })
-            })
-            .map_err(self.err())?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(self.err())
-    }
-
-    /// The NIC deltas of one run.
-    pub fn nic(&self, run_id: i64) -> Result<Vec<NicDelta>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT site, iface, rx_bytes, tx_bytes, rx_packets, tx_packets, rx_dropped,
-                 tx_dropped FROM nic WHERE run_id = ?1",
-            )
-            .map_err(self.err())?;
-        let rows = st
-            .query_map(params![run_id], |r| {
-                Ok(NicDelta {
-                    site: r.get(0)?,
-                    counters: nsperf_core::nic::NicCounters {
-                        name: r.get(1)?,
-                        rx_bytes: u(r.get(2)?),
-                        tx_bytes: u(r.get(3)?),
-                        rx_packets: u(r.get(4)?),
-                        tx_packets: u(r.get(5)?),
-                        rx_dropped: u(r.get(6)?),
-                        tx_dropped: u(r.get(7)?),
-                        ..Default::default()
-                    },
-                })
-            })
-            .map_err(self.err())?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(self.err())
-    }
-
-    /// The stored report of the engine and of the capture analysis of one run.
-    pub fn raw_json(&self, run_id: i64) -> Result<(Option<String>, Option<String>), StoreError> {
-        self.conn
-            .query_row(
-                "SELECT report_json, trace_json FROM runs WHERE id = ?1",
-                params![run_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .map_err(self.err())
     }
 }
 
