@@ -1,17 +1,67 @@
 //! The typed configuration of a doctor run (built by the CLI, never from clap types).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
-use nsperf_io::CacheMode;
+use nsperf_io::{CacheMode, EngineKind, Target};
 use nsperf_nfs::NfsUrl;
+use nsperf_smb::SmbUrl;
 
 use crate::error::DoctorError;
+
+/// The file server's target, by protocol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerTarget {
+    /// `nfs://HOST[:PORT]/EXPORT/PATH`.
+    Nfs(NfsUrl),
+    /// `smb://HOST[:PORT]/SHARE/PATH`, with the credentials file if one was given (else the
+    /// environment, else a guest session).
+    Smb {
+        /// The URL.
+        url: SmbUrl,
+        /// smbclient-style authentication file.
+        credentials: Option<PathBuf>,
+    },
+}
+
+impl ServerTarget {
+    /// The server's host name or address.
+    pub fn host(&self) -> &str {
+        match self {
+            ServerTarget::Nfs(u) => &u.host,
+            ServerTarget::Smb { url, .. } => &url.host,
+        }
+    }
+
+    /// The target of an `io` run and its engine.
+    pub fn io(&self) -> (Target, EngineKind) {
+        match self {
+            ServerTarget::Nfs(u) => (Target::Nfs { url: u.clone() }, EngineKind::Nfs),
+            ServerTarget::Smb { url, credentials } => (
+                Target::Smb {
+                    url: url.clone(),
+                    credentials: credentials.clone(),
+                },
+                EngineKind::Smb,
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for ServerTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerTarget::Nfs(u) => write!(f, "{u}"),
+            ServerTarget::Smb { url, .. } => write!(f, "{url}"),
+        }
+    }
+}
 
 /// Everything a doctor run needs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DoctorConfig {
     /// The file server's target.
-    pub target: NfsUrl,
+    pub target: ServerTarget,
     /// The lab whose site serves the target (found by itself when omitted).
     pub lab: Option<String>,
     /// The lab site to run the client side from (default: the site doctor runs in, or the
@@ -38,7 +88,7 @@ pub struct DoctorConfig {
 impl DoctorConfig {
     /// Defaults: 256 MiB files, 1 MiB records and RPCs, 8 RPCs in flight, passes of at most
     /// 5 s, 3 s per network direction, cold reads where possible.
-    pub fn new(target: NfsUrl) -> Self {
+    pub fn new(target: ServerTarget) -> Self {
         DoctorConfig {
             target,
             lab: None,

@@ -14,6 +14,9 @@ pub enum DoctorError {
     /// The target's server could not be reached or refused it (its class decides the code).
     #[error(transparent)]
     Nfs(#[from] nsperf_nfs::NfsError),
+    /// The SMB server could not be reached, refused the logon or has no such share.
+    #[error(transparent)]
+    Smb(#[from] nsperf_smb::SmbError),
     /// The lab could not be used (entering a site, reading its state).
     #[error(transparent)]
     Lab(#[from] nsperf_lab::LabError),
@@ -27,6 +30,7 @@ impl Classify for DoctorError {
         match self {
             DoctorError::Usage(_) => Failure::Usage,
             DoctorError::Nfs(e) => e.failure(),
+            DoctorError::Smb(e) => e.failure(),
             DoctorError::Lab(e) => e.failure(),
             DoctorError::Interrupted => Failure::Interrupted,
         }

@@ -2,12 +2,13 @@
 //! (a) the storage at the server (local I/O on the served directory, where nsperf can run
 //! there: a lab site), (b) the network to it (TCP both ways, idle RTT, window, MSS/MTU, with
 //! an nsperf server started in the server's site or one the user names), (c) the file
-//! protocol end to end (sequential write and read through the user-space `nfs` engine) —
+//! protocol end to end (sequential write and read through the user-space `nfs` or `smb`
+//! engine) —
 //! and one verdict per direction naming the limiting layer with its figures and the ceiling
 //! arithmetic ([`verdict`], a pure function of the figures).
 //!
 //! Every measurement goes through its engine as a library (`nsperf-io`, `nsperf-net`,
-//! `nsperf-nfs`); nothing is estimated. A layer nsperf cannot measure from where it runs is
+//! `nsperf-nfs`, `nsperf-smb`); nothing is estimated. A layer nsperf cannot measure from where it runs is
 //! reported as not measured with the reason, and the verdict never guesses it.
 #![deny(missing_docs)]
 
@@ -25,7 +26,7 @@ use nsperf_core::report::{Finding, HostRecord, Severity};
 use nsperf_core::units::Bytes;
 use nsperf_io::CacheMode;
 
-pub use config::DoctorConfig;
+pub use config::{DoctorConfig, ServerTarget};
 pub use error::DoctorError;
 pub use model::{
     Direction, DoctorReport, DoctorSpec, DoctorSummary, Figures, Layer, NetworkFigures, Pass,
@@ -98,7 +99,7 @@ pub fn run(
         None => Layer::NotMeasured {
             reason: format!(
                 "nsperf does not run at {} (only a lab site's server is reachable; run `nsperf io run DIR -w seqread --cache cold` on the server)",
-                url.host
+                url.host()
             ),
         },
     };
@@ -106,7 +107,7 @@ pub fn run(
     let at = match (&cfg.net_server, &srv) {
         (Some((h, p)), _) => probe::NetServer::Named(h.clone(), *p),
         (None, Some(s)) => probe::NetServer::InSite(s),
-        (None, None) => probe::NetServer::Probe(url.host.clone()),
+        (None, None) => probe::NetServer::Probe(url.host().to_string()),
     };
     progress(&format!(
         "network: TCP both ways ({} each after 1 s warm-up) and the idle RTT",

@@ -7,10 +7,13 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use nsperf_core::process::ProcessId;
+use nsperf_lab::service::Protocol;
 use nsperf_lab::service::ServiceRecord;
 use nsperf_lab::state::{LabState, SiteState};
 use nsperf_nfs::NfsUrl;
+use nsperf_smb::SmbUrl;
 
+use crate::config::ServerTarget;
 use crate::error::DoctorError;
 
 /// A file server running in a lab site.
@@ -36,25 +39,34 @@ impl LabServer {
     }
 }
 
-fn host_ip(url: &NfsUrl) -> Option<IpAddr> {
-    url.host.parse().ok()
+fn host_ip(host: &str) -> Option<IpAddr> {
+    host.parse().ok()
 }
 
-/// Does `rec` serve `url`: the same address and a directory the target's path is in?
-fn serves(rec: &ServiceRecord, url: &NfsUrl) -> bool {
-    let Ok(r) = rec.url.parse::<NfsUrl>() else {
-        return false;
-    };
-    host_ip(&r).is_some() && host_ip(&r) == host_ip(url) && {
-        let p = std::path::Path::new(&url.path);
-        p.starts_with(&rec.dir)
+/// The target's directory on the server's file system when `rec` serves `target`: the same
+/// address and protocol, and (NFS) a directory the target's path is in or (SMB) the same
+/// share.
+fn serves(rec: &ServiceRecord, target: &ServerTarget) -> Option<PathBuf> {
+    let same_host = |h: &str| host_ip(h).is_some() && host_ip(h) == host_ip(target.host());
+    match (rec.protocol, target) {
+        (Protocol::Nfs, ServerTarget::Nfs(url)) => {
+            let r = rec.url.parse::<NfsUrl>().ok()?;
+            let p = std::path::Path::new(&url.path);
+            (same_host(&r.host) && p.starts_with(&rec.dir)).then(|| p.to_path_buf())
+        }
+        (Protocol::Smb, ServerTarget::Smb { url, .. }) => {
+            let r = rec.url.parse::<SmbUrl>().ok()?;
+            (same_host(&r.host) && r.share.eq_ignore_ascii_case(&url.share))
+                .then(|| rec.dir.join(&url.path))
+        }
+        _ => None,
     }
 }
 
 /// Finds the lab site serving `url` (only `lab` when given) and the site to run the client
 /// side from (`from`, or the site `doctor` runs in, or the first other site of the lab).
 pub fn find(
-    url: &NfsUrl,
+    url: &ServerTarget,
     lab: Option<&str>,
     from: Option<&str>,
 ) -> Result<Option<LabServer>, DoctorError> {
@@ -62,7 +74,7 @@ pub fn find(
         Some(l) => vec![l.to_string()],
         None => LabState::list_names(),
     };
-    let mut found: Vec<(LabState, ServiceRecord)> = Vec::new();
+    let mut found: Vec<(LabState, ServiceRecord, PathBuf)> = Vec::new();
     for n in names {
         let Ok(state) = LabState::load(&n) else {
             if lab.is_some() {
@@ -71,8 +83,8 @@ pub fn find(
             continue;
         };
         for rec in ServiceRecord::load_all(&n) {
-            if rec.running() && serves(&rec, url) {
-                found.push((state.clone(), rec));
+            if let Some(dir) = rec.running().then(|| serves(&rec, url)).flatten() {
+                found.push((state.clone(), rec, dir));
             }
         }
     }
@@ -80,7 +92,7 @@ pub fn find(
     if found.len() > 1 {
         let inside: Vec<_> = found
             .iter()
-            .filter(|(l, _)| {
+            .filter(|(l, _, _)| {
                 l.sites
                     .iter()
                     .any(|s| nsperf_lab::netns::thread_is_in(&s.netns))
@@ -90,7 +102,7 @@ pub fn find(
         if inside.len() == 1 {
             found = inside;
         } else {
-            let labs: Vec<&str> = found.iter().map(|(l, _)| l.name.as_str()).collect();
+            let labs: Vec<&str> = found.iter().map(|(l, _, _)| l.name.as_str()).collect();
             return Err(DoctorError::Usage(format!(
                 "labs {} all serve {}: name one with --lab",
                 labs.join(", "),
@@ -98,7 +110,7 @@ pub fn find(
             )));
         }
     }
-    let Some((state, rec)) = found.pop() else {
+    let Some((state, rec, dir)) = found.pop() else {
         if let Some(l) = lab {
             return Err(DoctorError::Usage(format!(
                 "lab '{l}' serves nothing at {url} (see `nsperf lab serve`)"
@@ -143,7 +155,6 @@ pub fn find(
             rec.site
         )));
     }
-    let dir = PathBuf::from(&url.path);
     Ok(Some(LabServer {
         lab: state,
         site,
@@ -174,11 +185,26 @@ mod tests {
     #[test]
     fn a_service_serves_its_address_and_directories_below_it() {
         let r = rec("nfs://10.77.0.2/srv/share", "/srv/share");
-        let u = |s: &str| s.parse::<NfsUrl>().unwrap();
-        assert!(serves(&r, &u("nfs://10.77.0.2/srv/share")));
-        assert!(serves(&r, &u("nfs://10.77.0.2/srv/share/sub")));
-        assert!(!serves(&r, &u("nfs://10.77.0.2/srv/shared")));
-        assert!(!serves(&r, &u("nfs://10.77.0.3/srv/share")));
-        assert!(!serves(&r, &u("nfs://nas.example/srv/share")));
+        let u = |s: &str| ServerTarget::Nfs(s.parse::<NfsUrl>().unwrap());
+        assert!(serves(&r, &u("nfs://10.77.0.2/srv/share")).is_some());
+        assert_eq!(
+            serves(&r, &u("nfs://10.77.0.2/srv/share/sub")),
+            Some(PathBuf::from("/srv/share/sub"))
+        );
+        assert!(serves(&r, &u("nfs://10.77.0.2/srv/shared")).is_none());
+        assert!(serves(&r, &u("nfs://10.77.0.3/srv/share")).is_none());
+        assert!(serves(&r, &u("nfs://nas.example/srv/share")).is_none());
+        let mut s = rec("smb://10.77.0.2/share", "/srv/share");
+        s.protocol = Protocol::Smb;
+        let smb = |x: &str| ServerTarget::Smb {
+            url: x.parse().unwrap(),
+            credentials: None,
+        };
+        assert_eq!(
+            serves(&s, &smb("smb://10.77.0.2/share/sub")),
+            Some(PathBuf::from("/srv/share/sub"))
+        );
+        assert!(serves(&s, &smb("smb://10.77.0.2/other")).is_none());
+        assert!(serves(&s, &u("nfs://10.77.0.2/srv/share")).is_none());
     }
 }

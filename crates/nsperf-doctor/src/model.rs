@@ -230,9 +230,9 @@ impl NetworkFigures {
 /// (c) The file protocol end to end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProtocolFigures {
-    /// `nfs3`.
+    /// `nfs3`, or `smb` and the dialect (`smb3.1.1`).
     pub protocol: String,
-    /// Where NFS answered (`ADDRESS:PORT`).
+    /// Where the server answered (`ADDRESS:PORT`).
     pub server: String,
     /// Data bytes per READ/WRITE RPC (after the server's FSINFO limits).
     pub rpc_bytes: u64,

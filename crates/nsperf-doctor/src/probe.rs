@@ -7,11 +7,11 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use nsperf_core::process::ProcessId;
-use nsperf_io::{CacheMode, EngineKind, FsyncMode, IoError, IoReport, RunConfig, Target, Workload};
+use nsperf_io::{CacheMode, FsyncMode, IoError, IoReport, RunConfig, Target, Workload};
 use nsperf_net::{ClientConfig, Direction as NetDir, Mode, NetReport, NetSpec, TestParams};
-use nsperf_nfs::{NfsUrl, Session};
+use nsperf_nfs::Session;
 
-use crate::config::DoctorConfig;
+use crate::config::{DoctorConfig, ServerTarget};
 use crate::cpu::CpuWatch;
 use crate::error::DoctorError;
 use crate::locate::LabServer;
@@ -271,36 +271,54 @@ pub fn network(
     }))
 }
 
-/// Mounts the target and times NULL RPCs: fails `doctor` at once when the server cannot be
-/// reached or the export is missing (with the protocol's exit code).
-pub fn preflight(url: &NfsUrl) -> Result<(String, u64), DoctorError> {
-    let mut s = Session::open(url, nsperf_nfs::client::DEFAULT_TIMEOUT)?;
-    s.client.null()?;
+/// Connects to the target and times empty round trips (NFS NULL, SMB ECHO): fails `doctor`
+/// at once when the server cannot be reached, refuses the logon, or the export or share is
+/// missing (with the protocol's exit code).
+pub fn preflight(target: &ServerTarget) -> Result<(String, u64), DoctorError> {
     let mut rtts: Vec<u64> = Vec::with_capacity(NULL_CALLS);
-    let t0 = Instant::now();
-    while rtts.len() < NULL_CALLS && t0.elapsed() < Duration::from_secs(3) {
-        let t = Instant::now();
-        s.client.null()?;
-        rtts.push(t.elapsed().as_nanos() as u64);
-    }
+    let mut time = |f: &mut dyn FnMut() -> Result<(), DoctorError>| {
+        f()?;
+        let t0 = Instant::now();
+        while rtts.len() < NULL_CALLS && t0.elapsed() < Duration::from_secs(3) {
+            let t = Instant::now();
+            f()?;
+            rtts.push(t.elapsed().as_nanos() as u64);
+        }
+        Ok::<(), DoctorError>(())
+    };
+    let server = match target {
+        ServerTarget::Nfs(url) => {
+            let mut s = Session::open(url, nsperf_nfs::client::DEFAULT_TIMEOUT)?;
+            time(&mut || Ok(s.client.null()?))?;
+            s.nfs_addr.to_string()
+        }
+        ServerTarget::Smb { url, credentials } => {
+            let (creds, _) = nsperf_smb::Credentials::resolve(credentials.as_deref())
+                .map_err(nsperf_smb::SmbError::from)?;
+            let mut c =
+                nsperf_smb::Client::connect(url, &creds, nsperf_smb::client::DEFAULT_TIMEOUT)?;
+            time(&mut || Ok(c.echo()?))?;
+            c.server_addr()
+        }
+    };
     rtts.sort_unstable();
-    Ok((s.nfs_addr.to_string(), rtts[rtts.len() / 2]))
+    Ok((server, rtts[rtts.len() / 2]))
 }
 
-/// (c) Sequential write (UNSTABLE, COMMIT timed at the end) and read through the `nfs`
-/// engine. Runs in the calling thread's namespace (the client side).
+/// (c) Sequential write (NFS UNSTABLE with a COMMIT, SMB buffered with a FLUSH, timed at the
+/// end) and read through the `nfs` or `smb` engine. Runs in the calling thread's namespace (the client side).
 pub fn protocol(
     cfg: &DoctorConfig,
-    url: &NfsUrl,
+    url: &ServerTarget,
     srv: Option<&LabServer>,
     pre: (String, u64),
     read_cache: CacheMode,
     findings: &mut Vec<nsperf_core::report::Finding>,
 ) -> Result<Layer<ProtocolFigures>, DoctorError> {
-    let target = || Target::Nfs { url: url.clone() };
+    let (target, engine) = url.io();
     let nfs = |w| {
-        let mut rc = io_config(cfg, target(), w);
-        rc.engine = EngineKind::Nfs;
+        let mut rc = io_config(cfg, target.clone(), w);
+        rc.engine = engine;
         rc.iodepth = cfg.iodepth;
         rc.cache = CacheMode::RemoteWarm;
         rc

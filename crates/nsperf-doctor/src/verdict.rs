@@ -178,6 +178,15 @@ fn ms(ns: f64) -> String {
 
 /// The RPC window ceiling: `n` RPCs of `b` bytes in flight, each taking one NULL round trip
 /// plus the time to carry `b` bytes at the link rate (when measured).
+/// The protocol's name and what it calls one request (`NFS`, `RPC`; `SMB`, `request`).
+fn words(p: &ProtocolFigures) -> (&'static str, &'static str) {
+    if p.protocol.starts_with("smb") {
+        ("SMB", "request")
+    } else {
+        ("NFS", "RPC")
+    }
+}
+
 fn rpc_window(p: &ProtocolFigures, link: Option<f64>) -> (f64, String) {
     let b = p.rpc_bytes as f64;
     let n = (p.rpcs_in_flight as f64) * (p.connections.max(1) as f64);
@@ -208,8 +217,9 @@ fn rpc_window(p: &ProtocolFigures, link: Option<f64>) -> (f64, String) {
         None => format!("{} RTT", ms(rtt)),
     };
     let basis = format!(
-        "{} RPCs, {inflight}, {time} → ceiling {}",
+        "{} {}s, {inflight}, {time} → ceiling {}",
         Bytes(p.rpc_bytes),
+        words(p).1,
         rate(cap)
     );
     (cap, basis)
@@ -287,7 +297,8 @@ pub fn diagnose_direction(f: &Figures, d: Direction) -> DirectionVerdict {
         .filter(|c| c.bytes_per_s > 0.0 && x > ABOVE * c.bytes_per_s)
         .map(|c| {
             format!(
-                "NFS {d} {} is {:.0} % of {}: that figure is too low (measured at another moment on a shared machine, or a cache the test did not reach)",
+                "{} {d} {} is {:.0} % of {}: that figure is too low (measured at another moment on a shared machine, or a cache the test did not reach)",
+                words(proto).0,
                 rate(x),
                 c.share_pct,
                 c.basis
@@ -295,7 +306,7 @@ pub fn diagnose_direction(f: &Figures, d: Direction) -> DirectionVerdict {
         })
         .collect();
     let lowest = &ceilings[0];
-    let figures = figures_line(&ceilings, &notes, d, x);
+    let figures = figures_line(&ceilings, &notes, words(proto).0, d, x);
     let (limit, tail) = if x >= BOUND_SHARE * lowest.bytes_per_s {
         let near: Vec<String> = ceilings[1..]
             .iter()
@@ -342,7 +353,13 @@ fn kind_name(k: CeilingKind) -> &'static str {
 }
 
 /// `disk 280 MiB/s; network 937 Mbit/s (112 MiB/s); NFS read 84 MiB/s`.
-fn figures_line(ceilings: &[Ceiling], notes: &[String], d: Direction, x: f64) -> String {
+fn figures_line(
+    ceilings: &[Ceiling],
+    notes: &[String],
+    proto: &str,
+    d: Direction,
+    x: f64,
+) -> String {
     let mut parts: Vec<String> = Vec::new();
     for kind in [CeilingKind::Storage, CeilingKind::Network] {
         if let Some(c) = ceilings.iter().find(|c| c.kind == kind) {
@@ -350,7 +367,7 @@ fn figures_line(ceilings: &[Ceiling], notes: &[String], d: Direction, x: f64) ->
         }
     }
     parts.extend(notes.iter().cloned());
-    parts.push(format!("NFS {d} {}", rate(x)));
+    parts.push(format!("{proto} {d} {}", rate(x)));
     parts.join("; ")
 }
 
@@ -363,7 +380,12 @@ fn rpc_time(p: &ProtocolFigures, pass: &crate::model::Pass, link: Option<f64>) -
         .filter(|l| *l > 0.0)
         .map_or(0.0, |l| p.rpc_bytes as f64 / l * 1e9);
     let more = t - rtt - carry;
-    let mut s = format!("each RPC took {} (median) = {} round trip", ms(t), ms(rtt));
+    let mut s = format!(
+        "each {} took {} (median) = {} round trip",
+        words(p).1,
+        ms(t),
+        ms(rtt)
+    );
     if carry > 0.0 {
         s.push_str(&format!(" + {} to carry {}", ms(carry), Bytes(p.rpc_bytes)));
     }
@@ -464,10 +486,11 @@ fn below_every_ceiling(
             .as_ref()
             .map(|s| format!("server CPU {:.0} %", s.process_pct))
             .unwrap_or_else(|| "server CPU not measured".into());
+        let name = words(proto).0;
         (
             Limit::Protocol,
             format!(
-                "below every measured ceiling with no CPU saturated ({server_cpu}, client {:.0} %): the loss is in the NFS server or protocol handling (its thread pool, locks, its storage under NFS's access pattern), beyond what nsperf measures; {}",
+                "below every measured ceiling with no CPU saturated ({server_cpu}, client {:.0} %): the loss is in the {name} server or protocol handling (its thread pool, locks, its storage under {name}'s access pattern), beyond what nsperf measures; {}",
                 cpu.client_process_pct,
                 rpc_time(proto, pass, link)
             ),

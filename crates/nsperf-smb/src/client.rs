@@ -367,6 +367,27 @@ impl Client {
         self.addr.clone()
     }
 
+    /// One ECHO round trip (the SMB request that touches no file).
+    pub fn echo(&mut self) -> Result<(), SmbError> {
+        let frame = block_on(
+            &self.rt,
+            self.conn
+                .execute(Command::Echo, &smb2::msg::echo::EchoRequest, None),
+        )?
+        .map_err(|e| SmbError::op("ECHO", "", e))?;
+        if frame.header.status != NtStatus::SUCCESS {
+            return Err(SmbError::op(
+                "ECHO",
+                "",
+                smb2::Error::Protocol {
+                    status: frame.header.status,
+                    command: Command::Echo,
+                },
+            ));
+        }
+        Ok(())
+    }
+
     /// The path of `name` in the target directory.
     pub fn join(&self, name: &str) -> String {
         self.url.join(name)

@@ -3,7 +3,8 @@
 //! workload across the lab link, data written and read back compared by checksum with the
 //! server's copy, credentials from a file and from the environment, a wrong password, a
 //! missing share, a read-only share and an unreachable server with their exit codes, Ctrl-C,
-//! and smbd killed mid-run (exit 12, nothing left behind after `lab down`).
+//! smbd killed mid-run (exit 12, nothing left behind after `lab down`), and `doctor` naming
+//! a slow link through SMB.
 
 mod common;
 use common::scratch::{Scratch, disk_base};
@@ -41,16 +42,16 @@ impl Drop for LabGuard {
 
 /// A lab of sites a (10.77.0.1) and b (10.77.0.2) with smbd serving `dir` in b; the URL and
 /// the credentials file `lab serve` printed.
-fn lab_with_smbd(tag: &str, dir: &Scratch, extra: &[&str]) -> Option<(LabGuard, String, String)> {
+fn lab_with_smbd(tag: &str, dir: &Scratch, up: &[&str]) -> Option<(LabGuard, String, String)> {
     if !require_lab("smb lab test") || !require_program("smbd", "smb lab test") {
         return None;
     }
     let lab = format!("t{}{tag}", std::process::id() % 100_000);
     let g = LabGuard(lab.clone());
-    run(&["lab", "up", &lab, "--sites", "a,b"]).ok();
-    let mut a = vec!["lab", "serve", &lab, "b", "smb", dir.path()];
-    a.extend_from_slice(extra);
-    let r = run(&a).ok();
+    let mut a = vec!["lab", "up", &lab, "--sites", "a,b"];
+    a.extend_from_slice(up);
+    run(&a).ok();
+    let r = run(&["lab", "serve", &lab, "b", "smb", dir.path()]).ok();
     let share = nsperf_lab::samba::share_name(&dir.0);
     let url = format!("smb://10.77.0.2/{share}");
     assert!(r.stdout.contains(&url), "{}", r.stdout);
@@ -460,4 +461,56 @@ fn kill_9_of_the_supervisor_then_lab_down_leaves_no_smbd() {
         .output()
         .unwrap();
     assert!(stray.stdout.is_empty(), "an smbd survived lab down");
+}
+
+#[test]
+fn doctor_through_smb_names_a_slow_link() {
+    let dir = Scratch::new(&disk_base(), "smb-doc");
+    let Some((_g, url, creds)) = lab_with_smbd("smd", &dir, &["--rate", "40mbit"]) else {
+        return;
+    };
+    let mut last = serde_json::Value::Null;
+    // The machine is shared: a run disturbed by other load is retried, up to three times.
+    for attempt in 1..=3 {
+        let cmd = nsperf([
+            "doctor",
+            &url,
+            "--credentials",
+            &creds,
+            "-s",
+            "12m",
+            "--cache",
+            "remote-warm",
+            "--json",
+        ]);
+        let j = run_with_limit(cmd, Duration::from_secs(240)).ok().json();
+        let p = &j["summary"]["protocol"];
+        assert!(
+            p["protocol"].as_str().unwrap_or("").starts_with("smb"),
+            "{p}"
+        );
+        let d = &j["summary"]["diagnosis"];
+        for dir in ["read", "write"] {
+            assert_eq!(
+                d[dir]["ceilings"][0]["kind"], "network",
+                "{dir}: {}",
+                d[dir]
+            );
+            let m = d[dir]["message"].as_str().unwrap();
+            assert!(
+                m.contains(&format!("SMB {dir}")) && !m.contains("NFS"),
+                "{m}"
+            );
+        }
+        if d["read"]["limit"] == "network" && d["write"]["limit"] == "network" {
+            assert!(dir.leftovers().is_empty(), "{:?}", dir.leftovers());
+            return;
+        }
+        eprintln!("attempt {attempt}: {d}");
+        last = j;
+    }
+    panic!(
+        "doctor did not name the network in three runs: {}",
+        last["summary"]["diagnosis"]
+    );
 }

@@ -8,7 +8,7 @@ use nsperf_core::table::Table;
 use nsperf_core::units::{BitRate, Bytes};
 use nsperf_doctor::model::{NetDirection, PassCpu};
 use nsperf_doctor::verdict::rate;
-use nsperf_doctor::{DoctorConfig, DoctorReport, Layer};
+use nsperf_doctor::{DoctorConfig, DoctorReport, Layer, ServerTarget};
 use nsperf_io::CacheMode;
 
 use crate::exit::usage;
@@ -16,10 +16,15 @@ use crate::exit::usage;
 /// Arguments of `nsperf doctor`.
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
-    /// The file server's target: `nfs://HOST[:PORT]/EXPORT/PATH` (a directory nsperf may
-    /// create its own `.nsperf-*` files in).
+    /// The file server's target: `nfs://HOST[:PORT]/EXPORT/PATH` or
+    /// `smb://HOST[:PORT]/SHARE/PATH` (a directory nsperf may create its own `.nsperf-*`
+    /// files in).
     #[arg(value_name = "URL")]
     pub target: String,
+    /// smb:// targets: smbclient-style authentication file (else NSPERF_SMB_USER and
+    /// NSPERF_SMB_PASSWORD, or USER with PASSWD, from the environment; else a guest).
+    #[arg(long, short = 'A', value_name = "FILE")]
+    pub credentials: Option<std::path::PathBuf>,
     /// The lab whose site serves the target (found by itself when only one does, or when
     /// doctor runs inside one of its sites).
     #[arg(long)]
@@ -68,11 +73,27 @@ fn parse_cache(s: &str) -> Result<CacheMode, String> {
 }
 
 fn config(a: &DoctorArgs) -> anyhow::Result<DoctorConfig> {
-    let url = a
-        .target
-        .parse::<nsperf_nfs::NfsUrl>()
-        .map_err(|e| usage(e.to_string()))?;
-    let mut c = DoctorConfig::new(url);
+    let target = if nsperf_smb::SmbUrl::is_smb_url(&a.target) {
+        nsperf_smb::Credentials::resolve(a.credentials.as_deref())
+            .map_err(nsperf_smb::SmbError::from)?;
+        ServerTarget::Smb {
+            url: a
+                .target
+                .parse()
+                .map_err(|e: nsperf_smb::url::UrlError| usage(e.to_string()))?,
+            credentials: a.credentials.clone(),
+        }
+    } else {
+        if a.credentials.is_some() {
+            return Err(usage("--credentials goes with an smb:// target"));
+        }
+        ServerTarget::Nfs(
+            a.target
+                .parse::<nsperf_nfs::NfsUrl>()
+                .map_err(|e| usage(e.to_string()))?,
+        )
+    };
+    let mut c = DoctorConfig::new(target);
     c.lab = a.lab.clone();
     c.from_site = a.from.clone();
     c.net_server = match &a.net_server {
