@@ -69,9 +69,13 @@ fn value(ctx: &nsperf_plan::exec::RunContext<'_>, step: &nsperf_plan::plan::Reso
 }
 
 fn experiment(dir: &Path) -> Store {
+    experiment_with(dir, MockExecutor::new(Box::new(value)))
+}
+
+/// The experiment of `PLAN` run through `ex`.
+fn experiment_with(dir: &Path, mut ex: MockExecutor) -> Store {
     let mut store = Store::open(&dir.join("r.db")).unwrap();
     let plan = Plan::parse(PLAN.as_bytes()).unwrap();
-    let mut ex = MockExecutor::new(Box::new(value));
     run_plan(
         &plan,
         &mut store,
@@ -265,8 +269,6 @@ fn browser_renders_every_chart() {
 fn an_outage_is_drawn_named_and_exported() {
     use nsperf_lab::events::{EventKind, EventSource, LinkEvent};
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
-    let plan = Plan::parse(PLAN.as_bytes()).unwrap();
     let mut ex = MockExecutor::new(Box::new(value));
     // The link went down half a second before the first run in the lab and stays down.
     let now = nsperf_core::clock::unix_time_ns();
@@ -280,14 +282,7 @@ fn an_outage_is_drawn_named_and_exported() {
         links: vec!["client-server".into()],
         change: None,
     }];
-    run_plan(
-        &plan,
-        &mut store,
-        &mut ex,
-        &RunOptions::default(),
-        &mut NoProgress,
-    )
-    .unwrap();
+    let store = experiment_with(dir.path(), ex);
     let data = ExperimentData::load(&store, "latest").unwrap();
     assert_eq!(data.events.len(), 1, "one run saw it");
     let (&id, ev) = data.events.iter().next().unwrap();

@@ -342,8 +342,22 @@ fn print_dry_run(plan: &Plan) {
         plan.repetitions
     );
     if let Some(l) = &plan.lab {
+        use nsperf_lab::Topology;
+        let mut shape = match &l.shape.topology {
+            Topology::Mesh => "mesh".to_string(),
+            Topology::Star { server } => {
+                format!("star, port of {}", server.as_deref().unwrap_or("?"))
+            }
+            Topology::Dumbbell { left } => format!("dumbbell, left {}", left.join(",")),
+        };
+        if let Some(m) = l.shape.memory_bytes {
+            shape.push_str(&format!(", memory {}", nsperf_core::Bytes(m)));
+        }
+        if let Some(seed) = l.shape.seed {
+            shape.push_str(&format!(", seed {seed}"));
+        }
         println!(
-            "lab {}: sites {}",
+            "lab {}: sites {}; {shape}",
             l.name.as_deref().unwrap_or("(a new name for each run)"),
             l.sites.join(", ")
         );
