@@ -68,6 +68,71 @@ impl NetMetrics {
     }
 }
 
+/// A counter's or a gauge's value.
+enum Sample {
+    Count(u64),
+    Level(f64),
+}
+
+/// A family with one sample per stream (`None`: the stream has none, e.g. UDP's window).
+struct PerStream {
+    name: &'static str,
+    help: &'static str,
+    unit: Option<Unit>,
+    ty: MetricType,
+    value: fn(&Stream) -> Option<Sample>,
+}
+
+/// The per-stream families, in the order they are served.
+fn per_stream() -> [PerStream; 6] {
+    use MetricType::{Counter, Gauge};
+    let (bytes, seconds) = (Some(Unit::Bytes), Some(Unit::Seconds));
+    [
+        PerStream {
+            name: "nsperf_net",
+            help: "Payload bytes this end moved per stream (up: it sends, down: it receives)",
+            unit: bytes.clone(),
+            ty: Counter,
+            value: |st| Some(Sample::Count(st.bytes)),
+        },
+        PerStream {
+            name: "nsperf_net_messages",
+            help: "Messages per stream: transactions, datagrams sent, or distinct datagrams received",
+            unit: None,
+            ty: Counter,
+            value: |st| Some(Sample::Count(st.messages)),
+        },
+        PerStream {
+            name: "nsperf_net_throughput",
+            help: "Payload throughput per stream over the last interval",
+            unit: Some(bits_per_second()),
+            ty: Gauge,
+            value: |st| Some(Sample::Level(st.throughput_bps)),
+        },
+        PerStream {
+            name: "nsperf_net_retransmits",
+            help: "TCP segments this end retransmitted per stream",
+            unit: None,
+            ty: Counter,
+            value: |st| st.retransmits.map(Sample::Count),
+        },
+        PerStream {
+            name: "nsperf_net_cwnd",
+            help: "Congestion window of each TCP stream this end sends on, at the last interval's end",
+            unit: bytes,
+            ty: Gauge,
+            value: |st| st.cwnd_bytes.map(|c| Sample::Level(c as f64)),
+        },
+        PerStream {
+            name: "nsperf_net_rtt",
+            help: "Smoothed round-trip time of each TCP stream (TCP_INFO) at the last interval's end",
+            unit: seconds,
+            ty: Gauge,
+            value: |st| st.rtt_s.map(Sample::Level),
+        },
+    ]
+}
+
 fn labels(i: usize, st: &Stream) -> Labels {
     let dir = if st.sending { "up" } else { "down" };
     vec![("stream", i.to_string()), ("direction", dir.to_string())]
@@ -78,73 +143,17 @@ impl Collector for NetMetrics {
         let Ok(s) = self.state.lock() else {
             return Ok(());
         };
-        let (bytes, seconds, bps) = (Unit::Bytes, Unit::Seconds, bits_per_second());
-        let mut f = Family::new(
-            &mut enc,
-            "nsperf_net",
-            "Payload bytes this end moved per stream (up: it sends, down: it receives)",
-            Some(&bytes),
-            MetricType::Counter,
-        )?;
-        for (i, st) in s.streams.iter().enumerate() {
-            f.counter(&labels(i, st), st.bytes)?;
-        }
-        let mut f = Family::new(
-            &mut enc,
-            "nsperf_net_messages",
-            "Messages per stream: transactions, datagrams sent, or distinct datagrams received",
-            None,
-            MetricType::Counter,
-        )?;
-        for (i, st) in s.streams.iter().enumerate() {
-            f.counter(&labels(i, st), st.messages)?;
-        }
-        let mut f = Family::new(
-            &mut enc,
-            "nsperf_net_throughput",
-            "Payload throughput per stream over the last interval",
-            Some(&bps),
-            MetricType::Gauge,
-        )?;
-        for (i, st) in s.streams.iter().enumerate() {
-            f.gauge(&labels(i, st), st.throughput_bps)?;
-        }
-        let mut f = Family::new(
-            &mut enc,
-            "nsperf_net_retransmits",
-            "TCP segments this end retransmitted per stream",
-            None,
-            MetricType::Counter,
-        )?;
-        for (i, st) in s.streams.iter().enumerate() {
-            if let Some(r) = st.retransmits {
-                f.counter(&labels(i, st), r)?;
+        for fam in per_stream() {
+            let mut f = Family::new(&mut enc, fam.name, fam.help, fam.unit.as_ref(), fam.ty)?;
+            for (i, st) in s.streams.iter().enumerate() {
+                match (fam.value)(st) {
+                    Some(Sample::Count(v)) => f.counter(&labels(i, st), v)?,
+                    Some(Sample::Level(v)) => f.gauge(&labels(i, st), v)?,
+                    None => {}
+                }
             }
         }
-        let mut f = Family::new(
-            &mut enc,
-            "nsperf_net_cwnd",
-            "Congestion window of each TCP stream this end sends on, at the last interval's end",
-            Some(&bytes),
-            MetricType::Gauge,
-        )?;
-        for (i, st) in s.streams.iter().enumerate() {
-            if let Some(c) = st.cwnd_bytes {
-                f.gauge(&labels(i, st), c as f64)?;
-            }
-        }
-        let mut f = Family::new(
-            &mut enc,
-            "nsperf_net_rtt",
-            "Smoothed round-trip time of each TCP stream (TCP_INFO) at the last interval's end",
-            Some(&seconds),
-            MetricType::Gauge,
-        )?;
-        for (i, st) in s.streams.iter().enumerate() {
-            if let Some(r) = st.rtt_s {
-                f.gauge(&labels(i, st), r)?;
-            }
-        }
+        let seconds = Unit::Seconds;
         if let Some(l) = s.latency {
             let mut f = Family::new(
                 &mut enc,
