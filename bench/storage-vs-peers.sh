@@ -15,12 +15,23 @@
 #          the local copy lands in tmpfs: nfs-cp cannot write to /dev/null)
 #   write: nsperf io run URL -w seqwrite -s 1g -b 1m --iodepth 8 --fsync end  (UNSTABLE + COMMIT)
 #          nfs-cp /dev/shm/src-1g URL/dst                           (libnfs: UNSTABLE 1 MiB WRITEs + COMMIT)
+#
+# SMB (PARTS=smb, or PARTS="nfs smb", the default): Samba's smbd in site b (`nsperf lab
+# serve … smb`), nsperf's smb engine against smbclient's get/put of a 1 GiB file, both as
+# the lab user (credentials file from `lab serve`), alternating, wall time for smbclient
+# (log-on included, as nsperf's connect is not in its measured pass: a few ms):
+#   read:  nsperf io run URL -w seqread  -s 1g -b 1m --iodepth 8 -A CREDS   (signed: every
+#          authenticated session of the smb2 crate is)
+#          smbclient //10.77.0.2/SHARE -A CREDS -c 'get bench-1g /dev/null'  (its default:
+#          unsigned) and the same with --option='client signing=required' (like for like)
+#   write: nsperf … -w seqwrite --fsync end (FLUSH at the end); smbclient put from /dev/shm
 set -euo pipefail
 RUNS=${1:-${RUNS:-5}}
+PARTS=${PARTS:-nfs smb}
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "needs root (lab namespaces)" >&2; exit 1; }
-for p in ganesha.nfsd rpcbind nfs-cp; do
-  command -v "$p" >/dev/null || { export DEBIAN_FRONTEND=noninteractive; apt-get update -qq; apt-get install -y -qq nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils >/dev/null; break; }
+for p in ganesha.nfsd rpcbind nfs-cp smbd smbclient; do
+  command -v "$p" >/dev/null || { export DEBIAN_FRONTEND=noninteractive; apt-get update -qq; apt-get install -y -qq nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils samba smbclient >/dev/null; break; }
 done
 
 cargo build --release -q
@@ -35,16 +46,48 @@ cleanup() {
 trap cleanup EXIT INT TERM
 mkdir -p "$DIR" "$SHM"
 "$NS" lab up "$LAB" --sites a,b >/dev/null
-"$NS" lab serve "$LAB" b nfs "$DIR" --server ganesha >/dev/null
-URL=nfs://10.77.0.2$DIR
 A() { "$NS" lab exec "$LAB" a -- "$@"; }
 json() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)"; }
+timed() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null; t1=$(date +%s%N); python3 -c "print($((1 << 30)) / (($t1 - $t0) / 1e9))"; }
 head -c $((1 << 30)) /dev/urandom > "$SHM/src-1g"
+
+if [[ " $PARTS " == *" smb "* ]]; then
+  SDIR=$DIR/smb
+  mkdir -p "$SDIR"
+  CREDS=$("$NS" lab serve "$LAB" b smb "$SDIR" | sed -n 's/^credentials: \([^ ]*\).*/\1/p')
+  SURL=smb://10.77.0.2/smb
+  SC() { A smbclient //10.77.0.2/smb -A "$CREDS" "$@"; }
+  SC -c "put $SHM/src-1g bench-1g" >/dev/null
+  smb_ns() { A "$NS" io run "$SURL" -A "$CREDS" -s 1g -b 1m --iodepth 8 --json "$@" | json "j['summary']['throughput_bytes_per_s']"; }
+  smb_get() { SC "$@" -c 'get bench-1g /dev/null' >/dev/null; timed SC "$@" -c 'get bench-1g /dev/null'; }
+  smb_put() { timed SC "$@" -c "put $SHM/src-1g .nsperf-put"; rm -f "$SDIR/.nsperf-put"; }
+  declare -a SNR SNW SGD SPD SGS SPS
+  SIGN=(--option='client signing=required')
+  for i in $(seq 1 "$RUNS"); do
+    SNR+=("$(smb_ns -w seqread)"); SGD+=("$(smb_get)"); SGS+=("$(smb_get "${SIGN[@]}")")
+    SPS+=("$(smb_put "${SIGN[@]}")"); SPD+=("$(smb_put)"); SNW+=("$(smb_ns -w seqwrite --fsync end)")
+    echo "smb run $i: read nsperf ${SNR[-1]} smbclient ${SGD[-1]} signed ${SGS[-1]}  write nsperf ${SNW[-1]} smbclient ${SPD[-1]} signed ${SPS[-1]} B/s" >&2
+  done
+  python3 - "${SNR[*]}" "${SGD[*]}" "${SGS[*]}" "${SNW[*]}" "${SPD[*]}" "${SPS[*]}" <<'PY'
+import statistics as st, sys
+nr, gd, gs, nw, pd, ps = ([float(x) for x in a.split()] for a in sys.argv[1:])
+m = st.median
+mib = lambda x: f"{x / 2**20:.0f} MiB/s"
+print("| figure | nsperf smb, signed (median) | smbclient signed (median) | ratio | smbclient default, unsigned (median) | ratio |")
+print("|---|---|---|---|---|---|")
+print(f"| seq read 1 GiB, 1 MiB requests, 8 in flight | {mib(m(nr))} | get {mib(m(gs))} | {m(nr)/m(gs):.2f}x | get {mib(m(gd))} | {m(nr)/m(gd):.2f}x |")
+print(f"| seq write 1 GiB + FLUSH | {mib(m(nw))} | put {mib(m(ps))} | {m(nw)/m(ps):.2f}x | put {mib(m(pd))} | {m(nw)/m(pd):.2f}x |")
+print(f"smb runs: {len(nr)}; per run read nsperf {[round(x/2**20) for x in nr]} smbclient {[round(x/2**20) for x in gd]} signed {[round(x/2**20) for x in gs]}; write nsperf {[round(x/2**20) for x in nw]} smbclient {[round(x/2**20) for x in pd]} signed {[round(x/2**20) for x in ps]} (MiB/s)")
+PY
+fi
+[[ " $PARTS " == *" nfs "* ]] || exit 0
+
+"$NS" lab serve "$LAB" b nfs "$DIR" --server ganesha >/dev/null
+URL=nfs://10.77.0.2$DIR
 A nfs-cp "$SHM/src-1g" "$URL/bench-1g" >/dev/null
 
 ns_read() { A "$NS" io run "$URL" -w seqread -s 1g -b 1m --iodepth 8 --json "$@" | json "j['summary']['throughput_bytes_per_s']"; }
 ns_write() { A "$NS" io run "$URL" -w seqwrite -s 1g -b 1m --iodepth 8 --fsync end --json | json "j['summary']['throughput_bytes_per_s']"; }
-timed() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null; t1=$(date +%s%N); python3 -c "print($((1 << 30)) / (($t1 - $t0) / 1e9))"; }
 cp_read() {
   A nfs-cp "$URL/bench-1g" "$SHM/warm" >/dev/null; rm -f "$SHM/warm"   # server cache warm, as nsperf's remote-warm
   timed A nfs-cp "$URL/bench-1g" "$SHM/out"; rm -f "$SHM/out"

@@ -9,6 +9,7 @@
 pub mod mmap;
 pub mod nfs;
 pub mod null;
+pub mod piped;
 pub mod psync;
 pub mod smb;
 pub mod uring;

@@ -1,57 +1,25 @@
 //! The `nfs` engine: NFSv3 READ/WRITE on one TCP connection per job with up to `--iodepth`
-//! calls in flight ([`nsperf_nfs::Pipeline`]); the job's buffers are the RPCs' data
-//! buffers (no copy of write data, reads received into them). `sync_file` is a COMMIT, sent
-//! only when the server holds unstable writes (`--fsync each` writes `FILE_SYNC` instead,
-//! so each write is stable before its reply and no COMMIT is needed).
-//!
-//! The file descriptor of [`IoEngine::attach`] is unused: the engine is built for its file's
-//! handle (see `remote.rs`).
+//! calls in flight ([`nsperf_nfs::Pipeline`]), through [`Piped`]; the job's buffers are the
+//! RPCs' data buffers (no copy of write data, reads received into them). `sync_file` is a
+//! COMMIT, sent only when the server holds unstable writes (`--fsync each` writes
+//! `FILE_SYNC` instead, so each write is stable before its reply and no COMMIT is needed).
 
 use std::io;
-use std::os::fd::RawFd;
 
 use nsperf_nfs::{DataOp, Done, NfsError, Pipeline};
 
-use super::{Caps, Completion, IoEngine};
-use crate::buffer::BufferPool;
+use super::Completion;
+use super::piped::{Piped, RequestPipe};
 use crate::workload::OpKind;
 
 /// The `nfs` engine.
-#[derive(Debug)]
-pub struct Nfs {
-    pipe: Pipeline,
-    done: Vec<Done>,
-    early: Vec<Done>,
-    pool_slots: usize,
-}
-
-impl Nfs {
-    /// Capabilities: queued (RPCs in flight), no O_DIRECT (no client cache to bypass).
-    pub const CAPS: Caps = Caps {
-        queued: true,
-        direct: false,
-        needs_full_size: false,
-        does_io: true,
-    };
-
-    /// An engine on a connected pipeline.
-    pub fn new(pipe: Pipeline) -> Self {
-        let d = pipe.depth();
-        Nfs {
-            pipe,
-            done: Vec::with_capacity(d),
-            early: Vec::with_capacity(d),
-            pool_slots: 0,
-        }
-    }
-}
+pub type Nfs = Piped<Pipeline>;
 
 /// An NFS error as an `io::Error` that keeps the NFS error as its source (for the message
 /// and the exit code).
 pub fn to_io(e: NfsError) -> io::Error {
     let kind = match &e {
         NfsError::Lost { .. } => io::ErrorKind::ConnectionReset,
-        NfsError::Interrupted => io::ErrorKind::Other,
         _ => io::ErrorKind::Other,
     };
     io::Error::new(kind, e)
@@ -64,73 +32,39 @@ fn op(kind: OpKind) -> DataOp {
     }
 }
 
-impl IoEngine for Nfs {
-    fn caps(&self) -> Caps {
-        Self::CAPS
-    }
+impl RequestPipe for Pipeline {
+    type Done = Done;
+    type Error = NfsError;
 
-    fn attach(&mut self, _fd: RawFd, _len: u64, pool: &mut BufferPool) -> io::Result<()> {
-        self.pool_slots = pool.count().min(self.pipe.depth());
-        for i in 0..self.pool_slots {
-            // SAFETY: the pool outlives the attachment (the runner detaches before dropping
-            // it) and a slot's buffer is not touched while its call is in flight.
-            unsafe { self.pipe.set_buffer(i as u32, pool.ptr(i), pool.capacity()) };
-        }
-        Ok(())
-    }
-
-    fn detach(&mut self) {
-        for i in 0..self.pool_slots {
-            // SAFETY: a null buffer is never dereferenced (queue refuses the slot).
-            unsafe { self.pipe.set_buffer(i as u32, std::ptr::null_mut(), 0) };
-        }
-        self.pool_slots = 0;
-    }
-
-    fn submit_sync(&mut self, kind: OpKind, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        // SAFETY: buf is borrowed for this call, and the call completes before it returns.
-        unsafe { self.pipe.set_buffer(0, buf.as_mut_ptr(), buf.len()) };
-        let r = self
-            .pipe
-            .queue(op(kind), offset, buf.len(), 0)
-            .and_then(|()| {
-                self.done.clear();
-                self.pipe.reap(1, &mut self.done)
-            });
-        if self.pool_slots == 0 {
-            // SAFETY: as in detach.
-            unsafe { self.pipe.set_buffer(0, std::ptr::null_mut(), 0) };
-        }
-        r.map_err(to_io)?;
-        match self.done.first() {
-            Some(d) if d.result >= 0 => Ok(d.result as usize),
-            Some(d) => Err(io::Error::from_raw_os_error(-d.result)),
-            None => Err(io::Error::from_raw_os_error(libc::EIO)),
-        }
-    }
-
-    #[inline]
-    fn queue(&mut self, kind: OpKind, offset: u64, len: usize, slot: u32) -> io::Result<()> {
-        self.pipe.queue(op(kind), offset, len, slot).map_err(to_io)
-    }
-
-    #[inline]
-    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> io::Result<()> {
-        self.done.clear();
-        let early = self.early.len();
-        self.done.append(&mut self.early);
-        if early < min {
-            self.pipe.reap(min - early, &mut self.done).map_err(to_io)?;
-        }
-        out.extend(self.done.iter().map(|d| Completion {
+    fn completion(d: &Done) -> Completion {
+        Completion {
             slot: d.slot,
             result: d.result,
-        }));
-        Ok(())
+        }
     }
 
-    fn sync_file(&mut self) -> io::Result<()> {
-        // Calls finished while draining for the COMMIT are handed out by the next reap.
-        self.pipe.commit(&mut self.early).map_err(to_io)
+    fn to_io(e: NfsError) -> io::Error {
+        to_io(e)
+    }
+
+    fn depth(&self) -> usize {
+        Pipeline::depth(self)
+    }
+
+    unsafe fn set_buffer(&mut self, slot: u32, ptr: *mut u8, cap: usize) {
+        // SAFETY: the caller keeps set_buffer's contract, which is the pipeline's.
+        unsafe { Pipeline::set_buffer(self, slot, ptr, cap) }
+    }
+
+    fn queue(&mut self, kind: OpKind, offset: u64, len: usize, slot: u32) -> Result<(), NfsError> {
+        Pipeline::queue(self, op(kind), offset, len, slot)
+    }
+
+    fn reap(&mut self, min: usize, out: &mut Vec<Done>) -> Result<(), NfsError> {
+        Pipeline::reap(self, min, out)
+    }
+
+    fn sync(&mut self, out: &mut Vec<Done>) -> Result<(), NfsError> {
+        self.commit(out)
     }
 }

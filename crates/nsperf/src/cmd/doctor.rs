@@ -176,9 +176,15 @@ pub fn render(rep: &DoctorReport) -> String {
     let spec = &rep.spec;
     let f = &rep.summary.figures;
     let mut out = format!("nsperf doctor {}\n", spec.target);
+    let smb = spec.target.starts_with("smb://");
+    let (name, req, empty, sync) = if smb {
+        ("SMB", "requests", "ECHO", "FLUSH")
+    } else {
+        ("NFS", "RPCs", "NULL RPC", "COMMIT")
+    };
     if let Some(p) = &spec.place {
         out.push_str(&format!(
-            "server: {} NFS in site {} of lab {}{}\n",
+            "server: {} {name} in site {} of lab {}{}\n",
             p.server,
             p.site,
             p.lab,
@@ -221,12 +227,12 @@ pub fn render(rep: &DoctorReport) -> String {
         }),
     ]);
     t.row([
-        "NFS end to end".to_string(),
+        format!("{name} end to end"),
         cell(&f.protocol, |p| rate(p.read.bytes_per_s)),
         cell(&f.protocol, |p| rate(p.write.bytes_per_s)),
         why(&f.protocol, |p| {
             format!(
-                "{} at {}, {} RPCs, {} in flight, {} connection(s); {} read, COMMIT at the end",
+                "{} at {}, {} {req}, {} in flight, {} connection(s); {} read, {sync} at the end",
                 p.protocol,
                 p.server,
                 Bytes(p.rpc_bytes),
@@ -257,7 +263,7 @@ pub fn render(rep: &DoctorReport) -> String {
     }
     if let Some(p) = f.protocol.measured() {
         out.push_str(&format!(
-            "NFS: NULL RPC round trip {} (median); read p50 {} p99 {}, {}; write p50 {} p99 {}, {}\n",
+            "{name}: {empty} round trip {} (median); read p50 {} p99 {}, {}; write p50 {} p99 {}, {}\n",
             ms(p.null_rtt_ns as f64),
             ms(p.read.lat_p50_ns as f64),
             ms(p.read.lat_p99_ns as f64),
