@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::EngineKind;
 use crate::error::IoError;
+use crate::network_path::NetworkPath;
 use crate::target::Target;
 use crate::workload::Workload;
 
@@ -171,6 +172,10 @@ pub struct RunConfig {
     pub space_check: bool,
     /// Remove stale `.nsperf-PID-*` files of dead processes from the directory first.
     pub clean_stale: bool,
+    /// What the caller knows about the network path to an `nfs://` server (where the
+    /// server runs, the link's rate), for the findings.
+    #[serde(default, skip_serializing_if = "NetworkPath::is_unknown")]
+    pub network_path: NetworkPath,
 }
 
 /// Rate limits of one job, each direction on its own (fio's `rate=R,W` and
@@ -277,6 +282,7 @@ impl RunConfig {
             meta_file_bytes: 0,
             space_check: true,
             clean_stale: false,
+            network_path: NetworkPath::default(),
         }
     }
 
@@ -323,11 +329,6 @@ impl RunConfig {
             });
         }
         if let Some(p) = proto {
-            if self.verify.is_some() {
-                return bad(format!(
-                    "--verify is not available for {p}:// targets yet (the {p} engine does not stamp its layout)"
-                ));
-            }
             match self.cache {
                 CacheMode::Warm => {
                     return bad(format!(
@@ -342,6 +343,11 @@ impl RunConfig {
                 CacheMode::Cold if !self.drop_caches => {
                     return bad(format!(
                         "--cache cold on an {p}:// target needs the server's cache evicted: add --drop-caches (root) when the server runs on this machine (a lab site), or use remote-warm"
+                    ));
+                }
+                CacheMode::Cold if self.network_path.server_on_this_host == Some(false) => {
+                    return bad(format!(
+                        "--cache cold on an {p}:// target evicts the server's copy by dropping this host's page cache, but the server runs on another host: use remote-warm"
                     ));
                 }
                 _ => {}

@@ -51,21 +51,35 @@ fn mount_changed(a: &FsInfo, b: &FsInfo) -> bool {
     a.dev != b.dev || a.fs_type != b.fs_type || a.mount_source != b.mount_source
 }
 
-/// A network file system moved data faster than its link carries.
+/// A network file system moved data faster than its path carries: the ceiling the caller
+/// knows (a lab link's configured rate, a measured TCP throughput) first, else the speed of
+/// the interface the server is reached through.
 fn above_link(cfg: &RunConfig, s: &IoSummary, fs: &FsInfo, out: &mut Vec<Finding>) {
-    let Some(link) = &fs.link else {
-        return;
+    let (ceiling_bps, what) = match (&cfg.network_path.ceiling, &fs.link) {
+        (Some(c), _) => (c.rate_bps(), c.to_string()),
+        (None, Some(link)) => match link.speed_mbps {
+            Some(mbps) => (
+                mbps as f64 * 1e6,
+                format!(
+                    "its link {} ({})",
+                    link.interface,
+                    BitRate(mbps as f64 * 1e6)
+                ),
+            ),
+            None => return,
+        },
+        (None, None) => return,
     };
-    let Some(mbps) = link.speed_mbps else {
-        return;
-    };
-    let link_bytes_per_s = mbps as f64 * 1e6 / 8.0;
+    let link_bytes_per_s = ceiling_bps / 8.0;
     let rate = s.throughput_bytes_per_s.max(s.peak_interval_bytes_per_s);
-    if rate <= link_bytes_per_s * 1.05 {
+    if link_bytes_per_s <= 0.0 || rate <= link_bytes_per_s * 1.05 {
         return;
     }
     let reads = s.read_bytes > 0;
-    let cause = if reads && cfg.cache == CacheMode::Warm {
+    let user_space = matches!(cfg.target, crate::target::Target::Nfs { .. });
+    let cause = if user_space {
+        "nsperf's nfs client keeps no cache, so the data did not cross that path at that rate: the path is not the one assumed (the server is reached another way, or the link is not limited as configured), or the data was compressed"
+    } else if reads && cfg.cache == CacheMode::Warm {
         "the client's page cache served the reads (use --cache direct, or --cache cold after the data left the client's cache)"
     } else if s.write_bytes > 0 && cfg.fsync == FsyncMode::None && cfg.cache != CacheMode::Direct {
         "the writes ended in the client's page cache (add --fsync end to include sending them to the server)"
@@ -77,12 +91,10 @@ fn above_link(cfg: &RunConfig, s: &IoSummary, fs: &FsInfo, out: &mut Vec<Finding
             "rate_above_link",
             Severity::Warning,
             format!(
-                "{} from {} moved {}/s, more than its link {} carries ({}): {cause}",
+                "{} from {} moved {}/s, more than {what} carries: {cause}",
                 fs.fs_type,
                 fs.mount_source,
                 Bytes(rate as u64),
-                link.interface,
-                BitRate(mbps as f64 * 1e6)
             ),
         )
         .with("throughput_bytes_per_s", rate)
@@ -155,6 +167,43 @@ mod tests {
         s2.throughput_bytes_per_s = 1e10;
         s2.target_fs = Some(nfs(None));
         assert!(run(&s2, None).is_empty());
+    }
+
+    /// Issue #12: the ceiling a plan knows (the lab link's configured rate) wins over the
+    /// interface's speed, which a virtual link does not report.
+    #[test]
+    fn a_known_ceiling_is_compared_and_named() {
+        let s = IoSummary {
+            read_bytes: 1 << 30,
+            throughput_bytes_per_s: 10e6,
+            target_fs: Some(nfs(None)),
+            ..Default::default()
+        };
+        let mut cfg = RunConfig::new(
+            Target::Nfs {
+                url: "nfs://10.77.0.2/srv".parse().unwrap(),
+            },
+            Workload::SeqRead,
+            1 << 30,
+            1 << 20,
+        );
+        cfg.network_path.ceiling =
+            Some(crate::network_path::PathCeiling::LabLink { rate_bps: 45e6 });
+        let mut out = Vec::new();
+        fs_findings(&cfg, &s, &RunFacts::default(), &mut out);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(
+            out[0].message.contains("lab link's configured rate 45")
+                && out[0].message.contains("keeps no cache"),
+            "{}",
+            out[0].message
+        );
+        // 5.4 MB/s is under 45 Mbit/s: nothing.
+        let mut s2 = s.clone();
+        s2.throughput_bytes_per_s = 5.4e6;
+        let mut out = Vec::new();
+        fs_findings(&cfg, &s2, &RunFacts::default(), &mut out);
+        assert!(out.is_empty(), "{out:?}");
     }
 
     #[test]

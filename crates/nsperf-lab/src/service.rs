@@ -108,6 +108,72 @@ impl fmt::Display for ServerKind {
     }
 }
 
+impl ServerKind {
+    /// The protocol this server program offers.
+    pub fn protocol(self) -> Protocol {
+        match self {
+            ServerKind::Embedded | ServerKind::Ganesha => Protocol::Nfs,
+            ServerKind::Samba => Protocol::Smb,
+        }
+    }
+
+    /// True when the server can run outside a lab site, on this host's loopback on a free
+    /// port (nsperf's own server); the others need a site of their own (fixed ports, their
+    /// own rpcbind).
+    pub fn runs_on_loopback(self) -> bool {
+        matches!(self, ServerKind::Embedded)
+    }
+}
+
+/// A file service to start: what `nsperf lab serve` and a plan's `[[service]]` ask for. It
+/// runs in a lab site (its ports on the site's address) or, for a server that can, on this
+/// host's loopback on a free port.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceConfig {
+    /// Protocol offered.
+    pub protocol: Protocol,
+    /// Server program.
+    pub server: ServerKind,
+    /// Directory served (absolute; its path is also the export's name).
+    pub dir: PathBuf,
+    /// Refuse writes (embedded server).
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+impl ServiceConfig {
+    /// Checks the combination; `in_site` is true when it runs in a lab site. One line.
+    pub fn validate(&self, in_site: bool) -> Result<()> {
+        if !self.protocol.served_by(self.server) {
+            return Err(LabError::Usage(format!(
+                "the {} server offers {}, not {}",
+                self.server,
+                self.server.protocol(),
+                self.protocol
+            )));
+        }
+        if !in_site && !self.server.runs_on_loopback() {
+            return Err(LabError::Usage(format!(
+                "the {} server runs in a lab site (it needs its own ports and rpcbind): give it a site",
+                self.server
+            )));
+        }
+        if self.read_only && self.server == ServerKind::Ganesha {
+            return Err(LabError::Usage(
+                "read-only is a setting of the embedded server and samba, not of ganesha".into(),
+            ));
+        }
+        if !self.dir.is_absolute() {
+            return Err(LabError::Usage(format!(
+                "the directory to serve must be an absolute path, not {}",
+                self.dir.display()
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// One running service, as recorded under the lab's directory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServiceRecord {
@@ -427,6 +493,23 @@ mod tests {
         assert!("afp".parse::<Protocol>().is_err());
         assert!(Protocol::Smb.served_by(Protocol::Smb.default_server()));
         assert!(!Protocol::Nfs.served_by(ServerKind::Samba));
+        let mut cfg = ServiceConfig {
+            protocol: Protocol::Nfs,
+            server: ServerKind::Ganesha,
+            dir: "/srv/x".into(),
+            read_only: false,
+        };
+        assert!(cfg.validate(true).is_ok());
+        assert!(
+            cfg.validate(false)
+                .unwrap_err()
+                .to_string()
+                .contains("lab site")
+        );
+        cfg.server = Protocol::Nfs.default_server();
+        assert!(cfg.validate(false).is_ok());
+        cfg.dir = "rel".into();
+        assert!(cfg.validate(true).is_err());
         let c = ganesha_config(
             Path::new("/srv/x"),
             "10.77.0.2".parse().unwrap(),

@@ -16,6 +16,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use nsperf_io::{IoReport, RunConfig};
+use nsperf_lab::service::ServiceConfig;
 use nsperf_net::{ClientConfig, NetReport, ServerConfig, ServerTotals, TestParams};
 use serde::{Deserialize, Serialize};
 
@@ -94,6 +95,16 @@ pub enum StepSpec {
         /// Bytes kept of each packet.
         snaplen: u32,
     },
+    /// A file server (a plan's `[[service]]`): answers [`StepReport::Serving`] once it
+    /// answers a client's MOUNT, then serves until interrupted; it exits with an error when
+    /// its server dies (or when the lab it runs in goes away).
+    Service {
+        /// The site to run in; this host's loopback on a free port when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        site: Option<SiteRef>,
+        /// What to serve, and with which server.
+        service: ServiceConfig,
+    },
     /// A user's command, run in place of the child (in a site when given).
     Exec {
         /// The site to run in.
@@ -159,6 +170,11 @@ pub enum StepReport {
     Served(Box<ServerTotals>),
     /// A running step's progress (when the request asked for it).
     Progress(StepProgress),
+    /// A service step answers its clients at this URL (`nfs://ADDRESS[:PORT]/DIR`).
+    Serving {
+        /// Where clients reach it.
+        url: String,
+    },
 }
 
 impl StepSpec {
@@ -168,6 +184,7 @@ impl StepSpec {
             StepSpec::Net { site, .. }
             | StepSpec::NetServer { site, .. }
             | StepSpec::Io { site, .. }
+            | StepSpec::Service { site, .. }
             | StepSpec::Exec { site, .. } => site.as_ref(),
             StepSpec::Capture { site, .. } => Some(site),
         }
@@ -183,6 +200,9 @@ impl StepSpec {
             StepSpec::Net { client, .. } => client.params().validate(),
             StepSpec::NetServer { .. } => Ok(()),
             StepSpec::Io { config, .. } => config.validate().map_err(|e| e.to_string()),
+            StepSpec::Service { site, service } => {
+                service.validate(site.is_some()).map_err(|e| e.to_string())
+            }
             StepSpec::Capture { snaplen, .. } => {
                 if *snaplen == 0 {
                     Err("a capture keeps at least one byte of each packet".into())

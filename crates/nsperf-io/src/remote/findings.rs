@@ -57,11 +57,21 @@ pub fn remote_findings(
             Severity::Info,
             format!("remote-warm: the file was read once through the server before the pass, so only the server's cache held it (if it fit the server's memory); the {engine} engine keeps no client cache, every read crossed the network"),
         )),
-        CacheMode::Cold => out.push(Finding::new(
-            "server_cache_dropped",
-            Severity::Info,
-            "cold: written data was committed and this host's page cache dropped before the pass — the server's cache too, as the server runs on this host",
-        )),
+        CacheMode::Cold => out.push(match cfg.network_path.server_on_this_host {
+            Some(true) => Finding::new(
+                "server_cache_dropped",
+                Severity::Info,
+                "cold: written data was committed and this host's page cache dropped before the pass — the server's cache too, as the server runs on this host",
+            ),
+            _ => Finding::new(
+                "server_cache_unknown",
+                Severity::Warning,
+                format!(
+                    "cold: written data was committed and this host's page cache dropped before the pass; whether that evicted the server's copy depends on where {} runs, which nsperf cannot tell (only a server on this host, such as a lab site, shares its cache): reads may have come from the server's memory",
+                    r.server
+                ),
+            ),
+        }),
         _ => {}
     }
     if cfg.iodepth == 1 && s.lat_p50_ns > 0 && s.ops >= 16 && cfg.workload.is_block() {

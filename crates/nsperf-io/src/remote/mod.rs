@@ -24,9 +24,10 @@ use crate::engine::IoEngine;
 use crate::error::IoError;
 use crate::findings::{RunFacts, findings};
 use crate::job::JobPlan;
-use crate::result::{IoReport, IoSummary};
+use crate::result::{IoReport, IoSummary, VerifySummary};
 use crate::runner::run_jobs;
 use crate::target::Target;
+use crate::verify::{self, Tally};
 use crate::workload::{OpKind, OpStream, Workload};
 
 /// What was measured when the target is a network file protocol (`summary.remote`).
@@ -97,10 +98,33 @@ where
     let reads = cfg.workload.needs_layout() && cfg.workload != Workload::Rewrite;
     let read_back =
         cfg.workload == Workload::Reread || (cfg.cache == CacheMode::RemoteWarm && reads);
+    // With --verify every block carries its checksummed header from the layout on (laid
+    // out here through a job's connection, a record per request), and every block read
+    // (here, in the pass, and read back after a writing pass) is checked.
+    let seed = cfg.verify.map(|_| cfg.seed);
+    let mut check = seed.map(|seed| Check {
+        bs,
+        seed,
+        tally: Tally::default(),
+    });
     if cfg.workload.needs_layout() {
         for (fh, name) in &handles {
-            // Read back: the server's cache then holds the data (when it fits its memory).
-            files.lay_out(fh, name, per_file, read_back)?;
+            match check.as_mut() {
+                // Read back: the server's cache then holds the data (when it fits its memory).
+                None => files.lay_out(fh, name, per_file, read_back)?,
+                Some(c) => {
+                    let path = files.path(name);
+                    let mut e = opener
+                        .open(fh, name)
+                        .map_err(|e| IoError::remote("layout", path.clone(), e))?;
+                    let depth = cfg.iodepth as usize;
+                    let span = (0, per_file);
+                    transfer_checked(&mut e, depth, span, OpKind::Write, &path, Some(c))?;
+                    if read_back {
+                        transfer_checked(&mut e, depth, span, OpKind::Read, &path, Some(c))?;
+                    }
+                }
+            }
         }
     }
     if cfg.drop_caches {
@@ -129,7 +153,7 @@ where
                 ops: if cfg.time_based { u64::MAX } else { blocks },
                 fsync: cfg.fsync,
                 rate: cfg.rate,
-                verify_seed: None,
+                verify_seed: seed,
             }
         })
         .collect();
@@ -146,7 +170,64 @@ where
             Err((what, source)) => return Err(IoError::remote(what, files.path(name), source)),
         }
     }
-    Ok((outcomes, Vec::new(), per_file * nfiles as u64))
+    let verify = match check {
+        Some(mut c) => {
+            for (j, o) in outcomes.iter().enumerate() {
+                c.tally.merge(&o.verify);
+                // After a writing pass, every block it wrote is read back and checked.
+                let written = written_blocks(cfg, o, blocks);
+                if written > 0 {
+                    let (f, name) = file_of(j as u32);
+                    let path = files.path(name);
+                    let mut e = opener
+                        .open(f, name)
+                        .map_err(|e| IoError::remote("verify", path.clone(), e))?;
+                    let base = if nfiles == 1 { j as u64 * region } else { 0 };
+                    let span = (base, written * bs);
+                    let depth = cfg.iodepth as usize;
+                    transfer_checked(&mut e, depth, span, OpKind::Read, &path, Some(&mut c))?;
+                }
+            }
+            Some(c.summary())
+        }
+        None => None,
+    };
+    Ok((outcomes, Vec::new(), per_file * nfiles as u64, verify))
+}
+
+/// `--verify` through a protocol: the record size, the seed of the block headers, and what
+/// the checks found.
+struct Check {
+    bs: u64,
+    seed: u64,
+    tally: Tally,
+}
+
+impl Check {
+    fn summary(&self) -> VerifySummary {
+        VerifySummary {
+            blocks_checked: self.tally.checked,
+            failures: self.tally.failed,
+            first_failure_offset: self.tally.first.map(|f| f.0),
+            first_failure: self.tally.first.map(|f| f.1),
+        }
+    }
+}
+
+/// Blocks from the start of a job's region that hold a `--verify` header after its pass:
+/// all of a laid-out file, else the range a sequential writer reached (none for an
+/// unfinished random writer, whose blocks are not a range).
+fn written_blocks(cfg: &RunConfig, o: &crate::job::JobOutcome, blocks: u64) -> u64 {
+    if !cfg.workload.writes() {
+        0
+    } else if cfg.workload.needs_layout() || o.all_ops >= blocks {
+        blocks
+    } else {
+        match cfg.workload {
+            Workload::SeqWrite | Workload::Rewrite => o.all_ops,
+            _ => 0,
+        }
+    }
 }
 
 /// Requests in flight while laying out or reading through a file, unmeasured.
@@ -163,13 +244,41 @@ fn transfer<E: IoEngine>(
     op: OpKind,
     path: &str,
 ) -> Result<(), IoError> {
-    let mut pool = BufferPool::new(chunk, LAYOUT_DEPTH, len ^ 0xA5A5);
+    transfer_chunked(engine, (chunk, LAYOUT_DEPTH), (0, len), op, path, None)
+}
+
+/// As [`transfer`], one record (`check.bs`) per request with at most `depth` in
+/// flight (the connection's own depth), over `span` = (offset, length); with `check`, each
+/// block written is stamped and each block read checked.
+fn transfer_checked<E: IoEngine>(
+    engine: &mut E,
+    depth: usize,
+    span: (u64, u64),
+    op: OpKind,
+    path: &str,
+    check: Option<&mut Check>,
+) -> Result<(), IoError> {
+    let chunk = check.as_ref().map_or(1 << 20, |c| c.bs as usize);
+    let depth = depth.clamp(1, LAYOUT_DEPTH);
+    transfer_chunked(engine, (chunk, depth), span, op, path, check)
+}
+
+fn transfer_chunked<E: IoEngine>(
+    engine: &mut E,
+    (chunk, depth): (usize, usize),
+    (base, len): (u64, u64),
+    op: OpKind,
+    path: &str,
+    check: Option<&mut Check>,
+) -> Result<(), IoError> {
+    let mut pool = BufferPool::new(chunk, depth, len ^ 0xA5A5);
     let err = |e: std::io::Error| match e.raw_os_error() {
         Some(libc::EINTR) => IoError::Interrupted,
         _ => IoError::remote("layout", path.to_string(), e),
     };
     engine.attach(-1, len, &mut pool).map_err(err)?;
-    let r = transfer_attached(engine, chunk, len, op).map_err(err);
+    let r =
+        transfer_attached(engine, &mut pool, (chunk, depth), (base, len), op, check).map_err(err);
     engine.detach();
     drop(pool);
     r
@@ -177,23 +286,29 @@ fn transfer<E: IoEngine>(
 
 fn transfer_attached<E: IoEngine>(
     engine: &mut E,
-    chunk: usize,
-    len: u64,
+    pool: &mut BufferPool,
+    (chunk, depth): (usize, usize),
+    (base, len): (u64, u64),
     op: OpKind,
+    mut check: Option<&mut Check>,
 ) -> std::io::Result<()> {
-    let mut free: Vec<u32> = (0..LAYOUT_DEPTH as u32).collect();
-    let mut asked = [0i32; LAYOUT_DEPTH];
-    let mut done = Vec::with_capacity(LAYOUT_DEPTH);
-    let (mut off, mut inflight) = (0u64, 0usize);
-    while off < len || inflight > 0 {
+    let mut free: Vec<u32> = (0..depth as u32).collect();
+    let mut asked = [(0u64, 0i32); LAYOUT_DEPTH];
+    let mut done = Vec::with_capacity(depth);
+    let end = base + len;
+    let (mut off, mut inflight) = (base, 0usize);
+    while off < end || inflight > 0 {
         if nsperf_core::signal::interrupted() {
             return Err(std::io::Error::from_raw_os_error(libc::EINTR));
         }
-        while off < len {
+        while off < end {
             let Some(slot) = free.pop() else { break };
-            let n = (len - off).min(chunk as u64) as usize;
+            let n = (end - off).min(chunk as u64) as usize;
+            if let (Some(c), OpKind::Write) = (check.as_deref(), op) {
+                verify::stamp(pool.buf(slot as usize, n), off, c.seed);
+            }
             engine.queue(op, off, n, slot)?;
-            asked[slot as usize] = n as i32;
+            asked[slot as usize] = (off, n as i32);
             off += n as u64;
             inflight += 1;
         }
@@ -201,13 +316,19 @@ fn transfer_attached<E: IoEngine>(
         engine.reap(1, &mut done)?;
         for d in &done {
             inflight -= 1;
-            let short_write = op == OpKind::Write && d.result < asked[d.slot as usize];
+            let (at, n) = asked[d.slot as usize];
+            let short_write = op == OpKind::Write && d.result < n;
             if d.result <= 0 || short_write {
                 return Err(std::io::Error::from_raw_os_error(if d.result < 0 {
                     -d.result
                 } else {
                     libc::EIO
                 }));
+            }
+            if let (Some(c), OpKind::Read) = (check.as_deref_mut(), op) {
+                let got = pool.buf(d.slot as usize, d.result as usize);
+                c.tally
+                    .record(at, verify::check(got, c.bs as usize, at, c.seed));
             }
             free.push(d.slot);
         }
@@ -218,8 +339,14 @@ fn transfer_attached<E: IoEngine>(
     Ok(())
 }
 
-/// Job outcomes, phases of the metadata test, and the bytes of the files used.
-type Outcomes = (Vec<crate::job::JobOutcome>, Vec<crate::result::Phase>, u64);
+/// Job outcomes, phases of the metadata test, the bytes of the files used, and what
+/// `--verify` checked.
+type Outcomes = (
+    Vec<crate::job::JobOutcome>,
+    Vec<crate::result::Phase>,
+    u64,
+    Option<VerifySummary>,
+);
 
 /// Runs one workload against an `nfs://` or `smb://` target.
 pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
@@ -279,7 +406,7 @@ impl Started {
         self,
         cfg: &RunConfig,
         eff: &RunConfig,
-        (outcomes, phases, file_bytes): Outcomes,
+        (outcomes, phases, file_bytes, verify): Outcomes,
         cpu: Vec<CpuInterval>,
         remote: RemoteFacts,
         fs: crate::fsinfo::FsInfo,
@@ -295,6 +422,7 @@ impl Started {
         let (intervals, mut summary) = aggregate(eff, &outcomes, 0);
         summary.engine = engine.into();
         summary.phases = phases;
+        summary.verify = verify;
         let blocks = eff.blocks() * eff.jobs as u64;
         summary.passes = if eff.workload.is_block() && blocks > 0 {
             summary.ops as f64 / blocks as f64

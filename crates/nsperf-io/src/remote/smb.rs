@@ -144,6 +144,11 @@ pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
     let cpu = monitor.stop();
     let run = run?;
     drop(files);
+    let server_ip = remote
+        .server
+        .parse::<std::net::SocketAddr>()
+        .ok()
+        .map(|a| a.ip());
     let fs = crate::fsinfo::FsInfo {
         fs_type: format!("{} (nsperf user-space client)", remote.protocol),
         mount_source: format!("//{}/{}", url.host, url.share),
@@ -151,12 +156,9 @@ pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
         dev: String::new(),
         statfs_magic: 0,
         network: Some(true),
-        server: remote
-            .server
-            .parse::<std::net::SocketAddr>()
-            .ok()
-            .map(|a| a.ip()),
-        link: None,
+        server: server_ip,
+        // The interface the server is reached through (its speed, when it reports one).
+        link: server_ip.and_then(crate::fsinfo::link_to),
     };
     Ok(started.finish(cfg, &eff, run, cpu, remote, fs, "smb", clamp))
 }

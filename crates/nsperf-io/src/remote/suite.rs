@@ -95,7 +95,7 @@ pub(super) fn run<R: RemoteFs>(cfg: &RunConfig, files: &mut R) -> Result<Outcome
         Workload::Meta => meta(cfg, files, &mut phases)?,
         w => return Err(IoError::Config(format!("{w} is a record workload"))),
     };
-    Ok((vec![out], phases, cfg.size_bytes))
+    Ok((vec![out], phases, cfg.size_bytes, None))
 }
 
 fn char_write<R: RemoteFs>(cfg: &RunConfig, files: &mut R) -> Result<JobOutcome, IoError> {

@@ -65,7 +65,9 @@ impl StepClass {
             StepSpec::NetServer { .. } => StepClass::Server,
             StepSpec::Io { .. } => StepClass::Io,
             StepSpec::Capture { .. } => StepClass::Capture,
-            StepSpec::Exec { .. } => StepClass::Exec,
+            // Serving a directory of the agent's host over the network gives as much away as
+            // a command: allowed only where commands are.
+            StepSpec::Exec { .. } | StepSpec::Service { .. } => StepClass::Exec,
         }
     }
 

@@ -14,6 +14,9 @@ use nsperf_core::report::CpuInterval;
 
 use crate::error::ExecError;
 
+/// How long an interrupted child may take to clean up before it is killed.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+
 /// A finished child.
 #[derive(Debug)]
 pub(super) struct ChildRun {
@@ -69,8 +72,14 @@ fn kill_group(pid: u32, sig: libc::c_int) {
     }
 }
 
-/// Starts `cmd` in its own process group with `input` on its standard input.
-fn spawn(mut cmd: Command, input: Option<Vec<u8>>, what: &str) -> Result<Child, ExecError> {
+/// Starts `cmd` in its own process group with `input` on its standard input; `tied`: it is
+/// killed when this process dies, even by `kill -9` (`PR_SET_PDEATHSIG`).
+fn spawn(
+    mut cmd: Command,
+    input: Option<Vec<u8>>,
+    what: &str,
+    tied: bool,
+) -> Result<Child, ExecError> {
     cmd.stdin(if input.is_some() {
         Stdio::piped()
     } else {
@@ -79,6 +88,23 @@ fn spawn(mut cmd: Command, input: Option<Vec<u8>>, what: &str) -> Result<Child, 
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
     .process_group(0);
+    if tied {
+        // SAFETY: getpid before the fork; prctl, getppid and kill are async-signal-safe and
+        // nothing else runs between fork and exec.
+        let parent = unsafe { libc::getpid() };
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The parent died between the fork and the prctl: go now.
+                if libc::getppid() != parent {
+                    libc::kill(libc::getpid(), libc::SIGKILL);
+                }
+                Ok(())
+            });
+        }
+    }
     let mut child = cmd.spawn().map_err(|source| ExecError::Spawn {
         program: what.to_string(),
         source,
@@ -110,7 +136,28 @@ pub(super) fn run(
     timeout: Duration,
     sample_cpu: bool,
 ) -> Result<ChildRun, ExecError> {
-    let mut child = spawn(cmd, input, what)?;
+    run_child(cmd, input, what, timeout, sample_cpu, true)
+}
+
+/// Runs `cmd` to completion with a timeout, even after Ctrl-C (a teardown that cleans up).
+pub(super) fn run_to_end(
+    cmd: Command,
+    input: Option<Vec<u8>>,
+    what: &str,
+    timeout: Duration,
+) -> Result<ChildRun, ExecError> {
+    run_child(cmd, input, what, timeout, false, false)
+}
+
+fn run_child(
+    cmd: Command,
+    input: Option<Vec<u8>>,
+    what: &str,
+    timeout: Duration,
+    sample_cpu: bool,
+    stop_on_interrupt: bool,
+) -> Result<ChildRun, ExecError> {
+    let mut child = spawn(cmd, input, what, false)?;
     let to = drain(child.stdout.take().expect("piped"));
     let te = drain(child.stderr.take().expect("piped"));
     let t0 = Instant::now();
@@ -130,7 +177,11 @@ pub(super) fn run(
             Ok((Err(e), _)) => return Err(ExecError::Other(format!("waiting for a child: {e}"))),
             Err(_) => {}
         }
-        if nsperf_core::signal::interrupted() {
+        if stop_on_interrupt && nsperf_core::signal::interrupted() {
+            // SIGINT first: an engine stops at a safe point and removes what it created
+            // (its files, on a server too); SIGKILL for whatever is still there after.
+            kill_group(pid, libc::SIGINT);
+            let _ = rx.recv_timeout(INTERRUPT_GRACE);
             kill_group(pid, libc::SIGKILL);
             let _ = rx.recv_timeout(Duration::from_secs(5));
             return Err(ExecError::Interrupted);
@@ -172,6 +223,7 @@ pub(super) fn run(
 pub(super) struct Background {
     child: Child,
     lines: Receiver<String>,
+    stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
 }
 
 impl Background {
@@ -180,9 +232,28 @@ impl Background {
         input: Option<Vec<u8>>,
         what: &str,
     ) -> Result<Self, ExecError> {
-        let mut child = spawn(cmd, input, what)?;
-        // Drain stderr so the child never blocks on a full pipe.
-        drain(child.stderr.take().expect("piped"));
+        Self::start(cmd, input, what, false)
+    }
+
+    /// As [`Background::spawn`], and the child is killed when this process dies, even by
+    /// `kill -9` (a service must not outlive the run).
+    pub(super) fn spawn_tied(
+        cmd: Command,
+        input: Option<Vec<u8>>,
+        what: &str,
+    ) -> Result<Self, ExecError> {
+        Self::start(cmd, input, what, true)
+    }
+
+    fn start(
+        cmd: Command,
+        input: Option<Vec<u8>>,
+        what: &str,
+        tied: bool,
+    ) -> Result<Self, ExecError> {
+        let mut child = spawn(cmd, input, what, tied)?;
+        // Drain stderr so the child never blocks on a full pipe; kept for `ended`.
+        let stderr = Some(drain(child.stderr.take().expect("piped")));
         let out = child.stdout.take().expect("piped");
         let (tx, lines) = channel();
         std::thread::spawn(move || {
@@ -193,7 +264,38 @@ impl Background {
                 }
             }
         });
-        Ok(Background { child, lines })
+        Ok(Background {
+            child,
+            lines,
+            stderr,
+        })
+    }
+
+    /// `None` while the child runs; once it ended, its exit status and the last line of its
+    /// stderr.
+    pub(super) fn ended(&mut self) -> Option<String> {
+        let status = self.child.try_wait().ok().flatten()?;
+        let err = self
+            .stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        let err = String::from_utf8_lossy(&err);
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(|l| format!(": {}", l.trim()))
+            .unwrap_or_default();
+        let how = match (
+            status.code(),
+            status.code().and_then(Failure::from_exit_code),
+        ) {
+            (Some(c), Some(f)) => format!("exit {c}, {f:?}"),
+            (Some(c), None) => format!("exit {c}"),
+            (None, _) => "killed by a signal".into(),
+        };
+        Some(format!("{how}{last}"))
     }
 
     /// The next line of its output, waiting up to `timeout`; `None` when it ended or the

@@ -4,21 +4,22 @@
 
 use std::collections::BTreeMap;
 
-use super::{Executor, Lab, Measurement, NicDelta, RunContext, SeriesPoint};
+use super::{CommandRole, Executor, Lab, Measurement, NicDelta, RunContext, SeriesPoint};
 use nsperf_lab::Schedule;
 use nsperf_lab::events::LinkEvent;
 use nsperf_lab::stats::LabStats;
 
 use crate::error::ExecError;
-use crate::plan::{LinkSettings, ResolvedStep, StepKind, describe_link};
+use crate::plan::{LinkSettings, ResolvedStep, ServiceSpec, StepKind, describe_link};
 
 /// The figure of a run: `(context, step) -> value`.
 pub type ValueFn = Box<dyn Fn(&RunContext<'_>, &ResolvedStep) -> f64>;
 
 /// A mock executor.
 pub struct MockExecutor {
-    /// Every call, in order: `lab_up NAME ARGS`, `lab_set …`, `drop_caches`, `prime …`,
-    /// `measure CELL STEP PHASE REP`, `lab_down NAME`.
+    /// Every call, in order: `lab_up NAME ARGS`, `lab_set …`, `drop_caches`, `prime SITE
+    /// CMD`, `setup SITE CMD`, `teardown SITE CMD`, `service_start NAME`, `service_stop
+    /// NAME`, `measure CELL STEP PHASE REP`, `lab_down NAME`.
     pub log: Vec<String>,
     value: ValueFn,
     /// When set, `lab_up` fails with this skip reason.
@@ -31,6 +32,12 @@ pub struct MockExecutor {
     pub failing_steps: Vec<String>,
     /// What the next `lab_events` returns (then nothing): link events the test makes.
     pub events: Vec<LinkEvent>,
+    /// Commands (setup, teardown, prime) naming one of these words fail.
+    pub failing_commands: Vec<String>,
+    /// Services that are dead when checked.
+    pub dead_services: Vec<String>,
+    /// Services started and not stopped.
+    pub running: Vec<String>,
 }
 
 impl MockExecutor {
@@ -44,6 +51,9 @@ impl MockExecutor {
             drop_skip: None,
             failing_steps: Vec::new(),
             events: Vec::new(),
+            failing_commands: Vec::new(),
+            dead_services: Vec::new(),
+            running: Vec::new(),
         }
     }
 }
@@ -107,18 +117,50 @@ impl Executor for MockExecutor {
         Ok(())
     }
 
-    fn prime(
+    fn command(
         &mut self,
         _ctx: &RunContext<'_>,
         site: Option<&str>,
         command: &[String],
+        role: CommandRole,
     ) -> Result<(), ExecError> {
         self.log.push(format!(
-            "prime {} {}",
+            "{role} {} {}",
             site.unwrap_or("local"),
             command.join(" ")
         ));
+        if self.failing_commands.iter().any(|c| command.contains(c)) {
+            return Err(ExecError::Other(format!("{role} fails (mock)")));
+        }
         Ok(())
+    }
+
+    fn service_start(
+        &mut self,
+        _lab: Option<&Lab>,
+        service: &ServiceSpec,
+    ) -> Result<String, ExecError> {
+        self.log.push(format!("service_start {}", service.name));
+        self.running.push(service.name.clone());
+        Ok(format!(
+            "nfs://127.0.0.1:2049{}",
+            service.config.dir.display()
+        ))
+    }
+
+    fn service_check(&mut self, name: &str) -> Result<(), ExecError> {
+        if self.dead_services.iter().any(|d| d == name) {
+            return Err(ExecError::Other(format!("service {name} died (mock)")));
+        }
+        if !self.running.iter().any(|r| r == name) {
+            return Err(ExecError::Other(format!("service {name} is not running")));
+        }
+        Ok(())
+    }
+
+    fn service_stop(&mut self, name: &str) {
+        self.log.push(format!("service_stop {name}"));
+        self.running.retain(|r| r != name);
     }
 
     fn measure(

@@ -21,7 +21,7 @@ use nsperf_lab::events::LinkEvent;
 use nsperf_lab::stats::LabStats;
 
 use crate::error::ExecError;
-use crate::plan::{LabShape, LinkSettings, Phase, Record, ResolvedStep};
+use crate::plan::{LabShape, LinkSettings, Phase, Record, ResolvedStep, ServiceSpec};
 pub use nsperf_results::{Measurement, NicDelta, SeriesPoint};
 
 /// The lab of one run: the name it has in this run and its sites.
@@ -33,6 +33,27 @@ pub struct Lab {
     pub sites: Vec<String>,
     /// Its topology, memory and seed.
     pub shape: LabShape,
+}
+
+/// Why a command runs unmeasured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandRole {
+    /// The `prime` of a `remote-warm` phase.
+    Prime,
+    /// A step's `setup`, once per cell before its first run.
+    Setup,
+    /// A step's `teardown`, once per cell after its last run.
+    Teardown,
+}
+
+impl std::fmt::Display for CommandRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CommandRole::Prime => "prime",
+            CommandRole::Setup => "setup",
+            CommandRole::Teardown => "teardown",
+        })
+    }
 }
 
 /// What the executor is told about the run it carries out.
@@ -50,6 +71,8 @@ pub struct RunContext<'a> {
     pub phase: Phase,
     /// Repetition, 1-based.
     pub repetition: u32,
+    /// The URL of the running service the step goes through, if any.
+    pub service_url: Option<&'a str>,
 }
 
 /// Carries out the steps of a plan. Errors of kind [`ExecError::Skip`] mean "cannot here"
@@ -78,14 +101,27 @@ pub trait Executor {
     fn lab_stop_schedules(&mut self, lab: &Lab);
     /// Drops the page cache (for `cold` and `remote-warm` phases).
     fn drop_caches(&mut self) -> Result<(), ExecError>;
-    /// Runs a command without measuring it (the `prime` of a `remote-warm` phase), in a site
-    /// when given.
-    fn prime(
+    /// Runs a command without measuring it (the `prime` of a `remote-warm` phase, a step's
+    /// `setup` or `teardown`), in a site when given. A teardown runs to its end even after
+    /// Ctrl-C.
+    fn command(
         &mut self,
         ctx: &RunContext<'_>,
         site: Option<&str>,
         command: &[String],
+        role: CommandRole,
     ) -> Result<(), ExecError>;
+    /// Starts a service of the plan (in its lab site when it has one, the lab up) and waits
+    /// until it answers; returns the URL its clients use.
+    fn service_start(
+        &mut self,
+        lab: Option<&Lab>,
+        service: &ServiceSpec,
+    ) -> Result<String, ExecError>;
+    /// `Ok` while the started service `name` runs; the error says how it ended.
+    fn service_check(&mut self, name: &str) -> Result<(), ExecError>;
+    /// Stops the service `name` (nothing of it is left running).
+    fn service_stop(&mut self, name: &str);
     /// Runs one step and returns what it measured.
     fn measure(
         &mut self,

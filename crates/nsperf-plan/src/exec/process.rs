@@ -8,6 +8,7 @@
 //! CPU use per core is sampled each second while a step runs; NIC counters are read before
 //! and after in every site (or on this host without a lab).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -22,11 +23,11 @@ use nsperf_net::{ClientConfig, ServerConfig};
 use super::child::{self, Background, ChildRun, is_root};
 use super::hosts::HostRunner;
 use super::measure;
-use super::{Executor, Lab, Measurement, RunContext};
+use super::{CommandRole, Executor, Lab, Measurement, RunContext};
 use crate::error::ExecError;
 use crate::plan::{
     Action, CapturePoint, ExecStep, Hosts, IoStep, LinkSettings, NetStep, Payload, Phase,
-    ResolvedStep, Target,
+    ResolvedStep, ServiceSpec, Target,
 };
 use crate::step::{NetClient, SiteRef, StepReport, StepRequest, StepSpec};
 
@@ -45,7 +46,25 @@ pub struct ProcessExecutor {
     keep_captures: Option<PathBuf>,
     /// The plan's `[hosts]`, once connected.
     hosts: Option<HostRunner>,
+    /// The plan's services that were started, by name.
+    services: BTreeMap<String, RunningService>,
 }
+
+/// A service step running in the background.
+struct RunningService {
+    bg: Background,
+    /// For people: the service as the plan describes it.
+    what: String,
+}
+
+impl std::fmt::Debug for RunningService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.what)
+    }
+}
+
+/// How long a service may take to answer (ganesha with its rpcbind takes seconds).
+const SERVICE_READY: Duration = Duration::from_secs(60);
 
 /// How long a server step may take to start listening.
 const SERVER_READY: Duration = Duration::from_secs(15);
@@ -65,6 +84,7 @@ impl ProcessExecutor {
             captures: 0,
             keep_captures: None,
             hosts: None,
+            services: BTreeMap::new(),
         }
     }
 
@@ -281,9 +301,24 @@ impl ProcessExecutor {
     ) -> Result<Measurement, ExecError> {
         let mut config = io.config.clone();
         match ctx.phase {
-            Phase::Cold => config.cache = nsperf_io::CacheMode::Cold,
+            Phase::Cold => {
+                config.cache = nsperf_io::CacheMode::Cold;
+                // Through a service (on this host): the engine evicts the server's copy.
+                config.drop_caches = io.service.is_some();
+            }
             Phase::Warm => config.cache = nsperf_io::CacheMode::Warm,
+            Phase::RemoteWarm if io.is_remote() => {
+                config.cache = nsperf_io::CacheMode::RemoteWarm;
+            }
             Phase::None | Phase::RemoteWarm => {}
+        }
+        if let Some(svc) = &io.service {
+            let base = ctx
+                .service_url
+                .ok_or_else(|| ExecError::Other(format!("service {} is not running", svc.name)))?;
+            let url = crate::plan::service_url(base, &svc.path)
+                .map_err(|e| ExecError::Other(format!("service {}: {e}", svc.name)))?;
+            config.target = nsperf_io::Target::Nfs { url };
         }
         let spec = StepSpec::Io {
             site: site_ref(ctx.lab, io.site.as_deref()),
@@ -608,15 +643,94 @@ impl Executor for ProcessExecutor {
             .map_err(|e| ExecError::Skip(format!("cannot drop the page cache: {e}")))
     }
 
-    fn prime(
+    fn command(
         &mut self,
         ctx: &RunContext<'_>,
         site: Option<&str>,
         command: &[String],
+        role: CommandRole,
     ) -> Result<(), ExecError> {
-        let what = command.join(" ");
+        let what = format!("{role} {}", command.join(" "));
         let (cmd, input) = self.user_command(ctx.lab, site, command)?;
-        child::run(cmd, input, &what, Duration::from_secs(600), false)?.check(&what)
+        let timeout = Duration::from_secs(600);
+        match role {
+            CommandRole::Teardown => child::run_to_end(cmd, input, &what, timeout)?,
+            CommandRole::Prime | CommandRole::Setup => {
+                child::run(cmd, input, &what, timeout, false)?
+            }
+        }
+        .check(&what)
+    }
+
+    fn service_start(
+        &mut self,
+        lab: Option<&Lab>,
+        service: &ServiceSpec,
+    ) -> Result<String, ExecError> {
+        self.service_stop(&service.name);
+        let what = format!("service {}", service.describe());
+        let mut config = service.config.clone();
+        config.dir = config.dir.canonicalize().map_err(|e| {
+            ExecError::Other(format!(
+                "{what} did not start: directory {}: {e}",
+                service.config.dir.display()
+            ))
+        })?;
+        let site = match &service.site {
+            Some(s) => Some(
+                site_ref(lab, Some(s))
+                    .ok_or_else(|| ExecError::Other(format!("{what} needs the lab up")))?,
+            ),
+            None => None,
+        };
+        let spec = StepSpec::Service {
+            site,
+            service: config,
+        };
+        let (cmd, input) = self.step(&spec)?;
+        let mut bg = Background::spawn_tied(cmd, Some(input), &what)?;
+        let url = match bg.next_line(SERVICE_READY) {
+            Some(line) => match serde_json::from_str::<StepReport>(&line) {
+                Ok(StepReport::Serving { url }) => url,
+                Ok(other) => return Err(unexpected(&what, &other)),
+                Err(e) => {
+                    return Err(ExecError::Output {
+                        command: what,
+                        reason: e.to_string(),
+                    });
+                }
+            },
+            None if nsperf_core::signal::interrupted() => return Err(ExecError::Interrupted),
+            None => {
+                let why = match bg.ended() {
+                    Some(how) => how,
+                    None => format!("no answer within {} s", SERVICE_READY.as_secs()),
+                };
+                bg.finish(Duration::ZERO);
+                return Err(ExecError::Other(format!("{what} did not start ({why})")));
+            }
+        };
+        self.services
+            .insert(service.name.clone(), RunningService { bg, what });
+        Ok(url)
+    }
+
+    fn service_check(&mut self, name: &str) -> Result<(), ExecError> {
+        let s = self
+            .services
+            .get_mut(name)
+            .ok_or_else(|| ExecError::Other(format!("service {name} is not running")))?;
+        match s.bg.ended() {
+            None => Ok(()),
+            Some(how) => Err(ExecError::Other(format!("{} stopped ({how})", s.what))),
+        }
+    }
+
+    fn service_stop(&mut self, name: &str) {
+        if let Some(s) = self.services.remove(name) {
+            // SIGINT: the server stops and its supervisor removes its record.
+            s.bg.interrupt(Duration::from_secs(5));
+        }
     }
 
     fn measure(

@@ -9,7 +9,8 @@ use super::resolve::resolve_step;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
-    Action, Cell, Hosts, LabShape, LabSpec, LinkSettings, MAX_RUNS, Plan, Record, bdp_bytes,
+    Action, Cell, Hosts, LabShape, LabSpec, LinkSettings, MAX_RUNS, Plan, Record, ServiceSpec,
+    bdp_bytes,
 };
 use crate::agent::StepClass;
 use crate::error::PlanError;
@@ -52,6 +53,7 @@ pub(super) fn build(raw: RawPlan, text: &str) -> Result<Plan, PlanError> {
     if raw.step.is_empty() {
         return Err(invalid("the plan has no [[step]]"));
     }
+    let services = super::service::services(&raw.service, lab.as_ref())?;
     for (i, s) in raw.step.iter().enumerate() {
         check_name("step name", &s.name)?;
         if raw.step[..i].iter().any(|o| o.name == s.name) {
@@ -71,7 +73,13 @@ pub(super) fn build(raw: RawPlan, text: &str) -> Result<Plan, PlanError> {
             params[j] = (k.clone(), vals[rem % vals.len()].clone());
             rem /= vals.len();
         }
-        let cell = resolve_cell(index, params, &raw, lab.as_ref(), hosts.as_ref())?;
+        let cell = resolve_cell(
+            index,
+            params,
+            &raw,
+            (lab.as_ref(), hosts.as_ref()),
+            &services,
+        )?;
         if !cell.steps.is_empty() {
             cells.push(cell);
         }
@@ -79,12 +87,14 @@ pub(super) fn build(raw: RawPlan, text: &str) -> Result<Plan, PlanError> {
     if let Some(h) = hosts.as_mut() {
         super::hosts::settle_allow(h, &host_needs(&cells))?;
     }
+    super::service::check_used(&services, &raw.step)?;
     let plan = Plan {
         name: raw.name,
         description: raw.description,
         repetitions,
         lab,
         hosts,
+        services,
         matrix,
         record: Record {
             cpu: raw.record.cpu,
@@ -233,6 +243,10 @@ fn matrix(raw: &toml::Table) -> Result<Vec<(String, Vec<String>)>, PlanError> {
 pub(super) struct Ctx<'a> {
     params: &'a [(String, String)],
     bdp: Option<u64>,
+    /// The lab link's rate in this cell, bit/s, when limited.
+    pub(super) link_rate_bps: Option<f64>,
+    /// The plan's services.
+    pub(super) services: &'a [ServiceSpec],
 }
 
 impl Ctx<'_> {
@@ -300,8 +314,8 @@ fn resolve_cell(
     index: usize,
     params: Vec<(String, String)>,
     raw: &RawPlan,
-    lab: Option<&LabSpec>,
-    hosts: Option<&Hosts>,
+    (lab, hosts): (Option<&LabSpec>, Option<&Hosts>),
+    services: &[ServiceSpec],
 ) -> Result<Cell, PlanError> {
     let cell_desc = if params.is_empty() {
         String::new()
@@ -318,6 +332,8 @@ fn resolve_cell(
     let base = Ctx {
         params: &params,
         bdp: None,
+        link_rate_bps: None,
+        services,
     };
     let link = match (&raw.lab, lab) {
         (Some(l), Some(spec)) => Some(cell_link(l, spec, &base, &cell_desc)?),
@@ -331,6 +347,8 @@ fn resolve_cell(
     let ctx = Ctx {
         params: &params,
         bdp,
+        link_rate_bps: link.as_ref().and_then(super::link_rate_bps),
+        services,
     };
     let mut steps = Vec::new();
     for s in &raw.step {

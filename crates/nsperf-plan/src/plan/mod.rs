@@ -16,6 +16,7 @@ mod build;
 mod hosts;
 mod raw;
 mod resolve;
+mod service;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -24,6 +25,7 @@ use std::time::Duration;
 
 use nsperf_io::RunConfig;
 use nsperf_lab::lab::UpConfig;
+use nsperf_lab::service::ServiceConfig;
 use nsperf_lab::{LinkSetup, Topology};
 use nsperf_net::TestParams;
 use nsperf_results::{IoShape, ParamValue, RunConditions};
@@ -32,6 +34,7 @@ pub use nsperf_results::{Phase, RunKey};
 use crate::error::PlanError;
 pub use hosts::{BatchGroup, HostSpec, Hosts, OnHosts};
 pub use raw::Param;
+pub use service::service_url;
 
 /// Most runs one plan may expand to.
 pub const MAX_RUNS: usize = 100_000;
@@ -251,8 +254,61 @@ pub struct IoStep {
     /// Lab site to run in, if any.
     pub site: Option<String>,
     /// The run, as the io engine takes it (checked by its `validate`); a cache phase
-    /// overrides its cache mode.
+    /// overrides its cache mode. Through a service, its `nfs://` target is the service's
+    /// address as known at load time; the runner puts the running service's URL in.
     pub config: RunConfig,
+    /// The plan's service it goes through, if any.
+    pub service: Option<ServiceUse>,
+}
+
+impl IoStep {
+    /// True when the target is reached through a network file protocol (a service or an
+    /// `nfs://` URL): the engine sets the cache phase itself (it has no client cache; it
+    /// evicts the server's copy after laying the file out, or reads it through once).
+    pub fn is_remote(&self) -> bool {
+        matches!(self.config.target, nsperf_io::Target::Nfs { .. })
+    }
+}
+
+/// An io step's use of a service: which one, and the directory inside its export.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceUse {
+    /// The service's name.
+    pub name: String,
+    /// A relative path inside the export (empty: its top).
+    pub path: String,
+}
+
+/// A file service of the plan (`[[service]]`): started when the first step that goes
+/// through it comes, health-checked, and stopped when the plan ends (or its lab is
+/// rebuilt).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceSpec {
+    /// Its name in the plan.
+    pub name: String,
+    /// The lab site it runs in; `None`: this host's loopback, on a free port.
+    pub site: Option<String>,
+    /// Index of the site in the lab (its address is `10.77.0.(i+1)`).
+    pub site_index: Option<usize>,
+    /// What it serves and with which server (the lab's own type, checked by its rules).
+    pub config: ServiceConfig,
+}
+
+impl ServiceSpec {
+    /// For people: `nas (embedded nfs of /srv/x in site server)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({} {} of {}{})",
+            self.name,
+            self.config.server,
+            self.config.protocol,
+            self.config.dir.display(),
+            self.site
+                .as_ref()
+                .map(|s| format!(" in site {s}"))
+                .unwrap_or_else(|| " on this host's loopback".into())
+        )
+    }
 }
 
 /// Where the payload byte count of an external command comes from.
@@ -323,6 +379,10 @@ pub struct ResolvedStep {
     /// A fault schedule played on the lab's links while the step runs, its times from the
     /// step's start (stopped, and the cell's link restored, when the step ends).
     pub schedule: Option<nsperf_lab::Schedule>,
+    /// Command run once in the cell before the step's first run (where the step runs).
+    pub setup: Option<Vec<String>>,
+    /// Command run once in the cell after the step's last run, when its setup succeeded.
+    pub teardown: Option<Vec<String>>,
 }
 
 impl ResolvedStep {
@@ -336,6 +396,34 @@ impl ResolvedStep {
             Action::Io(io) => io.site.is_some(),
             Action::Exec(e) => e.site.is_some() || e.prime.is_some() && plan_has_lab,
         }
+    }
+
+    /// The lab site the step's own process runs in (a network step's client), if any.
+    pub fn site(&self) -> Option<&str> {
+        match &self.action {
+            Action::Net(n) => match &n.target {
+                Target::Lab { client, .. } => Some(client),
+                _ => None,
+            },
+            Action::Io(io) => io.site.as_deref(),
+            Action::Exec(e) => e.site.as_deref(),
+        }
+    }
+
+    /// The plan's service the step goes through, if any.
+    pub fn service(&self) -> Option<&str> {
+        match &self.action {
+            Action::Io(IoStep {
+                service: Some(s), ..
+            }) => Some(&s.name),
+            _ => None,
+        }
+    }
+
+    /// True for an io step through a network file protocol, whose engine sets the cache
+    /// phase itself: the runner neither drops the page cache nor primes for it.
+    pub fn engine_sets_cache(&self) -> bool {
+        matches!(&self.action, Action::Io(io) if io.is_remote())
     }
 }
 
@@ -386,6 +474,21 @@ impl Cell {
                     size_bytes: io.config.size_bytes,
                     bs_bytes: io.config.bs_bytes,
                 });
+                // Through a file service across the lab's link: the link's ceilings, and the
+                // protocol's window, the data of the RPCs in flight (iodepth x bs).
+                if io.is_remote()
+                    && io.site.is_some()
+                    && let Some(l) = &self.link
+                {
+                    c.in_lab = true;
+                    c.link_rate_bps = link_rate_bps(l);
+                    c.rtt_s = link_rtt(l).map(|t| t.as_secs_f64());
+                    c.window_bytes = Some(
+                        u64::from(io.config.iodepth)
+                            .saturating_mul(io.config.bs_bytes)
+                            .saturating_mul(u64::from(io.config.jobs)),
+                    );
+                }
             }
             Action::Exec(_) => {}
         }
@@ -406,6 +509,8 @@ pub struct Plan {
     pub lab: Option<LabSpec>,
     /// The hosts its steps run on through agents, if any.
     pub hosts: Option<Hosts>,
+    /// File services its steps go through.
+    pub services: Vec<ServiceSpec>,
     /// Matrix parameters in order, with their values.
     pub matrix: Vec<(String, Vec<String>)>,
     /// What to record beside.

@@ -48,6 +48,8 @@ pub(super) struct RawPlan {
     #[serde(default)]
     pub(super) record: RawRecord,
     #[serde(default)]
+    pub(super) service: Vec<RawService>,
+    #[serde(default)]
     pub(super) step: Vec<RawStep>,
     #[serde(default)]
     pub(super) hosts: std::collections::BTreeMap<String, RawHost>,
@@ -130,6 +132,18 @@ impl RawLab {
     }
 }
 
+/// A `[[service]]`: a file server the plan runs for its io steps.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawService {
+    pub(super) name: String,
+    pub(super) kind: Option<String>,
+    pub(super) server: Option<String>,
+    pub(super) site: Option<String>,
+    pub(super) dir: String,
+    pub(super) read_only: Option<bool>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRecord {
@@ -161,6 +175,8 @@ pub(super) struct RawStep {
     #[serde(default)]
     pub(super) phases: Vec<String>,
     pub(super) timeout: Option<Param>,
+    pub(super) setup: Option<Vec<Param>>,
+    pub(super) teardown: Option<Vec<Param>>,
     // net, rr, sweep
     pub(super) client: Option<String>,
     pub(super) server: Option<String>,
@@ -186,6 +202,9 @@ pub(super) struct RawStep {
     pub(super) fsync: Option<Param>,
     pub(super) engine: Option<Param>,
     pub(super) iodepth: Option<Param>,
+    pub(super) ramp: Option<Param>,
+    pub(super) verify: Option<Param>,
+    pub(super) service: Option<String>,
     // exec (site also for io)
     pub(super) site: Option<String>,
     pub(super) command: Option<Vec<Param>>,
@@ -234,6 +253,8 @@ pub(super) fn used_variables(s: &RawStep, raw: &RawPlan) -> Vec<String> {
         &s.fsync,
         &s.engine,
         &s.iodepth,
+        &s.ramp,
+        &s.verify,
         &s.payload,
     ];
     texts.extend(
@@ -241,7 +262,10 @@ pub(super) fn used_variables(s: &RawStep, raw: &RawPlan) -> Vec<String> {
             .iter()
             .filter_map(|p| p.as_ref().map(Param::to_string)),
     );
-    for c in [&s.command, &s.prime].into_iter().flatten() {
+    for c in [&s.command, &s.prime, &s.setup, &s.teardown]
+        .into_iter()
+        .flatten()
+    {
         texts.extend(c.iter().map(Param::to_string));
     }
     let mut used: Vec<String> = texts.iter().flat_map(|t| variables(t)).collect();
@@ -391,6 +415,9 @@ pub(super) fn allowed(kind: StepKind) -> &'static [&'static str] {
             "fsync",
             "engine",
             "iodepth",
+            "ramp",
+            "verify",
+            "service",
             "site",
             "time",
             "on",
@@ -439,6 +466,9 @@ pub(super) fn present_fields(s: &RawStep) -> Vec<&'static str> {
         fsync,
         engine,
         iodepth,
+        ramp,
+        verify,
+        service,
         site,
         command,
         payload,

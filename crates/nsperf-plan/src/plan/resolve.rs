@@ -4,13 +4,14 @@
 use std::time::Duration;
 
 use nsperf_core::units::{Bytes, parse_duration};
-use nsperf_io::{CacheMode, EngineKind, FsyncMode, RunConfig, Target as IoTarget, Workload};
+use nsperf_io::{CacheMode, EngineKind, FsyncMode, RunConfig, VerifyMode, Workload};
 use nsperf_lab::Schedule;
 use nsperf_lab::topology::{Layout, LinkKind};
 use nsperf_net::{DEFAULT_PORT, Direction, Mode, TestParams};
 
 use super::build::{Ctx, invalid};
 use super::raw::{Param, RawStep, allowed, present_fields};
+use super::service::{io_engine, io_phases, io_target};
 use super::{
     Action, CapturePoint, ExecStep, Hosts, IoStep, LabSpec, NetStep, OnHosts, Payload, Phase,
     ResolvedStep, StepKind, Target,
@@ -158,15 +159,7 @@ pub(super) fn resolve_step(
             }
             Action::Net(net(&f, s, kind)?)
         }
-        StepKind::Io => {
-            if phases.contains(&Phase::RemoteWarm) {
-                return Err(f.err(
-                    "phases",
-                    "remote-warm applies to exec steps (with a prime command)",
-                ));
-            }
-            Action::Io(io(&f, s)?)
-        }
+        StepKind::Io => Action::Io(io(&f, s, &phases)?),
         StepKind::Exec => Action::Exec(exec(&f, s, &phases)?),
     };
     let schedule = s
@@ -175,6 +168,14 @@ pub(super) fn resolve_step(
         .map(|text| Schedule::parse(&format!("of {}", f.at), text.as_bytes()))
         .transpose()
         .map_err(|e| invalid(e.to_string()))?;
+    let setup = f.command("setup", &s.setup)?;
+    let teardown = f.command("teardown", &s.teardown)?;
+    if on.is_some() && (setup.is_some() || teardown.is_some()) {
+        return Err(f.err(
+            "setup",
+            "setup and teardown run on this host; a step on [hosts] cannot have them",
+        ));
+    }
     let step = ResolvedStep {
         name: s.name.clone(),
         kind,
@@ -187,6 +188,8 @@ pub(super) fn resolve_step(
         params: Vec::new(),
         action,
         on,
+        setup,
+        teardown,
         schedule,
     };
     if step.schedule.is_some() && !step.needs_lab(lab.is_some()) {
@@ -453,23 +456,38 @@ fn capture_point(
     )))
 }
 
-fn io(f: &Fields<'_>, s: &RawStep) -> Result<IoStep, PlanError> {
+fn io(f: &Fields<'_>, s: &RawStep, phases: &[Phase]) -> Result<IoStep, PlanError> {
     let workload: Workload = f
         .parsed("workload", &s.workload, str::parse)?
         .ok_or_else(|| invalid(format!("{}: an io step needs a workload", f.at)))?;
     let size = f.size("size", &s.size)?.unwrap_or(Bytes(64 * Bytes::MIB));
     let bs = f.size("bs", &s.bs)?.unwrap_or(Bytes(128 * Bytes::KIB));
-    let dir = f.str("dir", &s.dir)?.unwrap_or_else(|| ".".into());
-    let mut config = RunConfig::new(IoTarget::Dir { path: dir.into() }, workload, size.0, bs.0);
-    if let Some(c) = f.parsed::<CacheMode, _>("cache", &s.cache, str::parse)? {
+    let site = f.site("site", &s.site)?;
+    let place = io_target(
+        &f.at,
+        f.str("dir", &s.dir)?,
+        s.service.as_deref(),
+        site.as_deref(),
+        f.ctx.services,
+        f.ctx.link_rate_bps,
+    )?;
+    let mut config = RunConfig::new(place.target.clone(), workload, size.0, bs.0);
+    config.network_path = place.path;
+    let cache = f.parsed::<CacheMode, _>("cache", &s.cache, str::parse)?;
+    if let Some(c) = io_phases(&f.at, phases, &place, cache)? {
         config.cache = c;
     }
+    // The plan evicts the server's copy only of a server it runs on this host.
+    config.drop_caches = place.service.is_some() && config.cache == CacheMode::Cold;
     if let Some(m) = f.parsed::<FsyncMode, _>("fsync", &s.fsync, str::parse)? {
         config.fsync = m;
     }
-    if let Some(e) = f.parsed::<EngineKind, _>("engine", &s.engine, str::parse)? {
+    let engine = f.parsed::<EngineKind, _>("engine", &s.engine, str::parse)?;
+    if let Some(e) = io_engine(&f.at, &place, engine)? {
         config.engine = e;
     }
+    // Every block written carries a checksummed header, every block read is checked.
+    config.verify = f.parsed::<VerifyMode, _>("verify", &s.verify, str::parse)?;
     if let Some(d) = f.int("iodepth", &s.iodepth, u64::from(u32::MAX))? {
         config.iodepth = d as u32;
     }
@@ -482,13 +500,22 @@ fn io(f: &Fields<'_>, s: &RawStep) -> Result<IoStep, PlanError> {
         config.time = Some(t);
         config.time_based = true;
     }
+    // An unmeasured warm-up with the same workload before the measured part (fio's
+    // ramp_time): a new connection's slow start across a long RTT, say.
+    if let Some(r) = f.duration("ramp", &s.ramp)? {
+        if r > Duration::from_secs(86_400) {
+            return Err(f.err("ramp", "must be at most 24 h"));
+        }
+        config.ramp = (!r.is_zero()).then_some(r);
+    }
     // The io engine's own rules (sizes, engine capabilities, direct I/O alignment, …).
     config
         .validate()
         .map_err(|e| invalid(format!("{}: {e}", f.at)))?;
     Ok(IoStep {
-        site: f.site("site", &s.site)?,
+        site,
         config,
+        service: place.service,
     })
 }
 

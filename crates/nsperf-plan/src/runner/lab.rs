@@ -37,6 +37,9 @@ pub(super) struct LinkWatch {
 pub(super) struct LabRun {
     lab: Lab,
     state: State,
+    /// How many times it was built in this run (a service started in an earlier build is
+    /// gone).
+    generation: u64,
 }
 
 impl LabRun {
@@ -49,7 +52,13 @@ impl LabRun {
                 shape: spec.shape.clone(),
             },
             state: State::Down,
+            generation: 0,
         }
+    }
+
+    /// How many times the lab was built in this run.
+    pub(super) fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// The lab's name in this run.
@@ -102,6 +111,7 @@ impl LabRun {
         ));
         match exec.lab_up(&self.lab, link) {
             Ok(()) => {
+                self.generation += 1;
                 self.state = State::Up(Box::new(link.clone()));
                 Ok(())
             }

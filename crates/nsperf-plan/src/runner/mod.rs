@@ -8,15 +8,17 @@
 //! the lab is torn down whatever ends the run.
 
 mod lab;
+mod service;
 
 use nsperf_results::{ExperimentStatus, NewExperiment, RunHeader, RunStatus, Store, StoreError};
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::error::{ExecError, RunError};
-use crate::exec::{Executor, RunContext};
+use crate::exec::{CommandRole, Executor, RunContext};
 use crate::plan::{Action, Cell, Phase, Plan, ResolvedStep, RunKey};
 use lab::LabRun;
+use service::ServiceRuns;
 
 /// What the runner tells whoever watches (the CLI's progress bar or plain lines).
 pub trait Progress {
@@ -129,6 +131,8 @@ pub fn run_plan(
         exec,
         progress,
         lab: lab.as_mut(),
+        services: ServiceRuns::default(),
+        setups: HashMap::new(),
         last_measured: None,
         summary: RunSummary {
             experiment,
@@ -141,10 +145,29 @@ pub fn run_plan(
             lab: None,
         },
     };
+    // The last pending run of each (cell, step): its teardown follows it.
+    let last: HashMap<(usize, usize), usize> = pending
+        .iter()
+        .enumerate()
+        .map(|(i, (ci, si, _))| ((*ci, *si), i))
+        .collect();
     let result = pending
         .iter()
-        .try_for_each(|(ci, si, key)| run.one(store, *ci, *si, key));
-    // Whatever ended the walk (the end, Ctrl-C, a store error), the lab goes.
+        .enumerate()
+        .try_for_each(|(i, (ci, si, key))| {
+            run.one(store, *ci, *si, key)?;
+            if last.get(&(*ci, *si)) == Some(&i) {
+                run.teardown(*ci, *si);
+            }
+            Ok(())
+        });
+    // Whatever ended the walk (the end, Ctrl-C, a store error): the teardowns still due,
+    // then the services, then the lab.
+    let due: Vec<(usize, usize)> = run.setups.keys().copied().collect();
+    for (ci, si) in due {
+        run.teardown(ci, si);
+    }
+    run.services.stop_all(run.exec);
     if let Some(l) = run.lab.as_deref_mut() {
         l.down(run.exec);
     }
@@ -186,6 +209,10 @@ struct Runner<'a> {
     exec: &'a mut dyn Executor,
     progress: &'a mut dyn Progress,
     lab: Option<&'a mut LabRun>,
+    services: ServiceRuns,
+    /// The (cell, step) pairs whose setup ran (or that have none but a teardown) and are
+    /// not torn down yet: `Err` holds why the setup failed (true: skipped).
+    setups: Setups,
     /// The (cell, step) measured last, for warm phases.
     last_measured: Option<(usize, usize)>,
     summary: RunSummary,
@@ -264,7 +291,8 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// The lab at this cell's link (when the step needs it), the cache phase, the step.
+    /// The lab at this cell's link (when the step needs it), the service it goes through,
+    /// its setup (once per cell), the cache phase, the step; then the service checked again.
     fn measure(
         &mut self,
         cell: &Cell,
@@ -276,6 +304,20 @@ impl Runner<'_> {
         if in_lab && let (Some(lab), Some(link)) = (self.lab.as_deref_mut(), &cell.link) {
             lab.ensure(self.exec, self.progress, link)?;
         }
+        let service = step
+            .service()
+            .and_then(|n| self.plan.services.iter().find(|s| s.name == n));
+        let url = match service {
+            Some(svc) => {
+                let generation = self.lab.as_deref().map_or(0, LabRun::generation);
+                let lab = self.lab.as_deref().and_then(LabRun::up);
+                Some(
+                    self.services
+                        .ensure(self.exec, self.progress, svc, lab, generation)?,
+                )
+            }
+            None => None,
+        };
         let up = self.lab.as_deref().and_then(LabRun::up).cloned();
         let ctx = RunContext {
             lab: up.as_ref(),
@@ -284,9 +326,15 @@ impl Runner<'_> {
             cell: &key.cell,
             phase: key.phase,
             repetition: key.repetition,
+            service_url: url.as_deref(),
         };
+        setup(&mut self.setups, self.exec, at, step, &ctx)?;
         match key.phase {
             Phase::None => {}
+            // Through a network file protocol the engine sets the phase: it evicts the
+            // server's copy after laying out the file (cold), or reads it through the server
+            // once (remote-warm).
+            Phase::Cold | Phase::RemoteWarm if step.engine_sets_cache() => {}
             Phase::Cold => self.exec.drop_caches()?,
             // Warm the cache with one unmeasured run of the step.
             Phase::Warm if self.last_measured != Some(at) => {
@@ -304,7 +352,8 @@ impl Runner<'_> {
                             .iter()
                             .find(|s| Some(s.as_str()) != e.site.as_deref())
                     });
-                    self.exec.prime(&ctx, remote.map(String::as_str), p)?;
+                    self.exec
+                        .command(&ctx, remote.map(String::as_str), p, CommandRole::Prime)?;
                 }
             }
         }
@@ -316,6 +365,81 @@ impl Runner<'_> {
         if let (Some(w), Some(lab)) = (watch, self.lab.as_deref_mut()) {
             lab.finish(self.exec, w, step, m.as_mut().ok())?;
         }
+        if let Some(svc) = service {
+            // A service that died during the step fails it, whatever the engine said.
+            self.services
+                .check(self.exec, &svc.name, "after the step")?;
+        }
         m
+    }
+
+    /// Runs the step's teardown once in the cell, after its last run, when its setup ran
+    /// (even after Ctrl-C); a failure is reported, not fatal.
+    fn teardown(&mut self, ci: usize, si: usize) {
+        let Some(outcome) = self.setups.remove(&(ci, si)) else {
+            return;
+        };
+        let cell = &self.plan.cells[ci];
+        let step = &cell.steps[si];
+        let (Ok(()), Some(cmd)) = (outcome, &step.teardown) else {
+            return;
+        };
+        let key = cell.key();
+        let ctx = RunContext {
+            lab: self.lab.as_deref().and_then(LabRun::up),
+            record: self.plan.record,
+            cell: &key,
+            phase: Phase::None,
+            repetition: 0,
+            service_url: None,
+            experiment: self.summary.experiment,
+        };
+        if let Err(e) = self
+            .exec
+            .command(&ctx, step.site(), cmd, CommandRole::Teardown)
+        {
+            self.progress.note(&format!(
+                "teardown of step {} [{key}] failed: {e}",
+                step.name
+            ));
+        }
+    }
+}
+
+/// Per (cell, step) whose setup ran and that is not torn down: `Err` holds why the setup
+/// failed (true: skipped).
+type Setups = HashMap<(usize, usize), Result<(), (bool, String)>>;
+
+/// Runs the step's setup once in the cell, before its first run; a failed setup fails
+/// every run of the step in the cell.
+fn setup(
+    setups: &mut Setups,
+    exec: &mut dyn Executor,
+    at: (usize, usize),
+    step: &ResolvedStep,
+    ctx: &RunContext<'_>,
+) -> Result<(), ExecError> {
+    if step.setup.is_none() && step.teardown.is_none() {
+        return Ok(());
+    }
+    let outcome = match setups.entry(at) {
+        std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+        std::collections::hash_map::Entry::Vacant(v) => {
+            let outcome = match &step.setup {
+                None => Ok(()),
+                Some(cmd) => match exec.command(ctx, step.site(), cmd, CommandRole::Setup) {
+                    Ok(()) => Ok(()),
+                    Err(ExecError::Interrupted) => return Err(ExecError::Interrupted),
+                    Err(ExecError::Skip(why)) => Err((true, why)),
+                    Err(e) => Err((false, format!("setup failed: {e}"))),
+                },
+            };
+            v.insert(outcome)
+        }
+    };
+    match outcome {
+        Ok(()) => Ok(()),
+        Err((true, why)) => Err(ExecError::Skip(why.clone())),
+        Err((false, why)) => Err(ExecError::Other(why.clone())),
     }
 }

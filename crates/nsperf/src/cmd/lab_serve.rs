@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use nsperf_lab::LabError;
-use nsperf_lab::service::{self, Protocol, ServerKind, ServiceRecord, Stopped};
+use nsperf_lab::service::{self, Protocol, ServerKind, ServiceConfig, ServiceRecord, Stopped};
 use nsperf_lab::state::{LabState, process_start_ticks};
 use nsperf_nfs::server::{Server, ServerConfig};
 
@@ -183,65 +183,146 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<()> {
 pub fn service(a: ServiceArgs) -> anyhow::Result<()> {
     let a = a.serve;
     nsperf_core::signal::install_interrupt_handler();
-    let state = LabState::load(&a.lab)?;
-    let site = state
-        .sites
-        .iter()
-        .find(|s| s.name == a.site)
-        .ok_or_else(|| LabError::Usage(format!("no site '{}'", a.site)))?;
-    let me = std::process::id();
-    let server = a.server.unwrap_or(a.protocol.default_server());
-    let work = service::services_dir(&a.lab).join(format!("{server}-{me}"));
-    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
-    let addr: Ipv4Addr = site.addr;
-    let url = match a.protocol {
-        Protocol::Nfs => format!("nfs://{addr}{}", a.dir.display()),
-        Protocol::Smb => format!("smb://{addr}/{}", nsperf_lab::samba::share_name(&a.dir)),
-    };
-    let rec = ServiceRecord {
-        site: a.site.clone(),
+    let cfg = ServiceConfig {
         protocol: a.protocol,
-        server,
+        server: a.server.unwrap_or(a.protocol.default_server()),
         dir: a.dir.clone(),
-        url: url.clone(),
+        read_only: a.read_only,
+    };
+    run_service(&cfg, Some((&a.lab, &a.site)), &mut |url| ready(url))
+}
+
+/// Runs a file service in the current namespace until asked to stop (SIGINT, SIGTERM), its
+/// lab goes away, or its server dies (an error). In a lab site (`site` = lab and site
+/// names, the caller already inside its namespace) it serves on the site's address and is
+/// recorded under the lab, so `lab down` stops it; without one (a server that can) on
+/// 127.0.0.1 on a free port. `on_ready` gets the URL clients use once a client's MOUNT
+/// and FSINFO succeed. The one place that starts each kind of server: `lab serve` and a
+/// plan's `[[service]]` (`nsperf step`) both come here.
+pub fn run_service(
+    cfg: &ServiceConfig,
+    site: Option<(&str, &str)>,
+    on_ready: &mut dyn FnMut(&str) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    cfg.validate(site.is_some())?;
+    let me = std::process::id();
+    let (addr, work, emulator, lab) = match site {
+        Some((lab, site)) => {
+            let state = LabState::load(lab)?;
+            let s = state
+                .sites
+                .iter()
+                .find(|s| s.name == site)
+                .ok_or_else(|| LabError::Usage(format!("no site '{site}'")))?;
+            let work = service::services_dir(lab).join(format!("{}-{me}", cfg.server));
+            let emulator = state.emulator_pid.zip(state.emulator_start_ticks);
+            (s.addr, work, emulator, Some((lab, site)))
+        }
+        None => {
+            let work = std::env::temp_dir().join(format!(".nsperf-service-{me}"));
+            (Ipv4Addr::LOCALHOST, work, None, None)
+        }
+    };
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    let _work_gone = lab.is_none().then(|| RemoveOnDrop(work.clone()));
+    let mut rec = ServiceRecord {
+        site: lab.map(|(_, s)| s.to_string()).unwrap_or_default(),
+        protocol: cfg.protocol,
+        server: cfg.server,
+        dir: cfg.dir.clone(),
+        url: match cfg.protocol {
+            Protocol::Nfs => format!("nfs://{addr}{}", cfg.dir.display()),
+            Protocol::Smb => format!("smb://{addr}/{}", nsperf_lab::samba::share_name(&cfg.dir)),
+        },
         pid: me,
         start_ticks: process_start_ticks(me).unwrap_or(0),
         log: work.join("server.log"),
     };
-    rec.save(&a.lab)?;
-    let emulator = state.emulator_pid.zip(state.emulator_start_ticks);
-    let stopped = match server {
+    if let Some((lab, _)) = lab {
+        rec.save(lab)?;
+    }
+    let stopped = match cfg.server {
         ServerKind::Embedded => {
+            // In a site: the NFS port and the portmapper, as a real server; on loopback: a
+            // free port serving MOUNT and NFS (no root needed).
+            let bind = match lab {
+                Some(_) => SocketAddr::new(addr.into(), nsperf_nfs::proto::NFS_PORT),
+                None => SocketAddr::new(addr.into(), 0),
+            };
             let srv = Server::bind(&ServerConfig {
-                dir: a.dir.clone(),
-                bind: SocketAddr::new(addr.into(), nsperf_nfs::proto::NFS_PORT),
-                read_only: a.read_only,
-                portmap_111: true,
+                dir: cfg.dir.clone(),
+                bind,
+                read_only: cfg.read_only,
+                portmap_111: lab.is_some(),
             })
             .context("starting the embedded NFS server")?;
+            if lab.is_none() {
+                let a = srv.local_addr();
+                rec.url = format!("nfs://{}:{}{}", a.ip(), a.port(), srv.export());
+            }
             let _running = srv.spawn();
-            ready(&url)?;
+            answers(&rec, &mut [])?;
+            on_ready(&rec.url)?;
             service::supervise(&mut [], emulator)
         }
         ServerKind::Ganesha => {
-            let mut kids = service::start_ganesha(&a.dir, addr, &work)?;
+            let mut kids = service::start_ganesha(&cfg.dir, addr, &work)?;
             wait_for_mount(addr, &mut kids, &rec)?;
-            ready(&url)?;
+            answers(&rec, &mut kids)?;
+            on_ready(&rec.url)?;
             service::supervise(&mut kids, emulator)
         }
         ServerKind::Samba => {
-            let smb = nsperf_lab::samba::start_samba(&a.dir, &work, a.read_only)?;
+            let smb = nsperf_lab::samba::start_samba(&cfg.dir, &work, cfg.read_only)?;
             let creds = smb.credentials.clone();
             let mut kids = vec![("smbd".to_string(), smb.child)];
-            wait_for_share(&url, &creds, &mut kids, &rec)?;
-            ready(&format!("{url} {}", creds.display()))?;
+            wait_for_share(&rec.url, &creds, &mut kids, &rec)?;
+            // The URL, then the credentials file its clients use.
+            on_ready(&format!("{} {}", rec.url, creds.display()))?;
             service::supervise(&mut kids, emulator)
         }
     };
-    let _ = std::fs::remove_file(service::services_dir(&a.lab).join(format!("{me}.json")));
+    if let Some((lab, _)) = lab {
+        let _ = std::fs::remove_file(service::services_dir(lab).join(format!("{me}.json")));
+    }
     match stopped {
         Stopped::ServerExited(why) => Err(anyhow::anyhow!("{why}")),
         _ => Ok(()),
+    }
+}
+
+/// Removes a directory when dropped.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The health check: waits until a client mounts the export and reads its FSINFO (45 s at
+/// most), as the io engine will.
+fn answers(rec: &ServiceRecord, kids: &mut [(String, std::process::Child)]) -> anyhow::Result<()> {
+    let url: nsperf_nfs::NfsUrl = rec.url.parse()?;
+    let t0 = std::time::Instant::now();
+    loop {
+        let err = match nsperf_nfs::Session::open(&url, Duration::from_secs(2)) {
+            Ok(_) => return Ok(()),
+            Err(e) => e,
+        };
+        if let Some((name, st)) = kids
+            .iter_mut()
+            .find_map(|(n, c)| c.try_wait().ok().flatten().map(|s| (n.clone(), s)))
+        {
+            anyhow::bail!("{name} exited ({st}); see {}", rec.log.display());
+        }
+        if nsperf_core::signal::interrupted() {
+            anyhow::bail!("interrupted before the server answered");
+        }
+        if t0.elapsed() > Duration::from_secs(45) {
+            anyhow::bail!("{} did not answer within 45 s: {err}", rec.url);
+        }
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 

@@ -384,6 +384,9 @@ fn print_dry_run(plan: &Plan) {
             println!("group {g}: {}", members.join(", "));
         }
     }
+    for svc in &plan.services {
+        println!("service {}", svc.describe());
+    }
     for c in &plan.cells {
         let link = c
             .link
@@ -411,7 +414,21 @@ fn print_dry_run(plan: &Plan) {
                         )
                     })
                     .unwrap_or_default();
-            println!("  {} ({}) phases {}{on}", s.name, s.kind, phases.join(","));
+            let through = s
+                .service()
+                .map(|n| format!(" through service {n}"))
+                .unwrap_or_default();
+            println!(
+                "  {} ({}) phases {}{on}{through}",
+                s.name,
+                s.kind,
+                phases.join(",")
+            );
+            for (what, cmd) in [("setup", &s.setup), ("teardown", &s.teardown)] {
+                if let Some(c) = cmd {
+                    println!("    {what} (once in this cell): {}", c.join(" "));
+                }
+            }
         }
     }
 }

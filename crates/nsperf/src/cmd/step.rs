@@ -59,6 +59,12 @@ pub fn run() -> anyhow::Result<()> {
             report.started_unix_ns = started;
             print_json(&StepReport::Io(Box::new(report)))
         }
+        StepSpec::Service { site, service } => {
+            let site = site.as_ref().map(|s| (s.lab.as_str(), s.site.as_str()));
+            super::lab_serve::run_service(&service, site, &mut |url| {
+                print_json_line(&StepReport::Serving { url: url.into() })
+            })
+        }
         StepSpec::Capture { file, snaplen, .. } => {
             let e = std::process::Command::new("tcpdump")
                 .args(["-i", "any", "-s", &snaplen.to_string(), "-U", "-w"])
