@@ -118,6 +118,9 @@ fn snapshot(server: &[ProcessId]) -> Snapshot {
     }
 }
 
+/// Lists a server's processes now.
+pub type ServerProcesses = Box<dyn Fn() -> Vec<ProcessId> + Send>;
+
 /// Snapshots every `period` on a background thread until [`CpuWatch::finish`].
 #[derive(Debug)]
 pub struct CpuWatch {
@@ -127,19 +130,21 @@ pub struct CpuWatch {
 }
 
 impl CpuWatch {
-    /// Starts watching; `server` lists the server's processes (`None`: not on this host).
-    pub fn start(server: Option<Vec<ProcessId>>, period: Duration) -> CpuWatch {
+    /// Starts watching; `server` lists the server's processes at each snapshot (`None`: not
+    /// on this host), so processes a server forks during the pass (smbd's child per client
+    /// connection) are counted from their first sighting.
+    pub fn start(server: Option<ServerProcesses>, period: Duration) -> CpuWatch {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let server_known = server.is_some();
-        let procs = server.unwrap_or_default();
+        let list = move || server.as_ref().map(|f| f()).unwrap_or_default();
         let handle = std::thread::Builder::new()
             .name("doctor-cpu".into())
             .spawn(move || {
-                let mut v = vec![snapshot(&procs)];
+                let mut v = vec![snapshot(&list())];
                 while !s.load(Ordering::Acquire) {
                     std::thread::sleep(period);
-                    v.push(snapshot(&procs));
+                    v.push(snapshot(&list()));
                 }
                 v
             })

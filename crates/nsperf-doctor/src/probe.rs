@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use nsperf_core::process::ProcessId;
 use nsperf_io::{CacheMode, FsyncMode, IoError, IoReport, RunConfig, Target, Workload};
 use nsperf_net::{ClientConfig, Direction as NetDir, Mode, NetReport, NetSpec, TestParams};
 use nsperf_nfs::Session;
@@ -39,7 +38,10 @@ fn failed<T>(e: IoError) -> Result<Layer<T>, DoctorError> {
 }
 
 /// Runs one io pass and the CPU watch around it.
-fn timed_pass(rc: &RunConfig, server: Option<Vec<ProcessId>>) -> Result<(IoReport, Pass), IoError> {
+fn timed_pass(
+    rc: &RunConfig,
+    server: Option<crate::cpu::ServerProcesses>,
+) -> Result<(IoReport, Pass), IoError> {
     let watch = CpuWatch::start(server, CPU_PERIOD);
     let rep = nsperf_io::run(rc)?;
     let end = Instant::now();
@@ -330,7 +332,12 @@ pub fn protocol(
         r.cache = CacheMode::Cold;
         r.drop_caches = true;
     }
-    let procs = || srv.map(LabServer::processes);
+    let procs = || {
+        srv.map(|s| {
+            let s = s.clone();
+            Box::new(move || s.processes()) as crate::cpu::ServerProcesses
+        })
+    };
     let (wrep, write) = match timed_pass(&w, procs()) {
         Ok(x) => x,
         Err(e) => return failed(e),

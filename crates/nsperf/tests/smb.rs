@@ -504,6 +504,16 @@ fn doctor_through_smb_names_a_slow_link() {
         }
         if d["read"]["limit"] == "network" && d["write"]["limit"] == "network" {
             assert!(dir.leftovers().is_empty(), "{:?}", dir.leftovers());
+            // smbd forks a child per connection after doctor starts watching: the server's
+            // CPU must count that child, not only the parent and its helpers.
+            for pass in ["read", "write"] {
+                let busiest = p[pass]["cpu"]["server"]["busiest_thread"].as_str();
+                assert!(
+                    busiest.is_some_and(|b| b.starts_with("smbd")),
+                    "{pass}: {}",
+                    p[pass]["cpu"]
+                );
+            }
             return;
         }
         eprintln!("attempt {attempt}: {d}");
