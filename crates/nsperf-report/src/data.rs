@@ -118,3 +118,73 @@ impl ExperimentData {
         v
     }
 }
+
+/// The mean throughput of an io step's workload in one cache phase over file size × record
+/// size: the iozone matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct IoMatrix {
+    /// Step name.
+    pub(crate) step: String,
+    /// Workload (`seqread`, …).
+    pub(crate) workload: String,
+    /// Cache phase.
+    pub(crate) phase: nsperf_results::Phase,
+    /// File sizes, bytes, ascending (rows).
+    pub(crate) sizes: Vec<u64>,
+    /// Record sizes, bytes, ascending (columns).
+    pub(crate) records: Vec<u64>,
+    /// `values[size][record]`: mean throughput, bytes/s; `None` = not measured.
+    pub(crate) values: Vec<Vec<Option<f64>>>,
+}
+
+impl IoMatrix {
+    /// The largest value.
+    pub(crate) fn max(&self) -> f64 {
+        self.values
+            .iter()
+            .flatten()
+            .flatten()
+            .copied()
+            .fold(0.0, f64::max)
+    }
+}
+
+/// Every io matrix of an experiment (from the io shape each run recorded).
+pub(crate) fn io_matrices(d: &ExperimentData) -> Vec<IoMatrix> {
+    type Key = (String, String, nsperf_results::Phase);
+    let mut by: BTreeMap<Key, Vec<(u64, u64, f64)>> = BTreeMap::new();
+    for (i, g) in d.stats.iter().enumerate() {
+        if let Some(io) = &d.context[i].io {
+            by.entry((g.step.clone(), io.workload.clone(), g.phase))
+                .or_default()
+                .push((io.size_bytes, io.bs_bytes, g.summary.mean));
+        }
+    }
+    by.into_iter()
+        .map(|((step, workload, phase), cells)| {
+            let mut sizes: Vec<u64> = cells.iter().map(|c| c.0).collect();
+            let mut records: Vec<u64> = cells.iter().map(|c| c.1).collect();
+            sizes.sort_unstable();
+            sizes.dedup();
+            records.sort_unstable();
+            records.dedup();
+            let values = sizes
+                .iter()
+                .map(|s| {
+                    records
+                        .iter()
+                        .map(|b| cells.iter().find(|c| c.0 == *s && c.1 == *b).map(|c| c.2))
+                        .collect()
+                })
+                .collect();
+            IoMatrix {
+                step,
+                workload,
+                phase,
+                sizes,
+                records,
+                values,
+            }
+        })
+        .collect()
+}

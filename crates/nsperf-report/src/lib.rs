@@ -8,18 +8,22 @@
 #![deny(missing_docs)]
 
 mod capture;
+mod charts;
+mod compare;
 mod csv;
 mod data;
 mod events;
 mod html;
 mod json;
+mod labels;
 mod svg;
 mod xlsx;
 
+pub use compare::{compare_html, compare_svg};
 pub use data::ExperimentData;
 
-/// The columns of one stored run after its parameters, in the CSV export and in each
-/// step's sheet of the XLSX export.
+/// The columns of one stored run after its parameters, in the CSV export (machine names; the
+/// XLSX export labels them with their units).
 pub const RUN_COLUMNS: [&str; 9] = [
     "phase",
     "repetition",

@@ -1,8 +1,20 @@
-//! XLSX: a `summary` sheet with the statistics, then one sheet per test (step) with one row
-//! per run, written with rust_xlsxwriter.
+//! XLSX, written with rust_xlsxwriter: a `summary` sheet with the statistics, one sheet per
+//! test (step) with one row per run and a native chart of its means, and one `iozone` sheet per
+//! io workload and phase with the file size × record size matrix (colour scale) and a chart of
+//! it. Every sheet has labelled headers with units, numeric cells, fitted column widths, a
+//! frozen header row and autofilters.
+//!
+//! rust_xlsxwriter has no surface chart type: the matrix is laid out as iozone's own
+//! spreadsheets are (file sizes down, record sizes across), so selecting it and inserting a
+//! surface chart in the spreadsheet program draws the iozone surface; the sheet draws one line
+//! per file size over the record sizes.
 
-use rust_xlsxwriter::{Format, Workbook, Worksheet};
+use rust_xlsxwriter::{
+    Chart, ChartType, ConditionalFormat3ColorScale, Format, Workbook, Worksheet,
+};
 
+use crate::data::io_matrices;
+use crate::labels::{metric_label, metric_name, unit_for};
 use crate::{ExperimentData, Exporter, ReportError};
 
 /// XLSX exporter.
@@ -34,10 +46,292 @@ fn x(e: rust_xlsxwriter::XlsxError) -> ReportError {
     ReportError::Xlsx(e.to_string())
 }
 
-fn header(ws: &mut Worksheet, cols: &[String], bold: &Format) -> Result<(), ReportError> {
+/// Header row (bold, frozen, with autofilters over `rows` data rows), then fitted widths.
+fn header(ws: &mut Worksheet, cols: &[String], rows: u32) -> Result<(), ReportError> {
+    let bold = Format::new().set_bold();
     for (i, c) in cols.iter().enumerate() {
-        ws.write_string_with_format(0, i as u16, c, bold)
+        ws.write_string_with_format(0, i as u16, c, &bold)
             .map_err(x)?;
+    }
+    ws.set_freeze_panes(1, 0).map_err(x)?;
+    if !cols.is_empty() {
+        ws.autofilter(0, 0, rows.max(1), cols.len() as u16 - 1)
+            .map_err(x)?;
+    }
+    Ok(())
+}
+
+fn summary(wb: &mut Workbook, data: &ExperimentData) -> Result<(), ReportError> {
+    let ws = wb.add_worksheet().set_name("summary").map_err(x)?;
+    let cols: Vec<String> = [
+        "step",
+        "parameters",
+        "phase",
+        "metric",
+        "unit",
+        "n",
+        "mean",
+        "95 % CI low",
+        "95 % CI high",
+        "median",
+        "stddev",
+        "min",
+        "max",
+        "peak interval",
+        "sustained mean",
+        "outlier repetitions",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for (i, g) in data.stats.iter().enumerate() {
+        let r = (i + 1) as u32;
+        let unit = unit_for(&g.metric, g.summary.mean);
+        ws.write_string(r, 0, &g.step).map_err(x)?;
+        ws.write_string(r, 1, nsperf_results::params_label(&g.params, ""))
+            .map_err(x)?;
+        ws.write_string(r, 2, g.phase.to_string()).map_err(x)?;
+        ws.write_string(r, 3, metric_name(&g.metric)).map_err(x)?;
+        ws.write_string(r, 4, unit.name).map_err(x)?;
+        ws.write_number(r, 5, g.summary.n as f64).map_err(x)?;
+        let s = &g.summary;
+        let vals = [
+            Some(s.mean),
+            Some(s.ci95_lo),
+            Some(s.ci95_hi),
+            Some(s.median),
+            Some(s.stddev),
+            Some(s.min),
+            Some(s.max),
+            g.peak_interval,
+            g.sustained_mean,
+        ];
+        for (c, v) in vals.into_iter().enumerate() {
+            if let Some(v) = v {
+                ws.write_number(r, 6 + c as u16, v * unit.factor)
+                    .map_err(x)?;
+            }
+        }
+        let o = g
+            .outlier_repetitions
+            .iter()
+            .map(|r| r.to_string())
+            .collect::<Vec<_>>()
+            .join(" ");
+        ws.write_string(r, 15, &o).map_err(x)?;
+    }
+    header(ws, &cols, data.stats.len() as u32)?;
+    ws.set_autofit_max_width(400).autofit();
+    Ok(())
+}
+
+/// One step's sheet: a row per run; beside it the means per x parameter and series, charted.
+fn step_sheet(
+    wb: &mut Workbook,
+    data: &ExperimentData,
+    step: &str,
+    name: &str,
+) -> Result<(), ReportError> {
+    let params = data.param_names(step);
+    let runs: Vec<_> = data.runs.iter().filter(|r| r.step == step).collect();
+    // One metric per step sheet's value column when the runs share it (else base units).
+    let metric = runs
+        .iter()
+        .find_map(|r| r.metric.clone())
+        .unwrap_or_default();
+    let same = runs
+        .iter()
+        .all(|r| r.metric.as_deref().is_none_or(|m| m == metric));
+    let max = runs.iter().filter_map(|r| r.value).fold(0.0, f64::max);
+    let unit = if same {
+        unit_for(&metric, max)
+    } else {
+        crate::labels::Unit {
+            factor: 1.0,
+            name: "",
+        }
+    };
+    let ws = wb.add_worksheet().set_name(name).map_err(x)?;
+    let mut cols = vec!["run".to_string()];
+    for p in &params {
+        let unit = runs
+            .iter()
+            .find_map(|r| r.params.get(p).filter(|v| v.number.is_some()))
+            .and_then(|v| v.kind.unit());
+        cols.push(match unit {
+            Some(u) => format!("{p}, {u}"),
+            None => p.clone(),
+        });
+    }
+    let value_col = if same {
+        metric_label(&metric, unit)
+    } else {
+        "value (base unit of its metric)".into()
+    };
+    cols.extend(
+        [
+            "phase",
+            "repetition",
+            "status",
+            "metric",
+            &value_col,
+            "payload, bytes",
+            "wire, bytes",
+            "duration, s",
+            "error",
+        ]
+        .map(String::from),
+    );
+    let np = params.len() as u16;
+    for (i, r) in runs.iter().enumerate() {
+        let row = (i + 1) as u32;
+        ws.write_number(row, 0, r.id as f64).map_err(x)?;
+        for (j, p) in params.iter().enumerate() {
+            if let Some(v) = r.params.get(p) {
+                match v.number {
+                    Some(n) => ws.write_number(row, 1 + j as u16, n),
+                    None => ws.write_string(row, 1 + j as u16, &v.value),
+                }
+                .map_err(x)?;
+            }
+        }
+        let c = 1 + np;
+        ws.write_string(row, c, r.phase.to_string()).map_err(x)?;
+        ws.write_number(row, c + 1, r.repetition as f64)
+            .map_err(x)?;
+        ws.write_string(row, c + 2, r.status.to_string())
+            .map_err(x)?;
+        ws.write_string(
+            row,
+            c + 3,
+            r.metric.as_deref().map(metric_name).unwrap_or_default(),
+        )
+        .map_err(x)?;
+        if let Some(v) = r.value {
+            ws.write_number(row, c + 4, v * unit.factor).map_err(x)?;
+        }
+        if let Some(b) = r.payload_bytes {
+            ws.write_number(row, c + 5, b as f64).map_err(x)?;
+        }
+        if let Some(b) = r.wire_bytes {
+            ws.write_number(row, c + 6, b as f64).map_err(x)?;
+        }
+        ws.write_number(row, c + 7, r.duration_ns as f64 / 1e9)
+            .map_err(x)?;
+        ws.write_string(row, c + 8, r.error.as_deref().unwrap_or(""))
+            .map_err(x)?;
+    }
+    header(ws, &cols, runs.len() as u32)?;
+    ws.set_autofit_max_width(300).autofit();
+    if same {
+        means_chart(ws, data, step, name, (cols.len() as u16 + 1, unit))?;
+    }
+    Ok(())
+}
+
+/// The means of a step against its first typed parameter (RTT first), one column per series,
+/// from column `at`, and a native scatter chart of them.
+fn means_chart(
+    ws: &mut Worksheet,
+    data: &ExperimentData,
+    step: &str,
+    sheet: &str,
+    (at, unit): (u16, crate::labels::Unit),
+) -> Result<(), ReportError> {
+    let Some(t) = crate::charts::means_table(data, step) else {
+        return Ok(());
+    };
+    let bold = Format::new().set_bold();
+    ws.write_string_with_format(0, at, &t.x_label, &bold)
+        .map_err(x)?;
+    for (si, s) in t.series.iter().enumerate() {
+        ws.write_string_with_format(0, at + 1 + si as u16, s, &bold)
+            .map_err(x)?;
+    }
+    for (xi, xv) in t.xs.iter().enumerate() {
+        ws.write_number(1 + xi as u32, at, *xv).map_err(x)?;
+        for (si, v) in t.means[xi].iter().enumerate() {
+            if let Some(v) = v {
+                ws.write_number(1 + xi as u32, at + 1 + si as u16, v * unit.factor)
+                    .map_err(x)?;
+            }
+        }
+    }
+    let last = t.xs.len() as u32;
+    let mut chart = Chart::new(ChartType::ScatterStraightWithMarkers);
+    for si in 0..t.series.len() {
+        let col = at + 1 + si as u16;
+        chart
+            .add_series()
+            .set_name((sheet, 0, col))
+            .set_categories((sheet, 1, at, last, at))
+            .set_values((sheet, 1, col, last, col));
+    }
+    chart.title().set_name(&format!(
+        "{step}: {} vs {}",
+        metric_name(&t.metric),
+        t.x_label
+    ));
+    chart.x_axis().set_name(&t.x_label);
+    if t.log2 {
+        chart.x_axis().set_log_base(2);
+    }
+    chart.y_axis().set_name(&metric_label(&t.metric, unit));
+    ws.insert_chart(last + 3, at, &chart).map_err(x)?;
+    Ok(())
+}
+
+/// One sheet per io matrix: file sizes down, record sizes across, MiB/s (or the unit that
+/// fits), a colour scale, and a line per file size.
+fn iozone_sheets(
+    wb: &mut Workbook,
+    data: &ExperimentData,
+    taken: &mut Vec<String>,
+) -> Result<(), ReportError> {
+    for m in io_matrices(data) {
+        let unit = unit_for("throughput_bytes_per_s", m.max());
+        let phase = match m.phase {
+            nsperf_results::Phase::None => String::new(),
+            p => format!(" {p}"),
+        };
+        let name = sheet_name(&format!("iozone {}{phase}", m.workload), taken);
+        taken.push(name.clone());
+        let ws = wb.add_worksheet().set_name(&name).map_err(x)?;
+        let mut cols = vec![format!("file size \\ record size ({})", unit.name)];
+        cols.extend(m.records.iter().map(|r| nsperf_core::Bytes(*r).to_string()));
+        for (ri, s) in m.sizes.iter().enumerate() {
+            let row = 1 + ri as u32;
+            ws.write_string(row, 0, nsperf_core::Bytes(*s).to_string())
+                .map_err(x)?;
+            for (ci, v) in m.values[ri].iter().enumerate() {
+                if let Some(v) = v {
+                    ws.write_number(row, 1 + ci as u16, v * unit.factor)
+                        .map_err(x)?;
+                }
+            }
+        }
+        let (nr, nc) = (m.sizes.len() as u32, m.records.len() as u16);
+        ws.add_conditional_format(1, 1, nr, nc, &ConditionalFormat3ColorScale::new())
+            .map_err(x)?;
+        header(ws, &cols, nr)?;
+        ws.set_autofit_max_width(300).autofit();
+        let mut chart = Chart::new(ChartType::Line);
+        for ri in 0..nr {
+            chart
+                .add_series()
+                .set_name((name.as_str(), 1 + ri, 0))
+                .set_categories((name.as_str(), 0, 1, 0, nc))
+                .set_values((name.as_str(), 1 + ri, 1, 1 + ri, nc));
+        }
+        chart.title().set_name(&format!(
+            "{} {}{phase}: throughput per file size and record size",
+            m.step, m.workload
+        ));
+        chart.x_axis().set_name("record size");
+        chart
+            .y_axis()
+            .set_name(&metric_label("throughput_bytes_per_s", unit));
+        ws.insert_chart(nr + 3, 0, &chart).map_err(x)?;
     }
     Ok(())
 }
@@ -53,108 +347,14 @@ impl Exporter for XlsxExporter {
 
     fn export(&self, data: &ExperimentData) -> Result<Vec<u8>, ReportError> {
         let mut wb = Workbook::new();
-        let bold = Format::new().set_bold();
         let mut taken = vec!["summary".to_string()];
-        {
-            let ws = wb.add_worksheet().set_name("summary").map_err(x)?;
-            let cols: Vec<String> = [
-                "step",
-                "parameters",
-                "phase",
-                "metric",
-                "n",
-                "mean",
-                "ci95_lo",
-                "ci95_hi",
-                "median",
-                "stddev",
-                "min",
-                "max",
-                "peak_interval",
-                "sustained_mean",
-                "outliers",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-            header(ws, &cols, &bold)?;
-            for (i, g) in data.stats.iter().enumerate() {
-                let r = (i + 1) as u32;
-                let params = nsperf_results::params_label(&g.params, "");
-                ws.write_string(r, 0, &g.step).map_err(x)?;
-                ws.write_string(r, 1, &params).map_err(x)?;
-                ws.write_string(r, 2, g.phase.to_string()).map_err(x)?;
-                ws.write_string(r, 3, &g.metric).map_err(x)?;
-                ws.write_number(r, 4, g.summary.n as f64).map_err(x)?;
-                let s = &g.summary;
-                for (c, v) in [
-                    s.mean, s.ci95_lo, s.ci95_hi, s.median, s.stddev, s.min, s.max,
-                ]
-                .into_iter()
-                .enumerate()
-                {
-                    ws.write_number(r, 5 + c as u16, v).map_err(x)?;
-                }
-                if let Some(p) = g.peak_interval {
-                    ws.write_number(r, 12, p).map_err(x)?;
-                }
-                if let Some(p) = g.sustained_mean {
-                    ws.write_number(r, 13, p).map_err(x)?;
-                }
-                let o = g
-                    .outlier_repetitions
-                    .iter()
-                    .map(|r| r.to_string())
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                ws.write_string(r, 14, &o).map_err(x)?;
-            }
-        }
+        summary(&mut wb, data)?;
         for step in data.steps() {
             let name = sheet_name(&step, &taken);
             taken.push(name.clone());
-            let params = data.param_names(&step);
-            let ws = wb.add_worksheet().set_name(&name).map_err(x)?;
-            let mut cols = vec!["run".to_string()];
-            cols.extend(params.iter().cloned());
-            cols.extend(crate::RUN_COLUMNS.iter().map(|s| s.to_string()));
-            header(ws, &cols, &bold)?;
-            let np = params.len() as u16;
-            for (i, r) in data.runs.iter().filter(|r| r.step == step).enumerate() {
-                let row = (i + 1) as u32;
-                ws.write_number(row, 0, r.id as f64).map_err(x)?;
-                for (j, p) in params.iter().enumerate() {
-                    if let Some(v) = r.params.get(p) {
-                        match v.number {
-                            Some(n) => ws.write_number(row, 1 + j as u16, n),
-                            None => ws.write_string(row, 1 + j as u16, &v.value),
-                        }
-                        .map_err(x)?;
-                    }
-                }
-                let c = 1 + np;
-                ws.write_string(row, c, r.phase.to_string()).map_err(x)?;
-                ws.write_number(row, c + 1, r.repetition as f64)
-                    .map_err(x)?;
-                ws.write_string(row, c + 2, r.status.to_string())
-                    .map_err(x)?;
-                ws.write_string(row, c + 3, r.metric.as_deref().unwrap_or(""))
-                    .map_err(x)?;
-                if let Some(v) = r.value {
-                    ws.write_number(row, c + 4, v).map_err(x)?;
-                }
-                if let Some(b) = r.payload_bytes {
-                    ws.write_number(row, c + 5, b as f64).map_err(x)?;
-                }
-                if let Some(b) = r.wire_bytes {
-                    ws.write_number(row, c + 6, b as f64).map_err(x)?;
-                }
-                ws.write_number(row, c + 7, r.duration_ns as f64 / 1e9)
-                    .map_err(x)?;
-                ws.write_string(row, c + 8, r.error.as_deref().unwrap_or(""))
-                    .map_err(x)?;
-            }
+            step_sheet(&mut wb, data, &step, &name)?;
         }
+        iozone_sheets(&mut wb, data, &mut taken)?;
         wb.save_to_buffer().map_err(x)
     }
 }

@@ -125,14 +125,35 @@ fn csv_json_xlsx_exports() {
     assert!((mean - 65536.0 * 8.0 / 0.1 * 0.98).abs() < 1e-6, "{mean}");
 
     let path = dir.path().join("x.xlsx");
-    std::fs::write(&path, exporter("xlsx").unwrap().export(&data).unwrap()).unwrap();
+    let bytes = exporter("xlsx").unwrap().export(&data).unwrap();
+    std::fs::write(&path, &bytes).unwrap();
     let mut wb: Xlsx<_> = open_workbook(&path).unwrap();
-    assert_eq!(wb.sheet_names(), ["summary", "tcp", "seqread"]);
+    assert_eq!(
+        wb.sheet_names(),
+        ["summary", "tcp", "seqread", "iozone seqread"]
+    );
     let tcp = wb.worksheet_range("tcp").unwrap();
     assert_eq!(tcp.height(), 1 + 18);
+    // Labelled headers with units; typed parameters and values are numbers.
+    let head: Vec<String> = (0..12)
+        .map(|c| tcp.get((0, c)).map(|v| v.to_string()).unwrap_or_default())
+        .collect();
+    assert_eq!(&head[..3], ["run", "rtt, s", "window, bytes"], "{head:?}");
+    assert_eq!(head[7], "throughput, Mbit/s", "{head:?}");
+    assert!(matches!(tcp.get((1, 1)), Some(calamine::Data::Float(r)) if *r == 0.01));
+    assert!(matches!(tcp.get((1, 7)), Some(calamine::Data::Float(v)) if *v > 1.0 && *v < 46.0));
     let summary = wb.worksheet_range("summary").unwrap();
     assert_eq!(summary.height(), 1 + 10);
-    assert_eq!(summary.get((0, 5)).unwrap().to_string(), "mean");
+    assert_eq!(summary.get((0, 6)).unwrap().to_string(), "mean");
+    // The iozone matrix: file sizes down, record sizes across, numbers in MiB/s.
+    let io = wb.worksheet_range("iozone seqread").unwrap();
+    assert_eq!((io.height(), io.width()), (3, 3));
+    assert_eq!(io.get((0, 2)).unwrap().to_string(), "1 MiB");
+    assert_eq!(io.get((2, 0)).unwrap().to_string(), "32 MiB");
+    assert!(matches!(io.get((1, 1)), Some(calamine::Data::Float(_))));
+    // Native charts: one per step sheet with typed means, one per io matrix.
+    let has = |name: &str| bytes.windows(name.len()).any(|w| w == name.as_bytes());
+    assert!(has("xl/charts/chart1.xml") && has("xl/charts/chart3.xml"));
 }
 
 /// Issue #13: a field holding a comma, a quote and a line break survives the CSV export.
@@ -180,83 +201,231 @@ fn html_report_has_every_chart() {
     assert!(!html.contains("<link") && !html.contains("src="));
 }
 
-/// Opens the report in headless Chromium, lets its check script count the drawn shapes of
-/// every chart, and saves a screenshot under target/ as an artifact.
-#[test]
-fn browser_renders_every_chart() {
-    let browser = ["chromium", "chromium-browser", "google-chrome"]
+/// Measures every text of every chart in the browser: the box of each (its glyphs' box
+/// through its transform, so rotated labels are exact quadrilaterals), then counts pairs of
+/// texts of one chart that overlap by more than a pixel (separating axis test) and texts not
+/// wholly inside their chart. Added to the page by the test only.
+const LAYOUT_SCRIPT: &str = r#"<script>
+window.addEventListener('load',function(){
+function quad(t){var b=t.getBBox(),m=t.getScreenCTM();
+ return [[b.x,b.y],[b.x+b.width,b.y],[b.x+b.width,b.y+b.height],[b.x,b.y+b.height]].map(function(p){
+  return [m.a*p[0]+m.c*p[1]+m.e,m.b*p[0]+m.d*p[1]+m.f];});}
+function overlap(a,b){var min=1e9;[a,b].forEach(function(q){for(var i=0;i<4;i++){
+ var p=q[i],r=q[(i+1)%4],ax=-(r[1]-p[1]),ay=r[0]-p[0],l=Math.hypot(ax,ay);if(l==0)continue;ax/=l;ay/=l;
+ var pa=a.map(function(v){return v[0]*ax+v[1]*ay;}),pb=b.map(function(v){return v[0]*ax+v[1]*ay;});
+ var o=Math.min(Math.max.apply(null,pa),Math.max.apply(null,pb))-Math.max(Math.min.apply(null,pa),Math.min.apply(null,pb));
+ if(o<min)min=o;}});return min;}
+var over=0,cut=0,texts=0,bad=[];
+document.querySelectorAll('figure.chart svg').forEach(function(svg,si){
+ var box=svg.getBoundingClientRect();var ts=[].slice.call(svg.querySelectorAll('text')).filter(function(t){return t.textContent.trim()!=='';});
+ var qs=ts.map(quad);texts+=ts.length;
+ qs.forEach(function(q,i){if(q.some(function(p){return p[0]<box.left-0.5||p[0]>box.right+0.5||p[1]<box.top-0.5||p[1]>box.bottom+0.5;})){cut++;bad.push('cut #'+si+': '+ts[i].textContent);}
+  for(var j=i+1;j<qs.length;j++){if(overlap(q,qs[j])>1.0){over++;bad.push('overlap #'+si+': '+ts[i].textContent+' / '+ts[j].textContent);}}});});
+document.body.setAttribute('data-texts',String(texts));document.body.setAttribute('data-overlaps',String(over));
+document.body.setAttribute('data-cut',String(cut));
+var pre=document.createElement('pre');pre.id='layout-problems';pre.textContent=bad.slice(0,40).join('\n');document.body.appendChild(pre);});
+</script>"#;
+
+fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
         .find(|b| {
             std::env::var_os("PATH")
                 .map(|p| std::env::split_paths(&p).any(|d| d.join(b).is_file()))
                 .unwrap_or(false)
-        });
-    let Some(browser) = browser else {
+        })
+}
+
+/// Runs headless Chromium on `url` with `args`, in a new profile under `dir`.
+fn run_chromium(browser: &str, dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
+        .args(args)
+        .env("HOME", dir)
+        .output()
+        .expect("run chromium")
+}
+
+/// The numbers of `data-NAME="N"` attributes in a dumped DOM.
+fn attr(dom: &str, name: &str) -> Vec<u64> {
+    dom.match_indices(&format!("{name}=\""))
+        .map(|(i, m)| {
+            let rest = &dom[i + m.len()..];
+            rest[..rest.find('"').unwrap()].parse().unwrap()
+        })
+        .collect()
+}
+
+/// Opens the report in headless Chromium: its check script counts the drawn shapes of every
+/// chart, the test's layout script measures every text (issue #14: no two texts of a chart
+/// overlap, none is cut by the chart's edge), and a screenshot is saved under target/.
+#[test]
+fn browser_renders_every_chart_without_overlapping_or_cut_text() {
+    let Some(browser) = chromium() else {
         skip::skip("browser test: no chromium on PATH (.ci/run installs the Debian package)");
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     let store = experiment(dir.path());
     let data = ExperimentData::load(&store, "latest").unwrap();
+    let html = String::from_utf8(exporter("html").unwrap().export(&data).unwrap()).unwrap();
     let report = dir.path().join("report.html");
-    std::fs::write(&report, exporter("html").unwrap().export(&data).unwrap()).unwrap();
-    let url = format!("file://{}", report.display());
-    let profile = dir.path().join("profile");
-    let base = |c: &mut Command| {
-        c.args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-dev-shm-usage",
-            "--hide-scrollbars",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .env("HOME", dir.path());
-    };
-    let mut c = Command::new(browser);
-    base(&mut c);
-    let out = c
-        .args(["--virtual-time-budget=3000", "--dump-dom", &url])
-        .output()
-        .expect("run chromium");
+    std::fs::write(&report, &html).unwrap();
+    let checked = dir.path().join("checked.html");
+    std::fs::write(
+        &checked,
+        html.replace("</body>", &format!("{LAYOUT_SCRIPT}</body>")),
+    )
+    .unwrap();
+    let url = format!("file://{}", checked.display());
+    let out = run_chromium(
+        browser,
+        dir.path(),
+        &["--virtual-time-budget=5000", "--dump-dom", &url],
+    );
     let dom = String::from_utf8_lossy(&out.stdout);
     assert!(
-        dom.contains("data-charts="),
+        dom.contains("data-charts=") && dom.contains("data-overlaps="),
         "chromium did not run the page: {}\n{}",
         dom.chars().take(500).collect::<String>(),
         String::from_utf8_lossy(&out.stderr)
     );
-    let attr = |name: &str| -> Vec<u64> {
-        dom.match_indices(&format!("{name}=\""))
-            .map(|(i, m)| {
-                let rest = &dom[i + m.len()..];
-                rest[..rest.find('"').unwrap()].parse().unwrap()
-            })
-            .collect()
-    };
-    let charts = attr("data-charts")[0];
+    let charts = attr(&dom, "data-charts")[0];
     assert!(charts >= 6, "{charts} charts");
     assert_eq!(
-        attr("data-charts-drawn"),
+        attr(&dom, "data-charts-drawn"),
         vec![charts],
         "a chart drew nothing"
     );
-    let drawn = attr("data-drawn");
+    let drawn = attr(&dom, "data-drawn");
     assert_eq!(drawn.len() as u64, charts);
     assert!(drawn.iter().all(|&n| n > 0), "{drawn:?}");
+    let problems = dom
+        .split("<pre id=\"layout-problems\">")
+        .nth(1)
+        .and_then(|p| p.split("</pre>").next())
+        .unwrap_or("");
+    assert!(
+        attr(&dom, "data-texts")[0] > 100,
+        "the texts were not measured"
+    );
+    assert_eq!(
+        attr(&dom, "data-overlaps"),
+        [0],
+        "overlapping texts:\n{problems}"
+    );
+    assert_eq!(
+        attr(&dom, "data-cut"),
+        [0],
+        "texts cut by a chart's edge:\n{problems}"
+    );
+    // The chart of `results compare` (the same plan run twice: every ratio near 1) passes
+    // the same checks.
+    let mut store = store;
+    let plan = Plan::parse(PLAN.as_bytes()).unwrap();
+    let mut ex = MockExecutor::new(Box::new(value));
+    run_plan(
+        &plan,
+        &mut store,
+        &mut ex,
+        &RunOptions::default(),
+        &mut NoProgress,
+    )
+    .unwrap();
+    let (ea, eb) = (
+        store.experiment("1").unwrap(),
+        store.experiment("2").unwrap(),
+    );
+    let (ra, rb) = (store.runs(1).unwrap(), store.runs(2).unwrap());
+    let series = |id| store.series(id).unwrap();
+    let (ga, gb) = (
+        nsperf_results::stats::group_stats(&ra, &series),
+        nsperf_results::stats::group_stats(&rb, &series),
+    );
+    let rows = nsperf_results::stats::compare_groups((&ra, &ga), (&rb, &gb));
+    assert_eq!(rows.len(), 10);
+    let cmp = dir.path().join("compare.html");
+    std::fs::write(
+        &cmp,
+        nsperf_report::compare_html(&ea, &eb, &rows)
+            .replace("</body>", &format!("{LAYOUT_SCRIPT}</body>")),
+    )
+    .unwrap();
+    let out = run_chromium(
+        browser,
+        dir.path(),
+        &[
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            &format!("file://{}", cmp.display()),
+        ],
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        attr(&dom, "data-charts-drawn"),
+        [1],
+        "the compare chart drew nothing"
+    );
+    assert_eq!(attr(&dom, "data-overlaps"), [0], "{dom}");
+    assert_eq!(attr(&dom, "data-cut"), [0], "{dom}");
+    // The layout script finds what it looks for: the same page with two texts on one
+    // another and one past the chart's left edge.
+    let broken = dir.path().join("broken.html");
+    let bad = r#"<text x="300" y="200">overlap</text><text x="302" y="201">overlap</text><text x="-40" y="30">cut</text></svg>"#;
+    std::fs::write(
+        &broken,
+        std::fs::read_to_string(&checked)
+            .unwrap()
+            .replacen("</svg>", bad, 1),
+    )
+    .unwrap();
+    let out = run_chromium(
+        browser,
+        dir.path(),
+        &[
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            &format!("file://{}", broken.display()),
+        ],
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        attr(&dom, "data-overlaps")[0] >= 1,
+        "an overlap went unseen"
+    );
+    assert!(attr(&dom, "data-cut")[0] >= 1, "a cut text went unseen");
+    // No template is left unresolved outside the plan's own text.
+    let body = html.split("<h2>Plan</h2>").next().unwrap();
+    assert!(
+        !body.contains("{bdp}"),
+        "an unresolved template in the report"
+    );
 
     let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/report-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     let shot = shots.join("report.png");
     let _ = std::fs::remove_file(&shot);
-    let mut c = Command::new(browser);
-    base(&mut c);
-    let out = c
-        .arg(format!("--screenshot={}", shot.display()))
-        .args(["--window-size=1200,4000", &url])
-        .output()
-        .expect("run chromium");
+    let url = format!("file://{}", report.display());
+    let out = run_chromium(
+        browser,
+        dir.path(),
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1200,4000",
+            &url,
+        ],
+    );
     let meta = std::fs::metadata(&shot)
         .unwrap_or_else(|_| panic!("no screenshot: {}", String::from_utf8_lossy(&out.stderr)));
     assert!(meta.len() > 10_000, "screenshot of {} bytes", meta.len());

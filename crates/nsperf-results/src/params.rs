@@ -227,13 +227,21 @@ impl Ord for ParamValue {
 /// The parameters of a run: name → value.
 pub type Params = std::collections::BTreeMap<String, ParamValue>;
 
-/// `name=label,…` of a run's parameters for people (`all` when there are none), leaving out
-/// the parameter named `skip`.
+/// `name=label, …` of a run's parameters for people (`all` when there are none), leaving out
+/// the parameter named `skip`; a value from a template names it (`window=64 KiB (bdp)`), so it
+/// is not taken for a value written as such.
 pub fn params_label(p: &Params, skip: &str) -> String {
     let v: Vec<String> = p
         .iter()
         .filter(|(k, _)| k.as_str() != skip)
-        .map(|(k, v)| format!("{k}={}", v.label()))
+        .map(|(k, v)| match &v.template {
+            Some(t) => format!(
+                "{k}={} ({})",
+                v.label(),
+                t.trim_matches(|c| c == '{' || c == '}')
+            ),
+            None => format!("{k}={}", v.label()),
+        })
         .collect();
     if v.is_empty() {
         "all".into()

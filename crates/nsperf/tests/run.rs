@@ -96,6 +96,54 @@ fn small_plan_end_to_end_into_a_temporary_store() {
     );
 }
 
+/// Issue #14: experiments picked by label; `results compare` writes its chart.
+#[test]
+fn labelled_experiments_compare_with_a_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write(dir.path(), "p.toml", SMALL);
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    for label in ["native", "replicated"] {
+        run(&[
+            "run",
+            &plan,
+            "--db",
+            db,
+            "-q",
+            "--no-report",
+            "--label",
+            label,
+        ])
+        .ok();
+    }
+    let r = run(&["run", &plan, "--db", db, "--label", "7"]);
+    assert_eq!(r.code, Some(2), "a number is not a label: {}", r.stderr);
+    let list = run(&["results", "list", "--db", db]).ok();
+    assert!(list.stdout.contains("native") && list.stdout.contains("replicated"));
+    let chart = dir.path().join("cmp.html");
+    let j = run(&[
+        "results",
+        "compare",
+        "native",
+        "replicated",
+        "--db",
+        db,
+        "--json",
+        "-o",
+        chart.to_str().unwrap(),
+    ])
+    .ok()
+    .json();
+    assert_eq!((j["a"].as_i64(), j["b"].as_i64()), (Some(1), Some(2)));
+    assert_eq!(j["b_label"], "replicated");
+    assert_eq!(j["comparisons"].as_array().unwrap().len(), 3);
+    let html = std::fs::read_to_string(&chart).unwrap();
+    assert!(html.contains("data-chart=\"compare\"") && html.contains("<svg"));
+    assert!(html.contains("“native”") && html.contains("B/A = 1: no difference"));
+    let r = run(&["results", "compare", "1", "2", "--db", db, "-o", "x.png"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+}
+
 #[test]
 fn bad_plan_is_an_input_error_naming_the_place() {
     let dir = tempfile::tempdir().unwrap();

@@ -140,6 +140,60 @@ pub fn group_stats(
     out
 }
 
+/// One (step, parameters, phase, metric) two experiments share, and the ratio of their means.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// Step name.
+    pub step: String,
+    /// The parameters (resolved, typed).
+    pub params: Params,
+    /// Cache phase.
+    pub phase: Phase,
+    /// Headline metric.
+    pub metric: String,
+    /// Mean in experiment A.
+    pub mean_a: f64,
+    /// Mean in experiment B.
+    pub mean_b: f64,
+    /// mean B / mean A with its 95 % interval.
+    pub ratio: Ratio,
+}
+
+/// The groups of experiment B that match one of experiment A by step, resolved parameters,
+/// phase and metric, each with the ratio of means B/A ([`compare`]); in A's order.
+pub fn compare_groups(
+    (runs_a, a): (&[RunRecord], &[GroupStats]),
+    (runs_b, b): (&[RunRecord], &[GroupStats]),
+) -> Vec<Comparison> {
+    let values = |rs: &[RunRecord], ids: &[i64]| -> Vec<f64> {
+        rs.iter()
+            .filter(|r| ids.contains(&r.id))
+            .filter_map(|r| r.value)
+            .collect()
+    };
+    let mut out = Vec::new();
+    for x in a {
+        let Some(y) = b.iter().find(|y| {
+            y.step == x.step && y.params == x.params && y.phase == x.phase && y.metric == x.metric
+        }) else {
+            continue;
+        };
+        let Some(ratio) = compare(&values(runs_a, &x.run_ids), &values(runs_b, &y.run_ids)) else {
+            continue;
+        };
+        out.push(Comparison {
+            step: x.step.clone(),
+            params: x.params.clone(),
+            phase: x.phase,
+            metric: x.metric.clone(),
+            mean_a: x.summary.mean,
+            mean_b: y.summary.mean,
+            ratio,
+        });
+    }
+    out
+}
+
 /// A metric value for people: rates with their units, elapsed seconds, plain numbers.
 pub fn format_metric(metric: &str, v: f64) -> String {
     if metric.ends_with("_bps") {

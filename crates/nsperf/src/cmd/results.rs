@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::{Args, Subcommand};
 use nsperf_core::table::Table;
 use nsperf_results::Store;
@@ -51,6 +52,10 @@ pub enum ResultsCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Also write the chart of the ratios with their intervals: an HTML page with the
+        /// chart and the table (`.html`), or the chart alone (`.svg`).
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
     },
     /// Statistics over the repetitions of each step and cell of one experiment.
     Show {
@@ -152,7 +157,9 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
             println!("wrote {}", output.display());
             Ok(())
         }
-        ResultsCommand::Compare { a, b, json } => compare(&store, &a, &b, json),
+        ResultsCommand::Compare { a, b, json, output } => {
+            compare(&store, (&a, &b), json, output.as_deref())
+        }
         ResultsCommand::Show {
             experiment,
             json,
@@ -281,42 +288,45 @@ pub fn print_stats(store: &Store, id: i64) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Compares the groups of two experiments that have the same step, parameters and phase.
-fn compare(store: &Store, a: &str, b: &str, json: bool) -> anyhow::Result<()> {
+/// Compares the groups of two experiments that have the same step, parameters and phase;
+/// with `output`, writes the chart of the ratios too.
+fn compare(
+    store: &Store,
+    (a, b): (&str, &str),
+    json: bool,
+    output: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
     let ea = store.experiment(a)?;
     let eb = store.experiment(b)?;
     let ra = store.runs(ea.id)?;
     let rb = store.runs(eb.id)?;
     let ga = group_stats(&ra, &|id| store.series(id).unwrap_or_default());
     let gb = group_stats(&rb, &|id| store.series(id).unwrap_or_default());
-    let values = |rs: &[nsperf_results::RunRecord], ids: &[i64]| -> Vec<f64> {
-        rs.iter()
-            .filter(|r| ids.contains(&r.id))
-            .filter_map(|r| r.value)
-            .collect()
-    };
-    let mut rows = Vec::new();
-    for x in &ga {
-        let Some(y) = gb.iter().find(|y| {
-            y.step == x.step && y.params == x.params && y.phase == x.phase && y.metric == x.metric
-        }) else {
-            continue;
+    let rows = nsperf_results::stats::compare_groups((&ra, &ga), (&rb, &gb));
+    if let Some(path) = output {
+        let doc = match path.extension().and_then(|e| e.to_str()) {
+            Some("svg") => nsperf_report::compare_svg(&ea, &eb, &rows),
+            Some("html" | "htm") => nsperf_report::compare_html(&ea, &eb, &rows),
+            _ => {
+                return Err(crate::exit::usage(format!(
+                    "cannot tell the format of {} (give a .html or .svg file)",
+                    path.display()
+                )));
+            }
         };
-        let Some(r) =
-            nsperf_results::stats::compare(&values(&ra, &x.run_ids), &values(&rb, &y.run_ids))
-        else {
-            continue;
-        };
-        rows.push((x, y, r));
+        std::fs::write(path, doc).with_context(|| format!("cannot write {}", path.display()))?;
+        if !json {
+            println!("wrote {}", path.display());
+        }
     }
     if json {
         let v: Vec<_> = rows
             .iter()
-            .map(|(x, y, r)| {
+            .map(|c| {
                 serde_json::json!({
-                    "step": x.step, "params": x.params, "phase": x.phase, "metric": x.metric,
-                    "mean_a": x.summary.mean, "mean_b": y.summary.mean,
-                    "ratio": r.ratio, "ratio_ci95_lo": r.lo, "ratio_ci95_hi": r.hi,
+                    "step": c.step, "params": c.params, "phase": c.phase, "metric": c.metric,
+                    "mean_a": c.mean_a, "mean_b": c.mean_b, "ratio": c.ratio.ratio,
+                    "ratio_ci95_lo": c.ratio.lo, "ratio_ci95_hi": c.ratio.hi,
                 })
             })
             .collect();
@@ -349,15 +359,15 @@ fn compare(store: &Store, a: &str, b: &str, json: bool) -> anyhow::Result<()> {
         "B/A",
         "95% CI",
     ]);
-    for (x, y, r) in &rows {
+    for c in &rows {
         t.row([
-            x.step.clone(),
-            params_text(&x.params),
-            x.phase.to_string(),
-            format_metric(&x.metric, x.summary.mean),
-            format_metric(&y.metric, y.summary.mean),
-            format!("{:.3}", r.ratio),
-            format!("{:.3} .. {:.3}", r.lo, r.hi),
+            c.step.clone(),
+            params_text(&c.params),
+            c.phase.to_string(),
+            format_metric(&c.metric, c.mean_a),
+            format_metric(&c.metric, c.mean_b),
+            format!("{:.3}", c.ratio.ratio),
+            format!("{:.3} .. {:.3}", c.ratio.lo, c.ratio.hi),
         ]);
     }
     print!("{}", t.render());

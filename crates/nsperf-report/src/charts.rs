@@ -1,0 +1,622 @@
+//! The report's charts, built from an experiment: what goes on which axis, in which unit, with
+//! which labels. Drawing is `svg`'s; this decides the content.
+//!
+//! - one unit family per chart: a chart per (step, headline metric), values shown in the unit
+//!   of the metric's family that fits them (`throughput, Mbit/s`);
+//! - parameters as their resolved, typed values: a duration on a linear axis in ms, a size on a
+//!   log-2 axis, a word as categories in typed order; a series whose parameter is a template
+//!   (`{bdp}`) is one series, labelled with the range of values it took.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use nsperf_results::stats::{GroupStats, format_metric, series_stats};
+use nsperf_results::{ParamKind, ParamValue, Phase, RunConditions, RunStatus, params_label};
+
+use crate::ExperimentData;
+use crate::labels::{Unit, metric_label, metric_name, unit_for};
+use crate::svg::{self, Bars, HLine, Heatmap, Line, Marker, Plot, XAxis, esc};
+
+/// Appends a chart in its `<figure>`.
+pub(crate) fn figure(out: &mut String, kind: &str, svg: &str, caption: &str) {
+    let _ = writeln!(
+        out,
+        "<figure class=\"chart\" data-chart=\"{kind}\">{svg}<figcaption>{}</figcaption></figure>",
+        esc(caption)
+    );
+}
+
+fn ms(v: f64) -> String {
+    format!("{} ms", svg::short(v))
+}
+
+fn bytes(v: f64) -> String {
+    nsperf_core::Bytes(v.max(0.0).round() as u64).to_string()
+}
+
+/// Formats an x value for a tick.
+type TickFormat = fn(f64) -> String;
+
+/// How a parameter goes on the x axis: its axis, its title, and the x of a value.
+struct XParam {
+    name: String,
+    kind: ParamKind,
+    cats: Vec<ParamValue>,
+}
+
+impl XParam {
+    fn pick(groups: &[&GroupStats], names: &[String]) -> Option<XParam> {
+        let typed = names.iter().find(|n| {
+            groups
+                .iter()
+                .all(|g| g.params.get(*n).is_some_and(|v| v.number.is_some()))
+        });
+        let name = typed.or(names.first())?.clone();
+        let mut cats: Vec<ParamValue> = groups
+            .iter()
+            .filter_map(|g| g.params.get(&name).cloned())
+            .collect();
+        cats.sort();
+        cats.dedup();
+        let kind = match typed {
+            Some(_) => cats.first().map(|v| v.kind).unwrap_or(ParamKind::Text),
+            None => ParamKind::Text,
+        };
+        Some(XParam { name, kind, cats })
+    }
+
+    fn x(&self, v: &ParamValue) -> f64 {
+        match (self.kind, v.number) {
+            (ParamKind::Duration, Some(s)) => s * 1e3,
+            (ParamKind::Text, _) | (_, None) => {
+                self.cats.iter().position(|c| c == v).unwrap_or(0) as f64
+            }
+            (_, Some(n)) => n,
+        }
+    }
+
+    fn axis(&self) -> (XAxis, Option<TickFormat>, String) {
+        match self.kind {
+            ParamKind::Duration => (XAxis::Linear, Some(ms), format!("{}, ms", self.name)),
+            ParamKind::Size if self.cats.len() > 1 => (
+                XAxis::Log2,
+                Some(bytes),
+                format!("{} (log scale)", self.name),
+            ),
+            ParamKind::Size => (XAxis::Linear, Some(bytes), self.name.clone()),
+            ParamKind::Rate => (XAxis::Linear, None, format!("{}, bit/s", self.name)),
+            ParamKind::Number => (XAxis::Linear, None, self.name.clone()),
+            ParamKind::Text => (
+                XAxis::Categories(self.cats.iter().map(|c| c.label()).collect()),
+                None,
+                self.name.clone(),
+            ),
+        }
+    }
+}
+
+/// The legend text of a series: its parameters other than the x one, a template named with
+/// the range of values it took (`window=bdp (64 KiB … 550 KiB)`), and the phase.
+fn series_label(groups: &[&GroupStats], skip: &str, phase: Phase) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let Some(first) = groups.first() else {
+        return String::new();
+    };
+    for (k, v) in first.params.iter().filter(|(k, _)| k.as_str() != skip) {
+        let mut vals: Vec<&ParamValue> = groups.iter().filter_map(|g| g.params.get(k)).collect();
+        vals.sort();
+        vals.dedup();
+        let text = match (&v.template, vals.as_slice()) {
+            (Some(t), [a, .., b]) => format!(
+                "{} ({} … {})",
+                t.trim_matches(|c| c == '{' || c == '}'),
+                a.label(),
+                b.label()
+            ),
+            _ => v.label(),
+        };
+        parts.push(format!("{k}={text}"));
+    }
+    if parts.is_empty() {
+        parts.push("all".into());
+    }
+    let mut s = parts.join(", ");
+    if phase != Phase::None {
+        s = format!("{s} ({phase})");
+    }
+    s
+}
+
+/// The measured values of a group's repetitions.
+fn samples(d: &ExperimentData, g: &GroupStats) -> Vec<f64> {
+    d.runs
+        .iter()
+        .filter(|r| g.run_ids.contains(&r.id) && r.status == RunStatus::Ok)
+        .filter_map(|r| r.value)
+        .collect()
+}
+
+/// Throughput (or the step's headline) against its first typed parameter, one chart per
+/// metric of the step.
+pub(crate) fn throughput_vs_parameter(d: &ExperimentData, step: &str, out: &mut String) {
+    let all: Vec<(usize, &GroupStats)> = d
+        .stats
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| g.step == step)
+        .collect();
+    let mut metrics: Vec<&str> = Vec::new();
+    for (_, g) in &all {
+        if !metrics.contains(&g.metric.as_str()) {
+            metrics.push(&g.metric);
+        }
+    }
+    for metric in metrics {
+        let groups: Vec<(usize, &GroupStats)> = all
+            .iter()
+            .copied()
+            .filter(|(_, g)| g.metric == metric)
+            .collect();
+        if groups.iter().all(|(_, g)| g.params.is_empty()) {
+            continue;
+        }
+        versus_chart(d, step, metric, &groups, out);
+    }
+}
+
+/// A step's groups of one metric split into series (the other parameters' values, a
+/// template's key rather than its value, and the phase) against the x parameter.
+type Series<'a> = Vec<(String, Vec<(usize, &'a GroupStats)>)>;
+
+fn split_series<'a>(
+    d: &'a ExperimentData,
+    step: &str,
+    groups: &[(usize, &'a GroupStats)],
+) -> Option<(XParam, Series<'a>)> {
+    let mut names: Vec<String> = d.param_names(step);
+    names.sort_by_key(|n| n != "rtt");
+    let gs: Vec<&GroupStats> = groups.iter().map(|(_, g)| *g).collect();
+    let xp = XParam::pick(&gs, &names)?;
+    type Key = (Vec<String>, Phase);
+    let mut series: BTreeMap<Key, Vec<(usize, &GroupStats)>> = BTreeMap::new();
+    for &(i, g) in groups {
+        if !g.params.contains_key(&xp.name) {
+            continue;
+        }
+        let key: Vec<String> = g
+            .params
+            .iter()
+            .filter(|(k, _)| **k != xp.name)
+            .map(|(_, v)| v.series_key().to_string())
+            .collect();
+        series.entry((key, g.phase)).or_default().push((i, g));
+    }
+    let named = series
+        .into_iter()
+        .map(|((_, phase), members)| {
+            let gs: Vec<&GroupStats> = members.iter().map(|(_, g)| *g).collect();
+            (series_label(&gs, &xp.name, phase), members)
+        })
+        .collect();
+    Some((xp, named))
+}
+
+/// The means of a step's headline against its x parameter, a column per series, for a
+/// spreadsheet chart (values in the metric's base unit; `None` where a series has no point).
+pub(crate) struct MeansTable {
+    /// The x parameter's title.
+    pub(crate) x_label: String,
+    /// Sizes: a log-2 axis.
+    pub(crate) log2: bool,
+    /// The metric.
+    pub(crate) metric: String,
+    /// x values (ms for durations, bytes for sizes), ascending.
+    pub(crate) xs: Vec<f64>,
+    /// Series names.
+    pub(crate) series: Vec<String>,
+    /// `means[x][series]`.
+    pub(crate) means: Vec<Vec<Option<f64>>>,
+}
+
+/// The means table of a step's first metric, when its x parameter is typed.
+pub(crate) fn means_table(d: &ExperimentData, step: &str) -> Option<MeansTable> {
+    let groups: Vec<(usize, &GroupStats)> = d
+        .stats
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| g.step == step)
+        .collect();
+    let metric = groups.first()?.1.metric.clone();
+    let groups: Vec<_> = groups
+        .into_iter()
+        .filter(|(_, g)| g.metric == metric)
+        .collect();
+    let (xp, series) = split_series(d, step, &groups)?;
+    if xp.kind == ParamKind::Text {
+        return None;
+    }
+    let mut xs: Vec<f64> = series
+        .iter()
+        .flat_map(|(_, m)| m.iter().map(|(_, g)| xp.x(&g.params[&xp.name])))
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    let means = xs
+        .iter()
+        .map(|x| {
+            series
+                .iter()
+                .map(|(_, m)| {
+                    m.iter()
+                        .find(|(_, g)| xp.x(&g.params[&xp.name]) == *x)
+                        .map(|(_, g)| g.summary.mean)
+                })
+                .collect()
+        })
+        .collect();
+    Some(MeansTable {
+        x_label: xp.axis().2,
+        log2: matches!(xp.axis().0, XAxis::Log2),
+        metric,
+        xs,
+        series: series.into_iter().map(|(n, _)| n).collect(),
+        means,
+    })
+}
+
+fn versus_chart(
+    d: &ExperimentData,
+    step: &str,
+    metric: &str,
+    groups: &[(usize, &GroupStats)],
+    out: &mut String,
+) {
+    let Some((xp, series)) = split_series(d, step, groups) else {
+        return;
+    };
+    let max = groups
+        .iter()
+        .flat_map(|(_, g)| [g.summary.mean].into_iter().chain(samples(d, g)))
+        .fold(0.0, f64::max);
+    let unit = unit_for(metric, max);
+    let (x_axis, x_format, x_label) = xp.axis();
+    let mut plot = Plot {
+        title: format!("{step}: {} vs {}", metric_name(metric), xp.name),
+        x_label,
+        y_label: format!("{}, mean and 95 % interval", metric_label(metric, unit)),
+        y_unit: unit.name.into(),
+        x_axis,
+        x_format,
+        ..Default::default()
+    };
+    let rate_scale = if metric.ends_with("_bps") {
+        Some(1.0)
+    } else if metric.ends_with("_bytes_per_s") {
+        Some(1.0 / 8.0)
+    } else {
+        None
+    };
+    let mut rate_drawn = false;
+    for (si, (name, members)) in series.into_iter().enumerate() {
+        let mut pts: Vec<(f64, &GroupStats, &RunConditions)> = members
+            .iter()
+            .map(|(i, g)| (xp.x(&g.params[&xp.name]), *g, &d.context[*i]))
+            .collect();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some(k) = rate_scale {
+            ceilings(&mut plot, &pts, k, unit, (si, &name), &mut rate_drawn);
+        }
+        plot.lines.push(Line {
+            name,
+            points: pts
+                .iter()
+                .map(|p| (p.0, p.1.summary.mean * unit.factor))
+                .collect(),
+            errors: pts
+                .iter()
+                .map(|p| {
+                    (
+                        p.1.summary.ci95_lo * unit.factor,
+                        p.1.summary.ci95_hi * unit.factor,
+                    )
+                })
+                .collect(),
+            samples: pts
+                .iter()
+                .flat_map(|p| samples(d, p.1).into_iter().map(|v| (p.0, v * unit.factor)))
+                .collect(),
+            color: si,
+            ..Default::default()
+        });
+    }
+    figure(
+        out,
+        "throughput-vs-parameter",
+        &svg::plot(&plot),
+        &format!(
+            "{step}: mean of the repetitions (dots) with its 95 % confidence interval (bar) and each repetition (rings); dashed lines are theoretical ceilings, named in the legend; an interval or value beyond the axis is drawn to its top with an arrow and named"
+        ),
+    );
+}
+
+/// The theoretical ceilings of a series: window/RTT where its window was set, and once per
+/// chart the lab's link rate.
+fn ceilings(
+    plot: &mut Plot,
+    pts: &[(f64, &GroupStats, &RunConditions)],
+    k: f64,
+    unit: Unit,
+    (si, name): (usize, &str),
+    rate_drawn: &mut bool,
+) {
+    let curve: Vec<(f64, f64)> = pts
+        .iter()
+        .filter_map(|(x, _, c)| {
+            let w = c.window_bytes? as f64;
+            let rtt = c.rtt_s.filter(|r| *r > 0.0)?;
+            Some((*x, w * 8.0 / rtt * k * unit.factor))
+        })
+        .collect();
+    if curve.len() >= 2 {
+        plot.lines.push(Line {
+            name: format!("window/RTT {name}"),
+            points: curve,
+            dashed: true,
+            color: si,
+            ..Default::default()
+        });
+    }
+    if !*rate_drawn && let Some(r) = pts.iter().find_map(|p| p.2.link_rate_bps) {
+        plot.hlines.push(HLine {
+            y: r * k * unit.factor,
+            label: format!("ceiling: link rate {}", nsperf_core::BitRate(r)),
+            color: "#555".into(),
+        });
+        *rate_drawn = true;
+    }
+}
+
+/// One repetition's interval series, its peak and its sustained mean; every other run of
+/// the step that a link event overlapped gets its own chart, so the outage it crossed is seen.
+pub(crate) fn throughput_over_time(d: &ExperimentData, step: &str, out: &mut String) {
+    // The group with the highest mean that has a series; its first repetition.
+    let best = d
+        .stats
+        .iter()
+        .filter(|g| g.step == step)
+        .filter_map(|g| {
+            let id = g
+                .run_ids
+                .iter()
+                .find(|id| d.series.get(id).is_some_and(|s| s.len() >= 2))?;
+            Some((g, *id))
+        })
+        .max_by(|a, b| a.0.summary.mean.total_cmp(&b.0.summary.mean));
+    let Some((g, id)) = best else { return };
+    series_chart(d, g, id, out);
+    for (rid, _) in d.events.iter().filter(|(rid, _)| **rid != id) {
+        let group = d
+            .stats
+            .iter()
+            .find(|g| g.step == step && g.run_ids.contains(rid));
+        if let Some(g) = group
+            && d.series.get(rid).is_some_and(|s| s.len() >= 2)
+        {
+            series_chart(d, g, *rid, out);
+        }
+    }
+}
+
+/// The time-series chart of run `id` of group `g`, with the link events it overlapped.
+fn series_chart(d: &ExperimentData, g: &GroupStats, id: i64, out: &mut String) {
+    let step = &g.step;
+    let series = &d.series[&id];
+    let Some(st) = series_stats(series) else {
+        return;
+    };
+    let rep = d
+        .runs
+        .iter()
+        .find(|r| r.id == id)
+        .map(|r| r.repetition)
+        .unwrap_or(1);
+    let peak_at = series
+        .iter()
+        .max_by(|a, b| a.value.total_cmp(&b.value))
+        .map(|p| p.start_s + p.length_s / 2.0)
+        .unwrap_or(0.0);
+    let unit = unit_for(&g.metric, st.peak);
+    let plot = Plot {
+        title: format!(
+            "{step}: {} over time ({}, repetition {rep})",
+            metric_name(&g.metric),
+            params_label(&g.params, "")
+        ),
+        x_label: "time, s".into(),
+        y_label: metric_label(&g.metric, unit),
+        y_unit: unit.name.into(),
+        lines: vec![Line {
+            name: "per interval".into(),
+            points: series
+                .iter()
+                .map(|p| (p.start_s + p.length_s / 2.0, p.value * unit.factor))
+                .collect(),
+            ..Default::default()
+        }],
+        hlines: vec![HLine {
+            y: st.sustained_mean * unit.factor,
+            label: format!(
+                "sustained mean {} (from {:.1} s)",
+                format_metric(&g.metric, st.sustained_mean),
+                st.steady_start_s
+            ),
+            color: "#2ca02c".into(),
+        }],
+        markers: vec![Marker {
+            x: peak_at,
+            y: st.peak * unit.factor,
+            label: format!("peak {}", format_metric(&g.metric, st.peak)),
+        }],
+        events: crate::events::chart_events(d, id),
+        ..Default::default()
+    };
+    figure(
+        out,
+        "throughput-over-time",
+        &svg::plot(&plot),
+        &format!(
+            "{step}: the interval series of one repetition, its peak interval and its sustained mean after the steady state (MSER) begins; link outages shaded, link changes marked"
+        ),
+    );
+}
+
+/// Per io workload and phase: file size × record size, the iozone surface from above.
+pub(crate) fn heatmaps(d: &ExperimentData, out: &mut String) {
+    for m in crate::data::io_matrices(d) {
+        let unit = unit_for("throughput_bytes_per_s", m.max());
+        let phase = if m.phase == Phase::None {
+            String::new()
+        } else {
+            format!(" ({})", m.phase)
+        };
+        let h = Heatmap {
+            title: format!("{}: {}{phase}, file size × record size", m.step, m.workload),
+            row_label: "file size".into(),
+            col_label: "record size".into(),
+            value_label: metric_label("throughput_bytes_per_s", unit),
+            rows: m.sizes.iter().map(|s| bytes(*s as f64)).collect(),
+            cols: m.records.iter().map(|s| bytes(*s as f64)).collect(),
+            values: m
+                .values
+                .iter()
+                .map(|r| r.iter().map(|v| v.map(|v| v * unit.factor)).collect())
+                .collect(),
+        };
+        figure(
+            out,
+            "heatmap",
+            &svg::heatmap(&h),
+            &format!(
+                "{} {}: mean throughput per file size and record size (darker is faster)",
+                m.step, m.workload
+            ),
+        );
+    }
+}
+
+/// p50 / p99 / p99.9 per group, where the engine reported them.
+pub(crate) fn latency(d: &ExperimentData, out: &mut String) {
+    const P: [(&str, &str); 3] = [
+        ("lat_p50_ns", "p50"),
+        ("lat_p99_ns", "p99"),
+        ("lat_p999_ns", "p99.9"),
+    ];
+    for step in d.steps() {
+        let mut cats = Vec::new();
+        let mut values: Vec<Vec<f64>> = Vec::new();
+        for g in d.stats.iter().filter(|g| g.step == step) {
+            let runs: Vec<_> = d
+                .runs
+                .iter()
+                .filter(|r| g.run_ids.contains(&r.id))
+                .collect();
+            let row: Vec<f64> = P
+                .iter()
+                .map(|(k, _)| {
+                    let v: Vec<f64> = runs
+                        .iter()
+                        .filter_map(|r| r.metrics.get(*k).copied())
+                        .collect();
+                    nsperf_core::stats::mean(&v).unwrap_or(f64::NAN)
+                })
+                .collect();
+            if row.iter().any(|v| v.is_finite()) {
+                let mut c = params_label(&g.params, "");
+                if g.phase != Phase::None {
+                    c = format!("{c} ({})", g.phase);
+                }
+                cats.push(c);
+                values.push(row);
+            }
+        }
+        if cats.is_empty() {
+            continue;
+        }
+        let max = values
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max);
+        let unit = unit_for("lat_p99_ns", max);
+        let b = Bars {
+            title: format!("{step}: latency percentiles"),
+            y_label: format!("latency, {}", unit.name),
+            categories: cats,
+            series: P.iter().map(|p| p.1.to_string()).collect(),
+            values: values
+                .iter()
+                .map(|r| r.iter().map(|v| v * unit.factor).collect())
+                .collect(),
+            label: None,
+        };
+        figure(
+            out,
+            "latency",
+            &svg::bars(&b),
+            &format!("{step}: latency percentiles reported by the engine, mean over repetitions"),
+        );
+    }
+}
+
+/// Mean busy % of each core while each step ran.
+pub(crate) fn cpu(d: &ExperimentData, out: &mut String) {
+    let mut cores: Vec<u32> = Vec::new();
+    let mut sums: BTreeMap<(String, u32), (f64, f64)> = BTreeMap::new();
+    for r in &d.runs {
+        for c in d.cpu.get(&r.id).into_iter().flatten() {
+            if !cores.contains(&c.core) {
+                cores.push(c.core);
+            }
+            let e = sums.entry((r.step.clone(), c.core)).or_insert((0.0, 0.0));
+            e.0 += c.busy_pct * c.length_s;
+            e.1 += c.length_s;
+        }
+    }
+    if sums.is_empty() {
+        return;
+    }
+    cores.sort_unstable();
+    let steps: Vec<String> = d
+        .steps()
+        .into_iter()
+        .filter(|s| sums.keys().any(|k| &k.0 == s))
+        .collect();
+    let values = steps
+        .iter()
+        .map(|s| {
+            cores
+                .iter()
+                .map(|c| {
+                    sums.get(&(s.clone(), *c))
+                        .map(|(a, b)| if *b > 0.0 { a / b } else { 0.0 })
+                        .unwrap_or(0.0)
+                })
+                .collect()
+        })
+        .collect();
+    let b = Bars {
+        title: "CPU busy per core, by step".into(),
+        y_label: "busy, % of the core".into(),
+        categories: steps,
+        series: cores.iter().map(|c| format!("cpu{c}")).collect(),
+        values,
+        label: Some(|v| format!("{v:.1} %")),
+    };
+    figure(
+        out,
+        "cpu",
+        &svg::bars(&b),
+        "mean busy % of each core while each step ran (one saturated core shows here where an average would hide it)",
+    );
+}

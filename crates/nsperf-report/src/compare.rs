@@ -1,0 +1,110 @@
+//! `nsperf results compare A B -o FILE`: the chart of the ratios B/A with their 95 %
+//! intervals (one point per step, parameters and phase the two experiments share, the line
+//! B/A = 1 for "no difference"), alone as SVG or in a self-contained HTML page with its table.
+
+use std::fmt::Write;
+
+use nsperf_results::ExperimentRecord;
+use nsperf_results::stats::{Comparison, format_metric};
+
+use crate::svg::{self, HLine, Line, Plot, XAxis, esc};
+
+/// `experiment 4 "native" (wan-window)`.
+fn name(e: &ExperimentRecord) -> String {
+    match &e.label {
+        Some(l) => format!("experiment {} “{l}” ({})", e.id, e.plan_name),
+        None => format!("experiment {} ({})", e.id, e.plan_name),
+    }
+}
+
+/// A comparison's category: `tcp: rtt=50 ms, window=64 KiB (cold)`.
+fn category(c: &Comparison) -> String {
+    let mut s = format!(
+        "{}: {}",
+        c.step,
+        nsperf_results::params_label(&c.params, "")
+    );
+    if c.phase != nsperf_results::Phase::None {
+        s = format!("{s} ({})", c.phase);
+    }
+    s
+}
+
+/// The chart (SVG) of the ratios B/A.
+pub fn compare_svg(a: &ExperimentRecord, b: &ExperimentRecord, rows: &[Comparison]) -> String {
+    let cats: Vec<String> = rows.iter().map(category).collect();
+    let differ = rows.iter().filter(|r| r.ratio.differs()).count();
+    let plot = Plot {
+        title: format!("{} against {}", name(b), name(a)),
+        x_label: String::new(),
+        y_label: "ratio of means B/A, with 95 % interval".into(),
+        y_unit: "× A".into(),
+        x_axis: XAxis::Categories(cats),
+        lines: vec![Line {
+            name: format!(
+                "B/A ({} of {} differ beyond their noise)",
+                differ,
+                rows.len()
+            ),
+            points: rows
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (i as f64, r.ratio.ratio))
+                .collect(),
+            errors: rows.iter().map(|r| (r.ratio.lo, r.ratio.hi)).collect(),
+            unjoined: true,
+            ..Default::default()
+        }],
+        hlines: vec![HLine {
+            y: 1.0,
+            label: "B/A = 1: no difference".into(),
+            color: "#555".into(),
+        }],
+        notes: vec![
+            format!("A: {}", name(a)),
+            format!("B: {}", name(b)),
+            "an interval that holds 1 is within the noise of the repetitions".into(),
+        ],
+        ..Default::default()
+    };
+    svg::plot(&plot)
+}
+
+/// A self-contained HTML page: the chart and the table of the ratios.
+pub fn compare_html(a: &ExperimentRecord, b: &ExperimentRecord, rows: &[Comparison]) -> String {
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>nsperf: {} against {}</title><style>{}</style></head><body>\n<h1>{} against {}</h1>\n",
+        esc(&name(b)),
+        esc(&name(a)),
+        crate::html::STYLE,
+        esc(&name(b)),
+        esc(&name(a))
+    );
+    crate::charts::figure(
+        &mut o,
+        "compare",
+        &compare_svg(a, b, rows),
+        "ratio of the means B/A per step, parameters and phase the two experiments share, with its 95 % interval (delta method on the log ratio, Welch–Satterthwaite degrees of freedom)",
+    );
+    o.push_str("<table><tr><th class=\"t\">step</th><th class=\"t\">parameters</th><th class=\"t\">phase</th><th>mean A</th><th>mean B</th><th>B/A</th><th>95 % interval</th></tr>\n");
+    for r in rows {
+        let _ = writeln!(
+            o,
+            "<tr><td class=\"t\">{}</td><td class=\"t\">{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.3} .. {:.3}</td></tr>",
+            esc(&r.step),
+            esc(&nsperf_results::params_label(&r.params, "")),
+            r.phase,
+            esc(&format_metric(&r.metric, r.mean_a)),
+            esc(&format_metric(&r.metric, r.mean_b)),
+            r.ratio.ratio,
+            r.ratio.lo,
+            r.ratio.hi
+        );
+    }
+    o.push_str("</table>\n");
+    o.push_str(crate::html::CHECK_SCRIPT);
+    o.push_str("\n</body></html>\n");
+    o
+}

@@ -1,0 +1,615 @@
+//! x-y plots: series with error bars and their repetitions, dashed theoretical curves,
+//! reference lines, markers; linear, log-2 (sizes) or categorical x axes; a y axis clamped to
+//! the data's robust range with what lies beyond marked.
+
+use std::fmt::Write;
+
+use super::{
+    Frame, PALETTE, Side, Swatch, arrow, draw_axes, draw_x_ticks, esc, fit_ticks, frame,
+    nice_ticks, open, short, title_lines,
+};
+
+/// A series of points, optionally with error bars `(lo, hi)` and the repetitions behind
+/// each point.
+#[derive(Debug, Clone, Default)]
+pub struct Line {
+    /// Legend label.
+    pub name: String,
+    /// `(x, y)` points, in x order.
+    pub points: Vec<(f64, f64)>,
+    /// Error bar per point (same length as `points`, or empty).
+    pub errors: Vec<(f64, f64)>,
+    /// The single values behind the points (`(x, y)`, repetitions), drawn as small rings.
+    pub samples: Vec<(f64, f64)>,
+    /// Dashed (for theoretical curves): left out of the y range, clipped at the axis top.
+    pub dashed: bool,
+    /// Colour index into [`PALETTE`]; theoretical curves usually share their series' colour.
+    pub color: usize,
+    /// Points only, no line between them (categories that are not a sequence).
+    pub unjoined: bool,
+}
+
+/// A horizontal reference line (a ceiling, a mean), labelled in the legend.
+#[derive(Debug, Clone)]
+pub struct HLine {
+    /// y value.
+    pub y: f64,
+    /// Label, in the legend.
+    pub label: String,
+    /// CSS colour.
+    pub color: String,
+}
+
+/// A ringed point (a peak), labelled in the legend.
+#[derive(Debug, Clone)]
+pub struct Marker {
+    /// x.
+    pub x: f64,
+    /// y.
+    pub y: f64,
+    /// Label, in the legend.
+    pub label: String,
+}
+
+/// Something that happened on the x axis (time): a shaded span (a link outage) or, without
+/// an end, a dashed vertical line (a link change); its label goes to the legend.
+#[derive(Debug, Clone)]
+pub struct XEvent {
+    /// Where it starts.
+    pub from: f64,
+    /// Where a span ends; `None` for an instant.
+    pub to: Option<f64>,
+    /// Label, in the legend.
+    pub label: String,
+}
+
+/// The x axis of a plot.
+#[derive(Debug, Clone, Default)]
+pub enum XAxis {
+    /// Linear, automatic ticks.
+    #[default]
+    Linear,
+    /// Base-2 logarithmic (sizes): ticks at powers of two; x values must be positive.
+    Log2,
+    /// Categories at x = 0, 1, 2, … with these labels.
+    Categories(Vec<String>),
+}
+
+/// An x-y plot.
+#[derive(Debug, Clone, Default)]
+pub struct Plot {
+    /// Title.
+    pub title: String,
+    /// x-axis title.
+    pub x_label: String,
+    /// y-axis title, with its unit (`throughput, Mbit/s`).
+    pub y_label: String,
+    /// The y unit, for the notes on clipped values (`Mbit/s`).
+    pub y_unit: String,
+    /// The x axis.
+    pub x_axis: XAxis,
+    /// Formats an x value for a tick or a note (default: a short number).
+    pub x_format: Option<fn(f64) -> String>,
+    /// Series.
+    pub lines: Vec<Line>,
+    /// Reference lines.
+    pub hlines: Vec<HLine>,
+    /// Markers.
+    pub markers: Vec<Marker>,
+    /// Notes under the legend.
+    pub notes: Vec<String>,
+    /// Events on the x axis, drawn behind the series (clipped to the axis).
+    pub events: Vec<XEvent>,
+}
+
+impl Plot {
+    fn x_text(&self, x: f64) -> String {
+        match &self.x_axis {
+            XAxis::Categories(c) => c
+                .get(x.round().max(0.0) as usize)
+                .cloned()
+                .unwrap_or_default(),
+            _ => self.x_format.map(|f| f(x)).unwrap_or_else(|| short(x)),
+        }
+    }
+}
+
+/// The top of the y axis: the largest of `values` within Tukey's far-out fence (Q3 + 3 IQR;
+/// Tukey 1977, *Exploratory Data Analysis*) when there are 4 values or more, else the largest,
+/// and every one of `always` (reference lines); with 8 % headroom, rounded to a nice tick.
+fn y_top(values: &[f64], always: &[f64]) -> f64 {
+    let mut v: Vec<f64> = values
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .collect();
+    v.sort_by(f64::total_cmp);
+    let max = v.last().copied().unwrap_or(0.0);
+    let top = if v.len() >= 4 {
+        let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+        let fence = q(0.75) + 3.0 * (q(0.75) - q(0.25));
+        v.iter()
+            .copied()
+            .filter(|x| *x <= fence)
+            .fold(0.0, f64::max)
+    } else {
+        max
+    };
+    let top = always
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite())
+        .fold(top, f64::max);
+    let top = if top > 0.0 { top * 1.08 } else { 1.0 };
+    super::nice_ceiling(top)
+}
+
+/// The x range and scale of a plot.
+struct XScale {
+    lo: f64,
+    hi: f64,
+    log: bool,
+}
+
+impl XScale {
+    fn of(p: &Plot) -> Option<XScale> {
+        if let XAxis::Categories(c) = &p.x_axis {
+            return Some(XScale {
+                lo: -0.5,
+                hi: c.len().max(1) as f64 - 0.5,
+                log: false,
+            });
+        }
+        let log = matches!(p.x_axis, XAxis::Log2);
+        let xs: Vec<f64> = p
+            .lines
+            .iter()
+            .flat_map(|l| l.points.iter().chain(&l.samples).map(|q| q.0))
+            .chain(p.markers.iter().map(|m| m.x))
+            .filter(|x| x.is_finite() && (!log || *x > 0.0))
+            .map(|x| if log { x.log2() } else { x })
+            .collect();
+        let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if !lo.is_finite() {
+            return None;
+        }
+        let (lo, hi) = if hi - lo < 1e-12 {
+            (lo - 1.0, hi + 1.0)
+        } else {
+            let pad = (hi - lo) * 0.04;
+            (lo - pad, hi + pad)
+        };
+        Some(XScale { lo, hi, log })
+    }
+
+    fn pos(&self, x: f64) -> Option<f64> {
+        let x = if self.log {
+            (x > 0.0).then(|| x.log2())?
+        } else {
+            x
+        };
+        x.is_finite().then_some((x - self.lo) / (self.hi - self.lo))
+    }
+
+    fn ticks(&self, p: &Plot) -> Vec<f64> {
+        match &p.x_axis {
+            XAxis::Categories(c) => (0..c.len()).map(|i| i as f64).collect(),
+            XAxis::Log2 => {
+                let (a, b) = (self.lo.ceil() as i32, self.hi.floor() as i32);
+                let step = ((b - a) / 8 + 1).max(1);
+                (a..=b)
+                    .filter(|k| (k - a) % step == 0)
+                    .map(|k| 2f64.powi(k))
+                    .collect()
+            }
+            XAxis::Linear => nice_ticks(self.lo, self.hi, 6)
+                .into_iter()
+                .filter(|t| *t >= self.lo && *t <= self.hi)
+                .collect(),
+        }
+    }
+}
+
+/// Renders a plot. A plot without any point still renders, with a "no data" note.
+pub fn plot(p: &Plot) -> String {
+    let title = title_lines(&p.title);
+    let mut out = String::new();
+    let Some(xs) = XScale::of(p) else {
+        let f = frame(title.len(), 20.0, false, 0.0);
+        open(&mut out, &p.title, &title, "plot", f.height);
+        let _ = write!(
+            out,
+            r##"<text x="{:.0}" y="{:.0}" text-anchor="middle" font-size="13" fill="#777">no data</text></svg>"##,
+            (f.x0 + f.x1) / 2.0,
+            (f.y0 + f.y1) / 2.0
+        );
+        return out;
+    };
+    let range: Vec<f64> = p
+        .lines
+        .iter()
+        .filter(|l| !l.dashed)
+        .flat_map(|l| l.points.iter().chain(&l.samples).map(|q| q.1))
+        .chain(p.markers.iter().map(|m| m.y))
+        .collect();
+    let refs: Vec<f64> = p.hlines.iter().map(|h| h.y).collect();
+    let ymax = y_top(&range, &refs);
+    // What lies beyond the axis top, to mark and name.
+    let mut beyond: Vec<(f64, usize, String)> = Vec::new();
+    for l in p.lines.iter().filter(|l| !l.dashed) {
+        for (i, q) in l.points.iter().enumerate() {
+            if q.1 > ymax {
+                beyond.push((
+                    q.0,
+                    l.color,
+                    format!(
+                        "{} at {}: {} {} (off the axis)",
+                        l.name,
+                        p.x_text(q.0),
+                        short(q.1),
+                        p.y_unit
+                    ),
+                ));
+            } else if let Some(e) = l.errors.get(i).filter(|e| e.1 > ymax) {
+                beyond.push((
+                    q.0,
+                    l.color,
+                    format!(
+                        "{} at {}: 95 % interval up to {} {}",
+                        l.name,
+                        p.x_text(q.0),
+                        short(e.1),
+                        p.y_unit
+                    ),
+                ));
+            }
+        }
+        for q in l.samples.iter().filter(|q| q.1 > ymax) {
+            beyond.push((
+                q.0,
+                l.color,
+                format!(
+                    "{}: a repetition at {} {} (at {}, off the axis)",
+                    l.name,
+                    short(q.1),
+                    p.y_unit,
+                    p.x_text(q.0)
+                ),
+            ));
+        }
+    }
+    let mut side = Side::default();
+    let mut samples_shown = false;
+    for l in &p.lines {
+        side.add(
+            Swatch::Line(PALETTE[l.color % PALETTE.len()].into(), l.dashed),
+            &l.name,
+        );
+        if !l.samples.is_empty() && !samples_shown {
+            side.add(Swatch::Dots("#555".into()), "single repetitions");
+            samples_shown = true;
+        }
+    }
+    for h in &p.hlines {
+        side.add(Swatch::Line(h.color.clone(), true), &h.label);
+    }
+    for m in &p.markers {
+        side.add(Swatch::Ring, &m.label);
+    }
+    for (_, _, n) in &beyond {
+        side.add(Swatch::Arrow, n);
+    }
+    for e in &p.events {
+        let sw = match e.to {
+            Some(_) => Swatch::Box(OUTAGE.into()),
+            None => Swatch::Line(CHANGE.into(), true),
+        };
+        side.add(sw, &e.label);
+    }
+    for n in &p.notes {
+        side.add(Swatch::None, n);
+    }
+    let ticks: Vec<f64> = xs.ticks(p);
+    let labels: Vec<String> = ticks.iter().map(|t| p.x_text(*t)).collect();
+    let probe = frame(title.len(), 0.0, true, side.height());
+    let slot = (probe.x1 - probe.x0) / (xs.hi - xs.lo)
+        * match &p.x_axis {
+            XAxis::Categories(_) => 1.0,
+            _ if ticks.len() >= 2 => {
+                xs.pos(ticks[1]).unwrap_or(0.0) * (xs.hi - xs.lo)
+                    - xs.pos(ticks[0]).unwrap_or(0.0) * (xs.hi - xs.lo)
+            }
+            _ => xs.hi - xs.lo,
+        };
+    let lay = fit_ticks(
+        &labels,
+        slot.abs().max(1.0),
+        matches!(p.x_axis, XAxis::Categories(_)),
+    );
+    let f = frame(
+        title.len(),
+        lay.height,
+        !p.x_label.is_empty(),
+        side.height(),
+    );
+    let sx = |x: f64| xs.pos(x).map(|t| f.x0 + t * (f.x1 - f.x0));
+    let sy = |y: f64| f.y1 - (y.clamp(0.0, ymax) / ymax) * (f.y1 - f.y0);
+    open(&mut out, &p.title, &title, "plot", f.height);
+    let y_ticks: Vec<(f64, String)> = nice_ticks(0.0, ymax, 5)
+        .into_iter()
+        .filter(|t| *t <= ymax * (1.0 + 1e-9))
+        .map(|t| (sy(t), short(t)))
+        .collect();
+    draw_axes(&mut out, &f, &y_ticks, &p.x_label, &p.y_label, lay.height);
+    let xt: Vec<(f64, String)> = ticks
+        .iter()
+        .zip(labels)
+        .filter_map(|(t, l)| Some((sx(*t)?, l)))
+        .collect();
+    draw_x_ticks(&mut out, &xt, f.y1, lay);
+    draw_events(&mut out, &f, &p.events, &xs);
+    draw_hlines(&mut out, &f, p, &sy);
+    for l in &p.lines {
+        draw_line(&mut out, &f, l, &sx, ymax);
+    }
+    for m in &p.markers {
+        if let Some(x) = sx(m.x) {
+            let _ = write!(
+                out,
+                r##"<g class="marker"><circle cx="{x:.1}" cy="{y:.1}" r="5" fill="none" stroke="#000" stroke-width="1.5"/></g>"##,
+                y = sy(m.y)
+            );
+        }
+    }
+    for (x, c, _) in &beyond {
+        if let Some(x) = sx(*x) {
+            arrow(&mut out, x, f.y0 + 9.0, PALETTE[c % PALETTE.len()]);
+        }
+    }
+    side.draw(&mut out, &f);
+    out.push_str("</svg>");
+    out
+}
+
+/// Colour of a shaded outage, of a link-change line.
+const OUTAGE: &str = "rgba(214,39,40,0.18)";
+const CHANGE: &str = "#9467bd";
+
+/// Shades outages (class `outage`) and marks changes (class `link-change`), clipped to the x
+/// range; their labels are in the legend.
+fn draw_events(out: &mut String, f: &Frame, events: &[XEvent], xs: &XScale) {
+    let at = |x: f64| {
+        let t = xs.pos(x)?.clamp(0.0, 1.0);
+        Some(f.x0 + t * (f.x1 - f.x0))
+    };
+    for e in events {
+        let end = e.to.unwrap_or(e.from);
+        let (Some(a), Some(b)) = (at(e.from), at(end)) else {
+            continue;
+        };
+        if e.to.is_some() {
+            let _ = write!(
+                out,
+                r#"<g class="outage"><rect x="{a:.1}" y="{y0}" width="{w:.1}" height="{h:.1}" fill="{OUTAGE}"/></g>"#,
+                y0 = f.y0,
+                w = (b - a).max(1.0),
+                h = f.y1 - f.y0,
+            );
+        } else {
+            let _ = write!(
+                out,
+                r#"<g class="link-change"><line x1="{a:.1}" y1="{y0}" x2="{a:.1}" y2="{y1}" stroke="{CHANGE}" stroke-dasharray="2 2"/></g>"#,
+                y0 = f.y0,
+                y1 = f.y1,
+            );
+        }
+    }
+}
+
+fn draw_hlines(out: &mut String, f: &Frame, p: &Plot, sy: &dyn Fn(f64) -> f64) {
+    for h in &p.hlines {
+        let y = sy(h.y);
+        let _ = write!(
+            out,
+            r#"<g class="ceiling"><line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="{c}" stroke-width="1.5" stroke-dasharray="6 4"/></g>"#,
+            x0 = f.x0,
+            x1 = f.x1,
+            c = esc(&h.color),
+        );
+    }
+}
+
+/// The pieces of a polyline inside `[0, ymax]`: a segment leaving the top ends where it
+/// crosses it.
+fn clip_polyline(pts: &[(f64, f64)], ymax: f64) -> Vec<Vec<(f64, f64)>> {
+    let mut parts: Vec<Vec<(f64, f64)>> = Vec::new();
+    let mut cur: Vec<(f64, f64)> = Vec::new();
+    for w in 0..pts.len() {
+        let (x, y) = pts[w];
+        let inside = y <= ymax;
+        if w > 0 {
+            let (px, py) = pts[w - 1];
+            if (py <= ymax) != inside {
+                let t = (ymax - py) / (y - py);
+                cur.push((px + (x - px) * t, ymax));
+                if !inside {
+                    parts.push(std::mem::take(&mut cur));
+                }
+            }
+        }
+        if inside {
+            cur.push((x, y));
+        }
+    }
+    if !cur.is_empty() {
+        parts.push(cur);
+    }
+    parts
+}
+
+fn draw_line(out: &mut String, f: &Frame, l: &Line, sx: &dyn Fn(f64) -> Option<f64>, ymax: f64) {
+    let c = PALETTE[l.color % PALETTE.len()];
+    let py = |y: f64| f.y1 - (y.clamp(0.0, ymax) / ymax) * (f.y1 - f.y0);
+    let pix: Vec<(f64, f64)> = l
+        .points
+        .iter()
+        .filter(|q| q.1.is_finite())
+        .filter_map(|q| Some((sx(q.0)?, q.1)))
+        .collect();
+    if pix.is_empty() {
+        return;
+    }
+    let dash = if l.dashed {
+        r#" stroke-dasharray="3 3""#
+    } else {
+        ""
+    };
+    out.push_str(r#"<g class="series">"#);
+    let parts = if l.dashed {
+        clip_polyline(&pix, ymax)
+    } else {
+        vec![pix.clone()]
+    };
+    for part in parts.iter().filter(|p| p.len() >= 2 && !l.unjoined) {
+        let pts: Vec<String> = part
+            .iter()
+            .map(|(x, y)| format!("{x:.1},{:.1}", py(*y)))
+            .collect();
+        let _ = write!(
+            out,
+            r#"<polyline points="{}" fill="none" stroke="{c}" stroke-width="2"{dash}/>"#,
+            pts.join(" ")
+        );
+    }
+    if !l.dashed {
+        for (i, q) in l.points.iter().enumerate() {
+            let Some(x) = sx(q.0).filter(|_| q.1.is_finite()) else {
+                continue;
+            };
+            if let Some(&(lo, hi)) = l.errors.get(i) {
+                let _ = write!(
+                    out,
+                    r#"<line class="interval" x1="{x:.1}" y1="{a:.1}" x2="{x:.1}" y2="{b:.1}" stroke="{c}"/>"#,
+                    a = py(lo),
+                    b = py(hi)
+                );
+            }
+            let _ = write!(
+                out,
+                r#"<circle cx="{x:.1}" cy="{:.1}" r="3.5" fill="{c}"/>"#,
+                py(q.1)
+            );
+        }
+        for q in &l.samples {
+            if let Some(x) = sx(q.0).filter(|_| q.1.is_finite() && q.1 <= ymax) {
+                let _ = write!(
+                    out,
+                    r#"<circle class="sample" cx="{:.1}" cy="{:.1}" r="2" fill="none" stroke="{c}"/>"#,
+                    x + 6.0,
+                    py(q.1)
+                );
+            }
+        }
+    }
+    out.push_str("</g>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plot_draws_points_lines_and_legend() {
+        let p = Plot {
+            title: "t <&>".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            lines: vec![Line {
+                name: "a".into(),
+                points: vec![(0.0, 1.0), (1.0, 2.0)],
+                errors: vec![(0.5, 1.5), (1.5, 2.5)],
+                ..Default::default()
+            }],
+            hlines: vec![HLine {
+                y: 3.0,
+                label: "link rate".into(),
+                color: "#000".into(),
+            }],
+            ..Default::default()
+        };
+        let s = plot(&p);
+        assert!(s.starts_with("<svg") && s.ends_with("</svg>"));
+        assert!(s.contains("t &lt;&amp;&gt;"));
+        assert_eq!(s.matches("<circle").count(), 2);
+        assert!(s.contains(">link rate</text>"));
+        assert!(plot(&Plot::default()).contains("no data"));
+    }
+
+    /// Issue #14: one repetition stalled at 1.2 Mbit/s made a 95 % interval reaching far
+    /// above the link; the axis stays on the data and the interval is marked and named.
+    #[test]
+    fn an_interval_far_above_the_data_is_clipped_and_named() {
+        let p = Plot {
+            y_unit: "Mbit/s".into(),
+            lines: vec![Line {
+                name: "window=bdp".into(),
+                points: vec![(0.0, 42.0), (50.0, 42.5), (100.0, 28.9), (150.0, 42.0)],
+                errors: vec![(41.0, 43.0), (42.0, 43.0), (0.9, 7000.0), (41.0, 43.0)],
+                samples: vec![(100.0, 42.8), (100.0, 42.7), (100.0, 1.2)],
+                ..Default::default()
+            }],
+            hlines: vec![HLine {
+                y: 45.0,
+                label: "link rate".into(),
+                color: "#555".into(),
+            }],
+            ..Default::default()
+        };
+        let s = plot(&p);
+        assert_eq!(
+            s.matches("class=\"clipped\"").count(),
+            2,
+            "the bar and its note"
+        );
+        assert!(
+            s.contains(">window=bdp at 100: 95 %</text>")
+                && s.contains(">interval up to 7000 Mbit/s</text>"),
+            "{s}"
+        );
+        // The top tick is the next nice number above the link rate, not above 7000.
+        assert!(
+            s.contains(">50</text>") && !s.contains(">7000</text>"),
+            "{s}"
+        );
+        // The stalled repetition is drawn.
+        assert_eq!(s.matches("class=\"sample\"").count(), 3);
+    }
+
+    #[test]
+    fn log2_axis_ticks_at_powers_of_two() {
+        let p = Plot {
+            x_axis: XAxis::Log2,
+            x_format: Some(|v| nsperf_core::Bytes(v as u64).to_string()),
+            lines: vec![Line {
+                name: "a".into(),
+                points: vec![(4096.0, 1.0), (1048576.0, 2.0)],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let s = plot(&p);
+        assert!(
+            s.contains(">4 KiB</text>") && s.contains(">1 MiB</text>"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn dashed_curves_stop_at_the_axis_top() {
+        let parts = clip_polyline(&[(0.0, 1.0), (1.0, 3.0), (2.0, 1.0)], 2.0);
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0], [(0.0, 1.0), (0.5, 2.0)]);
+        assert_eq!(parts[1], [(1.5, 2.0), (2.0, 1.0)]);
+    }
+}
