@@ -174,3 +174,106 @@ fn series_bins_add_up() {
     assert!((total - s.connections[0].a_to_b.unique_bytes as f64).abs() < 1.0);
     assert!(series.iter().any(|i| i.stream == Some(1)));
 }
+
+/// A transfer seen in the middle of a path that drops nothing: segment `k` is sent again
+/// after a timeout although the original arrived (its ACK was only late), and the receiver
+/// reports the copy with a D-SACK block below its cumulative ACK (RFC 2883).
+fn spurious_timeout(n: usize, k: usize, dsack: bool) -> Vec<u8> {
+    let (isn_c, isn_s) = (1000u32, 5000u32);
+    let data = |t: i64, i: usize| {
+        (
+            t,
+            tcp_frame(&Seg {
+                src: C,
+                dst: S,
+                seq: isn_c + 1 + i as u32 * MSS,
+                ack: isn_s + 1,
+                flags: ACK,
+                window: 502,
+                len: MSS as usize,
+                ..Seg::default()
+            }),
+        )
+    };
+    let ack = |t: i64, upto: usize, sack: Option<(u32, u32)>| {
+        (
+            t,
+            tcp_frame(&Seg {
+                src: S,
+                dst: C,
+                seq: isn_s + 1,
+                ack: isn_c + 1 + upto as u32 * MSS,
+                flags: ACK,
+                window: 1000,
+                sack,
+                ..Seg::default()
+            }),
+        )
+    };
+    let mut pk = vec![
+        (
+            0,
+            tcp_frame(&Seg {
+                src: C,
+                dst: S,
+                seq: isn_c,
+                flags: SYN,
+                window: 64240,
+                syn_opts: Some((1460, 0)),
+                ..Seg::default()
+            }),
+        ),
+        (
+            RTT_NS,
+            tcp_frame(&Seg {
+                src: S,
+                dst: C,
+                seq: isn_s,
+                ack: isn_c + 1,
+                flags: SYN | ACK,
+                window: 65535,
+                syn_opts: Some((1460, 0)),
+                ..Seg::default()
+            }),
+        ),
+    ];
+    // One segment per RTT, each acknowledged an RTT later; the ACK of `k` is 3 RTTs late.
+    let mut t = RTT_NS + 1000;
+    for i in 0..n {
+        pk.push(data(t, i));
+        if i == k {
+            pk.push(data(t + 2 * RTT_NS, i));
+            let seg = isn_c + 1 + k as u32 * MSS;
+            pk.push(ack(t + 3 * RTT_NS, i + 1, None));
+            let d = dsack.then_some((seg, seg + MSS));
+            pk.push(ack(t + 3 * RTT_NS + 1000, i + 1, d));
+            t += 4 * RTT_NS;
+        } else {
+            pk.push(ack(t + RTT_NS, i + 1, None));
+            t += RTT_NS + 1000;
+        }
+    }
+    pk.sort_by_key(|p| p.0);
+    pcap(false, true, 1, &pk)
+}
+
+#[test]
+fn a_dsacked_retransmission_is_spurious_not_a_loss() {
+    let (s, _) = analyze_bytes(&spurious_timeout(40, 20, true), TraceConfig::default()).unwrap();
+    let c = &s.connections[0];
+    assert_eq!(c.a_to_b.retransmitted_packets, 1);
+    assert_eq!(c.a_to_b.spurious_retransmissions, 1, "{:?}", c.a_to_b);
+    assert_eq!(c.b_to_a.dsack_packets, 1);
+    let d = &c.diagnosis;
+    assert!(!d.message.contains("lost"), "{}", d.message);
+    assert_ne!(d.limit, Limit::Loss, "{d:?}");
+    // Without the D-SACK the capture cannot tell: the retransmission counts as a loss.
+    let (s, _) = analyze_bytes(&spurious_timeout(40, 20, false), TraceConfig::default()).unwrap();
+    let c = &s.connections[0];
+    assert_eq!(c.a_to_b.spurious_retransmissions, 0);
+    assert!(
+        c.diagnosis.message.contains("1 of 41 data segments lost"),
+        "{}",
+        c.diagnosis.message
+    );
+}

@@ -379,9 +379,6 @@ fn send(
         me.s.unique_bytes += sent.unique;
         if sent.rexmit {
             me.classify_retransmission(peer, t);
-            if me.acked_abs.is_some_and(|a| end <= a) {
-                me.s.spurious_retransmissions += 1;
-            }
         }
     }
     let seq_end_raw = seg.seq.wrapping_add(seq_len as u32);
@@ -455,6 +452,9 @@ fn acknowledge(me: &mut Half, peer: &mut Half, seg: &TcpSegment, t: i64) {
         };
         if below || inside {
             me.s.dsack_packets += 1;
+            if let (Some(l), Some(r)) = (peer.peek_seq(l), peer.peek_seq(r)) {
+                peer.dsacked(l, r);
+            }
         } else {
             dup = true;
         }

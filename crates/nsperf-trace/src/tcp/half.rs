@@ -27,6 +27,9 @@ const BUSY_SLACK_NS: i64 = 20_000;
 /// A hole filled this long after it opened was a loss before the capture point (not a
 /// reordering), unless the RTT says otherwise.
 const MIN_LATE_FILL_NS: i64 = 1_000_000;
+/// Retransmissions counted as losses, remembered until the receiver's D-SACK can say they
+/// were spurious.
+const REMEMBERED_REXMITS: usize = 16;
 
 /// A data segment awaiting its ACK.
 #[derive(Debug, Clone, Copy)]
@@ -114,8 +117,12 @@ pub(crate) struct Half {
     hole_opened_ns: Option<i64>,
     pub first_data_ns: Option<i64>,
     pub last_data_ns: Option<i64>,
-    /// Segments lost: retransmissions seen plus holes filled late (original not captured).
+    /// Segments lost: retransmissions seen plus holes filled late (original not captured),
+    /// less the retransmissions found spurious (already acknowledged, or D-SACKed).
     pub lost_segments: u64,
+    /// The last retransmissions counted as losses, `[start, end)`, for the D-SACK check.
+    rexmits: [Option<(u64, u64)>; REMEMBERED_REXMITS],
+    next_rexmit: usize,
     /// Largest raw window this side advertised (for the scale bound).
     pub window_raw_max: u16,
     pub frames: crate::tcp::frames::RecentFrames,
@@ -274,7 +281,9 @@ impl Half {
     }
 
     /// Adds `[start, end)` sent at `t` (a segment carrying `payload` bytes and `ctl` new
-    /// SYN/FIN slots) to the covered space: unique bytes, retransmissions, out-of-order.
+    /// SYN/FIN slots) to the covered space: unique bytes, retransmissions, out-of-order. A
+    /// retransmission of data the peer had already acknowledged is spurious: no loss, no
+    /// repair (Wireshark's "spurious retransmission").
     pub fn cover(&mut self, start: u64, end: u64, payload: u64, ctl: u64, t: i64) -> Sent {
         let had_holes = self.covered.len() > 1;
         let cov = self.covered.insert(start, end);
@@ -300,10 +309,16 @@ impl Half {
         }
         if cov.retransmitted > 0 {
             out.rexmit = true;
-            out.repair = true;
-            self.lost_segments += 1;
             self.s.retransmitted_packets += 1;
             self.s.retransmitted_bytes += cov.retransmitted;
+            if self.acked_abs.is_some_and(|a| end <= a) {
+                self.s.spurious_retransmissions += 1;
+            } else {
+                out.repair = true;
+                self.lost_segments += 1;
+                self.rexmits[self.next_rexmit] = Some((start, end));
+                self.next_rexmit = (self.next_rexmit + 1) % REMEMBERED_REXMITS;
+            }
         } else if !cov.out_of_order {
             if self.outstanding.len() >= MAX_OUTSTANDING {
                 self.outstanding.pop_front();
@@ -330,6 +345,21 @@ impl Half {
             self.repair_until = self.covered.max_end();
         }
         out
+    }
+
+    /// The peer reported `[left, right)` of this side's data as received twice (a D-SACK,
+    /// RFC 2883): a retransmission counted as a loss inside it was spurious — the original
+    /// arrived (RFC 3708) — and is a loss no more.
+    pub fn dsacked(&mut self, left: u64, right: u64) {
+        let hit = self
+            .rexmits
+            .iter_mut()
+            .find(|r| r.is_some_and(|(s, e)| s >= left && e <= right));
+        if let Some(r) = hit {
+            *r = None;
+            self.lost_segments = self.lost_segments.saturating_sub(1);
+            self.s.spurious_retransmissions += 1;
+        }
     }
 
     /// Classifies a retransmission sent at `t`: fast after three fresh duplicate ACKs,
