@@ -151,9 +151,59 @@ fn csv_json_xlsx_exports() {
     assert_eq!(io.get((0, 2)).unwrap().to_string(), "1 MiB");
     assert_eq!(io.get((2, 0)).unwrap().to_string(), "32 MiB");
     assert!(matches!(io.get((1, 1)), Some(calamine::Data::Float(_))));
-    // Native charts: one per step sheet with typed means, one per io matrix.
-    let has = |name: &str| bytes.windows(name.len()).any(|w| w == name.as_bytes());
-    assert!(has("xl/charts/chart1.xml") && has("xl/charts/chart3.xml"));
+    // Native charts: one per step sheet with typed means, two per io matrix (its lines and
+    // its iozone surface); every sheet has a frozen header row and autofilters.
+    let parts = xlsx_parts(&bytes);
+    let charts: Vec<&String> = parts
+        .iter()
+        .filter(|(n, _)| n.starts_with("xl/charts/chart"))
+        .map(|(_, x)| x)
+        .collect();
+    assert_eq!(charts.len(), 4, "{:?}", parts.keys());
+    let surface = charts
+        .iter()
+        .find(|x| x.contains("<c:surface3DChart>"))
+        .expect("a surface chart");
+    assert_eq!(surface.matches("<c:ser>").count(), 2, "one per file size");
+    assert!(
+        surface.contains("<a:t>seqread seqread: iozone surface (file size × record size)</a:t>")
+    );
+    assert!(
+        surface.contains("<c:f>'iozone seqread'!$B$3:$C$3</c:f>"),
+        "{surface}"
+    );
+    assert!(surface.contains("<c:serAx>") && surface.contains("<c:view3D>"));
+    // Its cached values are the sheet's cells.
+    let cell = match io.get((2, 2)) {
+        Some(calamine::Data::Float(v)) => *v,
+        v => panic!("{v:?}"),
+    };
+    assert!(surface.contains(&format!("<c:v>{cell}</c:v>")), "{cell}");
+    assert!(!charts.iter().any(|x| x.contains("placeholder")));
+    for (n, x) in parts
+        .iter()
+        .filter(|(n, _)| n.starts_with("xl/worksheets/sheet"))
+    {
+        assert!(
+            x.contains(r#"ySplit="1""#) && x.contains("<autoFilter "),
+            "{n}"
+        );
+    }
+}
+
+/// The XML parts of an XLSX package, by name.
+fn xlsx_parts(bytes: &[u8]) -> std::collections::BTreeMap<String, String> {
+    use std::io::Read;
+    let mut z = zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap();
+    (0..z.len())
+        .filter_map(|i| {
+            let mut f = z.by_index(i).unwrap();
+            let name = f.name().unwrap().into_owned();
+            let mut s = String::new();
+            f.read_to_string(&mut s).ok()?;
+            Some((name, s))
+        })
+        .collect()
 }
 
 /// Issue #13: a field holding a comma, a quote and a line break survives the CSV export.
@@ -267,34 +317,19 @@ fn attr(dom: &str, name: &str) -> Vec<u64> {
         .collect()
 }
 
-/// Opens the report in headless Chromium: its check script counts the drawn shapes of every
-/// chart, the test's layout script measures every text (issue #14: no two texts of a chart
-/// overlap, none is cut by the chart's edge), and a screenshot is saved under target/.
-#[test]
-fn browser_renders_every_chart_without_overlapping_or_cut_text() {
-    let Some(browser) = chromium() else {
-        skip::skip("browser test: no chromium on PATH (.ci/run installs the Debian package)");
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let store = experiment(dir.path());
-    let data = ExperimentData::load(&store, "latest").unwrap();
-    let html = String::from_utf8(exporter("html").unwrap().export(&data).unwrap()).unwrap();
-    let report = dir.path().join("report.html");
-    std::fs::write(&report, &html).unwrap();
-    let checked = dir.path().join("checked.html");
-    std::fs::write(
-        &checked,
-        html.replace("</body>", &format!("{LAYOUT_SCRIPT}</body>")),
-    )
-    .unwrap();
-    let url = format!("file://{}", checked.display());
+/// Opens `page` in headless Chromium with the layout script and returns the dumped DOM after
+/// checking that it ran and that every one of its charts drew something.
+fn layout_of(browser: &str, dir: &Path, page: &Path) -> String {
     let out = run_chromium(
         browser,
-        dir.path(),
-        &["--virtual-time-budget=5000", "--dump-dom", &url],
+        dir,
+        &[
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            &format!("file://{}", page.display()),
+        ],
     );
-    let dom = String::from_utf8_lossy(&out.stdout);
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         dom.contains("data-charts=") && dom.contains("data-overlaps="),
         "chromium did not run the page: {}\n{}",
@@ -302,7 +337,6 @@ fn browser_renders_every_chart_without_overlapping_or_cut_text() {
         String::from_utf8_lossy(&out.stderr)
     );
     let charts = attr(&dom, "data-charts")[0];
-    assert!(charts >= 6, "{charts} charts");
     assert_eq!(
         attr(&dom, "data-charts-drawn"),
         vec![charts],
@@ -311,28 +345,43 @@ fn browser_renders_every_chart_without_overlapping_or_cut_text() {
     let drawn = attr(&dom, "data-drawn");
     assert_eq!(drawn.len() as u64, charts);
     assert!(drawn.iter().all(|&n| n > 0), "{drawn:?}");
+    dom
+}
+
+/// Asserts that the layout script found no two texts of a chart overlapping and none cut by
+/// its chart's edge.
+fn assert_clean_layout(dom: &str) {
     let problems = dom
         .split("<pre id=\"layout-problems\">")
         .nth(1)
         .and_then(|p| p.split("</pre>").next())
         .unwrap_or("");
-    assert!(
-        attr(&dom, "data-texts")[0] > 100,
-        "the texts were not measured"
-    );
     assert_eq!(
-        attr(&dom, "data-overlaps"),
+        attr(dom, "data-overlaps"),
         [0],
         "overlapping texts:\n{problems}"
     );
     assert_eq!(
-        attr(&dom, "data-cut"),
+        attr(dom, "data-cut"),
         [0],
         "texts cut by a chart's edge:\n{problems}"
     );
-    // The chart of `results compare` (the same plan run twice: every ratio near 1) passes
-    // the same checks.
-    let mut store = store;
+}
+
+/// Writes `html` to `dir/name` with the layout script added.
+fn with_layout_script(dir: &Path, name: &str, html: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(
+        &path,
+        html.replace("</body>", &format!("{LAYOUT_SCRIPT}</body>")),
+    )
+    .unwrap();
+    path
+}
+
+/// The page of `results compare` for the experiment in `store` and a second run of the same
+/// plan (every ratio near 1).
+fn compare_page(mut store: Store) -> String {
     let plan = Plan::parse(PLAN.as_bytes()).unwrap();
     let mut ex = MockExecutor::new(Box::new(value));
     run_plan(
@@ -355,62 +404,55 @@ fn browser_renders_every_chart_without_overlapping_or_cut_text() {
     );
     let rows = nsperf_results::stats::compare_groups((&ra, &ga), (&rb, &gb));
     assert_eq!(rows.len(), 10);
-    let cmp = dir.path().join("compare.html");
-    std::fs::write(
-        &cmp,
-        nsperf_report::compare_html(&ea, &eb, &rows)
-            .replace("</body>", &format!("{LAYOUT_SCRIPT}</body>")),
-    )
-    .unwrap();
-    let out = run_chromium(
-        browser,
-        dir.path(),
-        &[
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-            &format!("file://{}", cmp.display()),
-        ],
-    );
-    let dom = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        attr(&dom, "data-charts-drawn"),
-        [1],
-        "the compare chart drew nothing"
-    );
-    assert_eq!(attr(&dom, "data-overlaps"), [0], "{dom}");
-    assert_eq!(attr(&dom, "data-cut"), [0], "{dom}");
-    // The layout script finds what it looks for: the same page with two texts on one
-    // another and one past the chart's left edge.
-    let broken = dir.path().join("broken.html");
-    let bad = r#"<text x="300" y="200">overlap</text><text x="302" y="201">overlap</text><text x="-40" y="30">cut</text></svg>"#;
-    std::fs::write(
-        &broken,
-        std::fs::read_to_string(&checked)
-            .unwrap()
-            .replacen("</svg>", bad, 1),
-    )
-    .unwrap();
-    let out = run_chromium(
-        browser,
-        dir.path(),
-        &[
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-            &format!("file://{}", broken.display()),
-        ],
-    );
-    let dom = String::from_utf8_lossy(&out.stdout);
+    nsperf_report::compare_html(&ea, &eb, &rows)
+}
+
+/// Opens the report in headless Chromium: its check script counts the drawn shapes of every
+/// chart, the test's layout script measures every text (issue #14: no two texts of a chart
+/// overlap, none is cut by the chart's edge), the same for the page of `results compare`, and
+/// a screenshot is saved under target/.
+#[test]
+fn browser_renders_every_chart_without_overlapping_or_cut_text() {
+    let Some(browser) = chromium() else {
+        skip::skip("browser test: no chromium on PATH (.ci/run installs the Debian package)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = experiment(dir.path());
+    let data = ExperimentData::load(&store, "latest").unwrap();
+    let html = String::from_utf8(exporter("html").unwrap().export(&data).unwrap()).unwrap();
+    let report = dir.path().join("report.html");
+    std::fs::write(&report, &html).unwrap();
+    let checked = with_layout_script(dir.path(), "checked.html", &html);
+    let dom = layout_of(browser, dir.path(), &checked);
+    assert!(attr(&dom, "data-charts")[0] >= 6);
     assert!(
-        attr(&dom, "data-overlaps")[0] >= 1,
-        "an overlap went unseen"
+        attr(&dom, "data-texts")[0] > 100,
+        "the texts were not measured"
     );
-    assert!(attr(&dom, "data-cut")[0] >= 1, "a cut text went unseen");
+    assert_clean_layout(&dom);
     // No template is left unresolved outside the plan's own text.
     let body = html.split("<h2>Plan</h2>").next().unwrap();
     assert!(
         !body.contains("{bdp}"),
         "an unresolved template in the report"
     );
+
+    let cmp = with_layout_script(dir.path(), "compare.html", &compare_page(store));
+    let dom = layout_of(browser, dir.path(), &cmp);
+    assert_eq!(attr(&dom, "data-charts"), [1], "the compare chart");
+    assert_clean_layout(&dom);
+
+    // The layout script finds what it looks for: the report with two texts on one another
+    // and one past the chart's left edge.
+    let bad = r#"<text x="300" y="200">overlap</text><text x="302" y="201">overlap</text><text x="-40" y="30">cut</text></svg>"#;
+    let broken = with_layout_script(dir.path(), "broken.html", &html.replacen("</svg>", bad, 1));
+    let dom = layout_of(browser, dir.path(), &broken);
+    assert!(
+        attr(&dom, "data-overlaps")[0] >= 1,
+        "an overlap went unseen"
+    );
+    assert!(attr(&dom, "data-cut")[0] >= 1, "a cut text went unseen");
 
     let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/report-screenshots");
     std::fs::create_dir_all(&shots).unwrap();

@@ -44,7 +44,13 @@ pub fn bars(b: &Bars) -> String {
     let probe = frame(title.len(), 0.0, false, side.height());
     let n = b.categories.len().max(1) as f64;
     let gw = (probe.x1 - probe.x0) / n;
-    let lay = fit_ticks(&b.categories, gw, true);
+    let ticks: Vec<(f64, String)> = b
+        .categories
+        .iter()
+        .enumerate()
+        .map(|(ci, c)| (probe.x0 + gw * (ci as f64 + 0.5), c.clone()))
+        .collect();
+    let lay = fit_ticks(&ticks, gw, true);
     let f = frame(title.len(), lay.height, false, side.height());
     let sy = |y: f64| f.y1 - (y.clamp(0.0, ymax) / ymax) * (f.y1 - f.y0);
     let mut out = String::new();
@@ -81,13 +87,7 @@ pub fn bars(b: &Bars) -> String {
             );
         }
     }
-    let ticks: Vec<(f64, String)> = b
-        .categories
-        .iter()
-        .enumerate()
-        .map(|(ci, c)| (f.x0 + gw * (ci as f64 + 0.5), c.clone()))
-        .collect();
-    draw_x_ticks(&mut out, &ticks, f.y1, lay);
+    draw_x_ticks(&mut out, &ticks, f.y1, &lay);
     side.draw(&mut out, &f);
     out.push_str("</svg>");
     out

@@ -59,7 +59,13 @@ pub fn heatmap(h: &Heatmap) -> String {
     let probe = frame(title.len(), 0.0, true, side.height());
     let nc = h.cols.len().max(1) as f64;
     let cw = (probe.x1 - probe.x0) / nc;
-    let lay = fit_ticks(&h.cols, cw, true);
+    let ticks: Vec<(f64, String)> = h
+        .cols
+        .iter()
+        .enumerate()
+        .map(|(ci, c)| (probe.x0 + cw * (ci as f64 + 0.5), c.clone()))
+        .collect();
+    let lay = fit_ticks(&ticks, cw, true);
     let f = frame(title.len(), lay.height, true, side.height());
     let mut out = String::new();
     open(&mut out, &h.title, &title, "heatmap", f.height);
@@ -94,13 +100,7 @@ pub fn heatmap(h: &Heatmap) -> String {
             l = esc(l)
         );
     }
-    let ticks: Vec<(f64, String)> = h
-        .cols
-        .iter()
-        .enumerate()
-        .map(|(ci, c)| (f.x0 + cw * (ci as f64 + 0.5), c.clone()))
-        .collect();
-    super::draw_x_ticks(&mut out, &ticks, f.y1, lay);
+    super::draw_x_ticks(&mut out, &ticks, f.y1, &lay);
     side.draw(&mut out, &f);
     out.push_str("</svg>");
     out

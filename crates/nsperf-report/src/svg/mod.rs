@@ -18,13 +18,17 @@
 
 mod bars;
 mod heatmap;
+mod marks;
 mod plot;
+mod ticks;
 
 use std::fmt::Write;
 
 pub use bars::{Bars, bars};
 pub use heatmap::{Heatmap, heatmap};
-pub use plot::{HLine, Line, Marker, Plot, XAxis, XEvent, plot};
+pub use marks::{HLine, Line, Marker, XEvent};
+pub use plot::{Plot, XAxis, plot};
+pub(crate) use ticks::{draw_x_ticks, fit_ticks};
 
 /// Width of every chart (the height follows from its content).
 pub const W: f64 = 900.0;
@@ -326,87 +330,6 @@ pub(crate) fn plot_top(n: usize) -> f64 {
     12.0 + n as f64 * (TITLE_FONT + 3.0) + 12.0
 }
 
-/// How x tick labels are drawn: every `step`-th, rotated or not; and the room they take
-/// under the axis.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct TickLayout {
-    pub(crate) step: usize,
-    pub(crate) rotate: bool,
-    pub(crate) height: f64,
-}
-
-/// Fits labels into slots of `slot` px: horizontal when the widest fits; numbers thinned to
-/// every other one when that is enough; else rotated 40° (labels then need only a line's
-/// height of width each), thinned to every k-th when even that is too dense. Categories are
-/// rotated before they are thinned (each names a bar or a point).
-pub(crate) fn fit_ticks(labels: &[String], slot: f64, categories: bool) -> TickLayout {
-    let widest = labels
-        .iter()
-        .map(|l| text_width(l, FONT))
-        .fold(0.0, f64::max);
-    if widest + 6.0 <= slot {
-        return TickLayout {
-            step: 1,
-            rotate: false,
-            height: FONT + 8.0,
-        };
-    }
-    // Horizontal but thinned, when few enough labels remain readable.
-    let k = ((widest + 6.0) / slot).ceil().max(1.0) as usize;
-    if k <= 2 && !categories {
-        return TickLayout {
-            step: k,
-            rotate: false,
-            height: FONT + 8.0,
-        };
-    }
-    // Rotated 40°: each label needs a line's height across the axis (sin 40° of it).
-    let need = (FONT + 3.0) / 40f64.to_radians().sin();
-    let step = (need / slot).ceil().max(1.0) as usize;
-    let longest = widest.min(170.0);
-    TickLayout {
-        step,
-        rotate: true,
-        height: longest * 40f64.to_radians().sin() + FONT + 10.0,
-    }
-}
-
-/// Draws x tick labels at `xs` under the axis at `y`.
-pub(crate) fn draw_x_ticks(out: &mut String, ticks: &[(f64, String)], y: f64, lay: TickLayout) {
-    for (i, (x, l)) in ticks.iter().enumerate() {
-        let _ = write!(
-            out,
-            r##"<line x1="{x:.1}" y1="{y}" x2="{x:.1}" y2="{y2}" stroke="#333"/>"##,
-            y2 = y + 5.0
-        );
-        if i % lay.step != 0 {
-            continue;
-        }
-        if lay.rotate {
-            // Rotated, a label reaches left of its tick by its width × cos 40°: cut it to
-            // what fits between the tick and the chart's left edge (and 170 px).
-            let room = ((x - 16.0) / 40f64.to_radians().cos()).min(170.0);
-            let mut t = l.clone();
-            while text_width(&t, FONT) > room && t.chars().count() > 2 {
-                t = clip(&t, t.chars().count() - 1);
-            }
-            let l = esc(&t);
-            let _ = write!(
-                out,
-                r#"<text class="tick" x="{x:.1}" y="{ty:.1}" text-anchor="end" font-size="{FONT}" transform="rotate(-40 {x:.1} {ty:.1})">{l}</text>"#,
-                ty = y + 12.0
-            );
-        } else {
-            let l = esc(&clip(l, 30));
-            let _ = write!(
-                out,
-                r#"<text class="tick" x="{x:.1}" y="{ty:.1}" text-anchor="middle" font-size="{FONT}">{l}</text>"#,
-                ty = y + 17.0
-            );
-        }
-    }
-}
-
 /// Draws the axes, the y grid with its tick labels (`ticks` in data units, `sy` to pixels),
 /// and both axis titles.
 pub(crate) fn draw_axes(
@@ -498,17 +421,5 @@ mod tests {
         assert_eq!(lines.join(" "), s);
         let long = wrap(&"x".repeat(200), 100.0, 11.0);
         assert!(text_width(&long[0], 11.0) <= 100.0);
-    }
-
-    #[test]
-    fn dense_tick_labels_rotate_and_thin() {
-        let few: Vec<String> = ["0 ms", "50 ms"].map(String::from).to_vec();
-        assert!(!fit_ticks(&few, 100.0, false).rotate);
-        assert!(fit_ticks(&few, 40.0, true).rotate);
-        let many: Vec<String> = (0..40)
-            .map(|i| format!("rtt={i} ms, window=64 KiB"))
-            .collect();
-        let lay = fit_ticks(&many, 15.0, true);
-        assert!(lay.rotate && lay.step >= 2 && lay.height > 60.0, "{lay:?}");
     }
 }

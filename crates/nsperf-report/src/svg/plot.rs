@@ -4,64 +4,11 @@
 
 use std::fmt::Write;
 
+use super::marks::{HLine, Line, Marker, XEvent};
 use super::{
-    Frame, PALETTE, Side, Swatch, arrow, draw_axes, draw_x_ticks, esc, fit_ticks, frame,
-    nice_ticks, open, short, title_lines,
+    Frame, PALETTE, Side, Swatch, arrow, draw_axes, draw_x_ticks, fit_ticks, frame, nice_ticks,
+    open, short, title_lines,
 };
-
-/// A series of points, optionally with error bars `(lo, hi)` and the repetitions behind
-/// each point.
-#[derive(Debug, Clone, Default)]
-pub struct Line {
-    /// Legend label.
-    pub name: String,
-    /// `(x, y)` points, in x order.
-    pub points: Vec<(f64, f64)>,
-    /// Error bar per point (same length as `points`, or empty).
-    pub errors: Vec<(f64, f64)>,
-    /// The single values behind the points (`(x, y)`, repetitions), drawn as small rings.
-    pub samples: Vec<(f64, f64)>,
-    /// Dashed (for theoretical curves): left out of the y range, clipped at the axis top.
-    pub dashed: bool,
-    /// Colour index into [`PALETTE`]; theoretical curves usually share their series' colour.
-    pub color: usize,
-    /// Points only, no line between them (categories that are not a sequence).
-    pub unjoined: bool,
-}
-
-/// A horizontal reference line (a ceiling, a mean), labelled in the legend.
-#[derive(Debug, Clone)]
-pub struct HLine {
-    /// y value.
-    pub y: f64,
-    /// Label, in the legend.
-    pub label: String,
-    /// CSS colour.
-    pub color: String,
-}
-
-/// A ringed point (a peak), labelled in the legend.
-#[derive(Debug, Clone)]
-pub struct Marker {
-    /// x.
-    pub x: f64,
-    /// y.
-    pub y: f64,
-    /// Label, in the legend.
-    pub label: String,
-}
-
-/// Something that happened on the x axis (time): a shaded span (a link outage) or, without
-/// an end, a dashed vertical line (a link change); its label goes to the legend.
-#[derive(Debug, Clone)]
-pub struct XEvent {
-    /// Where it starts.
-    pub from: f64,
-    /// Where a span ends; `None` for an instant.
-    pub to: Option<f64>,
-    /// Label, in the legend.
-    pub label: String,
-}
 
 /// The x axis of a plot.
 #[derive(Debug, Clone, Default)]
@@ -211,6 +158,103 @@ impl XScale {
     }
 }
 
+/// What lies beyond the axis top, to mark with an arrow and name in the legend: (x, colour,
+/// note).
+fn beyond_top(p: &Plot, ymax: f64) -> Vec<(f64, usize, String)> {
+    let mut beyond: Vec<(f64, usize, String)> = Vec::new();
+    for l in p.lines.iter().filter(|l| !l.dashed) {
+        for (i, q) in l.points.iter().enumerate() {
+            let note = if q.1 > ymax {
+                format!(
+                    "{} at {}: {} {} (off the axis)",
+                    l.name,
+                    p.x_text(q.0),
+                    short(q.1),
+                    p.y_unit
+                )
+            } else if let Some(e) = l.errors.get(i).filter(|e| e.1 > ymax) {
+                format!(
+                    "{} at {}: 95 % interval up to {} {}",
+                    l.name,
+                    p.x_text(q.0),
+                    short(e.1),
+                    p.y_unit
+                )
+            } else {
+                continue;
+            };
+            beyond.push((q.0, l.color, note));
+        }
+        for q in l.samples.iter().filter(|q| q.1 > ymax) {
+            beyond.push((
+                q.0,
+                l.color,
+                format!(
+                    "{}: a repetition at {} {} (at {}, off the axis)",
+                    l.name,
+                    short(q.1),
+                    p.y_unit,
+                    p.x_text(q.0)
+                ),
+            ));
+        }
+    }
+    beyond
+}
+
+/// The side column of a plot: its series, reference lines, markers, what lies beyond the
+/// axis top, its events and its notes.
+fn legend(p: &Plot, beyond: &[(f64, usize, String)]) -> Side {
+    let mut side = Side::default();
+    let mut samples_shown = false;
+    for l in &p.lines {
+        side.add(
+            Swatch::Line(PALETTE[l.color % PALETTE.len()].into(), l.dashed),
+            &l.name,
+        );
+        if !l.samples.is_empty() && !samples_shown {
+            side.add(Swatch::Dots("#555".into()), "single repetitions");
+            samples_shown = true;
+        }
+    }
+    for h in &p.hlines {
+        side.add(Swatch::Line(h.color.clone(), true), &h.label);
+    }
+    for m in &p.markers {
+        side.add(Swatch::Ring, &m.label);
+    }
+    for (_, _, n) in beyond {
+        side.add(Swatch::Arrow, n);
+    }
+    for e in &p.events {
+        let sw = match e.to {
+            Some(_) => Swatch::Box(super::marks::OUTAGE.into()),
+            None => Swatch::Line(super::marks::CHANGE.into(), true),
+        };
+        side.add(sw, &e.label);
+    }
+    for n in &p.notes {
+        side.add(Swatch::None, n);
+    }
+    side
+}
+
+/// The x ticks of a plot in the frame `f` (x in px, label), and the px between two.
+fn x_ticks(p: &Plot, xs: &XScale, f: &Frame) -> (Vec<(f64, String)>, f64) {
+    let px = |x: f64| xs.pos(x).map(|t| f.x0 + t * (f.x1 - f.x0));
+    let ticks: Vec<(f64, String)> = xs
+        .ticks(p)
+        .into_iter()
+        .filter_map(|t| Some((px(t)?, p.x_text(t))))
+        .collect();
+    let slot = match (&p.x_axis, ticks.as_slice()) {
+        (XAxis::Categories(_), _) => (f.x1 - f.x0) / (xs.hi - xs.lo),
+        (_, [a, b, ..]) => b.0 - a.0,
+        _ => f.x1 - f.x0,
+    };
+    (ticks, slot.abs().max(1.0))
+}
+
 /// Renders a plot. A plot without any point still renders, with a "no data" note.
 pub fn plot(p: &Plot) -> String {
     let title = title_lines(&p.title);
@@ -235,98 +279,12 @@ pub fn plot(p: &Plot) -> String {
         .collect();
     let refs: Vec<f64> = p.hlines.iter().map(|h| h.y).collect();
     let ymax = y_top(&range, &refs);
-    // What lies beyond the axis top, to mark and name.
-    let mut beyond: Vec<(f64, usize, String)> = Vec::new();
-    for l in p.lines.iter().filter(|l| !l.dashed) {
-        for (i, q) in l.points.iter().enumerate() {
-            if q.1 > ymax {
-                beyond.push((
-                    q.0,
-                    l.color,
-                    format!(
-                        "{} at {}: {} {} (off the axis)",
-                        l.name,
-                        p.x_text(q.0),
-                        short(q.1),
-                        p.y_unit
-                    ),
-                ));
-            } else if let Some(e) = l.errors.get(i).filter(|e| e.1 > ymax) {
-                beyond.push((
-                    q.0,
-                    l.color,
-                    format!(
-                        "{} at {}: 95 % interval up to {} {}",
-                        l.name,
-                        p.x_text(q.0),
-                        short(e.1),
-                        p.y_unit
-                    ),
-                ));
-            }
-        }
-        for q in l.samples.iter().filter(|q| q.1 > ymax) {
-            beyond.push((
-                q.0,
-                l.color,
-                format!(
-                    "{}: a repetition at {} {} (at {}, off the axis)",
-                    l.name,
-                    short(q.1),
-                    p.y_unit,
-                    p.x_text(q.0)
-                ),
-            ));
-        }
-    }
-    let mut side = Side::default();
-    let mut samples_shown = false;
-    for l in &p.lines {
-        side.add(
-            Swatch::Line(PALETTE[l.color % PALETTE.len()].into(), l.dashed),
-            &l.name,
-        );
-        if !l.samples.is_empty() && !samples_shown {
-            side.add(Swatch::Dots("#555".into()), "single repetitions");
-            samples_shown = true;
-        }
-    }
-    for h in &p.hlines {
-        side.add(Swatch::Line(h.color.clone(), true), &h.label);
-    }
-    for m in &p.markers {
-        side.add(Swatch::Ring, &m.label);
-    }
-    for (_, _, n) in &beyond {
-        side.add(Swatch::Arrow, n);
-    }
-    for e in &p.events {
-        let sw = match e.to {
-            Some(_) => Swatch::Box(OUTAGE.into()),
-            None => Swatch::Line(CHANGE.into(), true),
-        };
-        side.add(sw, &e.label);
-    }
-    for n in &p.notes {
-        side.add(Swatch::None, n);
-    }
-    let ticks: Vec<f64> = xs.ticks(p);
-    let labels: Vec<String> = ticks.iter().map(|t| p.x_text(*t)).collect();
+    let beyond = beyond_top(p, ymax);
+    let side = legend(p, &beyond);
+    // The x extent of the frame does not depend on its height: ticks are placed once.
     let probe = frame(title.len(), 0.0, true, side.height());
-    let slot = (probe.x1 - probe.x0) / (xs.hi - xs.lo)
-        * match &p.x_axis {
-            XAxis::Categories(_) => 1.0,
-            _ if ticks.len() >= 2 => {
-                xs.pos(ticks[1]).unwrap_or(0.0) * (xs.hi - xs.lo)
-                    - xs.pos(ticks[0]).unwrap_or(0.0) * (xs.hi - xs.lo)
-            }
-            _ => xs.hi - xs.lo,
-        };
-    let lay = fit_ticks(
-        &labels,
-        slot.abs().max(1.0),
-        matches!(p.x_axis, XAxis::Categories(_)),
-    );
+    let (xt, slot) = x_ticks(p, &xs, &probe);
+    let lay = fit_ticks(&xt, slot, matches!(p.x_axis, XAxis::Categories(_)));
     let f = frame(
         title.len(),
         lay.height,
@@ -342,16 +300,13 @@ pub fn plot(p: &Plot) -> String {
         .map(|t| (sy(t), short(t)))
         .collect();
     draw_axes(&mut out, &f, &y_ticks, &p.x_label, &p.y_label, lay.height);
-    let xt: Vec<(f64, String)> = ticks
-        .iter()
-        .zip(labels)
-        .filter_map(|(t, l)| Some((sx(*t)?, l)))
-        .collect();
-    draw_x_ticks(&mut out, &xt, f.y1, lay);
-    draw_events(&mut out, &f, &p.events, &xs);
-    draw_hlines(&mut out, &f, p, &sy);
+    draw_x_ticks(&mut out, &xt, f.y1, &lay);
+    super::marks::draw_events(&mut out, &f, &p.events, &|x| {
+        xs.pos(x).map(|t| f.x0 + t.clamp(0.0, 1.0) * (f.x1 - f.x0))
+    });
+    super::marks::draw_hlines(&mut out, &f, &p.hlines, &sy);
     for l in &p.lines {
-        draw_line(&mut out, &f, l, &sx, ymax);
+        super::marks::draw_line(&mut out, &f, l, &sx, ymax);
     }
     for m in &p.markers {
         if let Some(x) = sx(m.x) {
@@ -370,149 +325,6 @@ pub fn plot(p: &Plot) -> String {
     side.draw(&mut out, &f);
     out.push_str("</svg>");
     out
-}
-
-/// Colour of a shaded outage, of a link-change line.
-const OUTAGE: &str = "rgba(214,39,40,0.18)";
-const CHANGE: &str = "#9467bd";
-
-/// Shades outages (class `outage`) and marks changes (class `link-change`), clipped to the x
-/// range; their labels are in the legend.
-fn draw_events(out: &mut String, f: &Frame, events: &[XEvent], xs: &XScale) {
-    let at = |x: f64| {
-        let t = xs.pos(x)?.clamp(0.0, 1.0);
-        Some(f.x0 + t * (f.x1 - f.x0))
-    };
-    for e in events {
-        let end = e.to.unwrap_or(e.from);
-        let (Some(a), Some(b)) = (at(e.from), at(end)) else {
-            continue;
-        };
-        if e.to.is_some() {
-            let _ = write!(
-                out,
-                r#"<g class="outage"><rect x="{a:.1}" y="{y0}" width="{w:.1}" height="{h:.1}" fill="{OUTAGE}"/></g>"#,
-                y0 = f.y0,
-                w = (b - a).max(1.0),
-                h = f.y1 - f.y0,
-            );
-        } else {
-            let _ = write!(
-                out,
-                r#"<g class="link-change"><line x1="{a:.1}" y1="{y0}" x2="{a:.1}" y2="{y1}" stroke="{CHANGE}" stroke-dasharray="2 2"/></g>"#,
-                y0 = f.y0,
-                y1 = f.y1,
-            );
-        }
-    }
-}
-
-fn draw_hlines(out: &mut String, f: &Frame, p: &Plot, sy: &dyn Fn(f64) -> f64) {
-    for h in &p.hlines {
-        let y = sy(h.y);
-        let _ = write!(
-            out,
-            r#"<g class="ceiling"><line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="{c}" stroke-width="1.5" stroke-dasharray="6 4"/></g>"#,
-            x0 = f.x0,
-            x1 = f.x1,
-            c = esc(&h.color),
-        );
-    }
-}
-
-/// The pieces of a polyline inside `[0, ymax]`: a segment leaving the top ends where it
-/// crosses it.
-fn clip_polyline(pts: &[(f64, f64)], ymax: f64) -> Vec<Vec<(f64, f64)>> {
-    let mut parts: Vec<Vec<(f64, f64)>> = Vec::new();
-    let mut cur: Vec<(f64, f64)> = Vec::new();
-    for w in 0..pts.len() {
-        let (x, y) = pts[w];
-        let inside = y <= ymax;
-        if w > 0 {
-            let (px, py) = pts[w - 1];
-            if (py <= ymax) != inside {
-                let t = (ymax - py) / (y - py);
-                cur.push((px + (x - px) * t, ymax));
-                if !inside {
-                    parts.push(std::mem::take(&mut cur));
-                }
-            }
-        }
-        if inside {
-            cur.push((x, y));
-        }
-    }
-    if !cur.is_empty() {
-        parts.push(cur);
-    }
-    parts
-}
-
-fn draw_line(out: &mut String, f: &Frame, l: &Line, sx: &dyn Fn(f64) -> Option<f64>, ymax: f64) {
-    let c = PALETTE[l.color % PALETTE.len()];
-    let py = |y: f64| f.y1 - (y.clamp(0.0, ymax) / ymax) * (f.y1 - f.y0);
-    let pix: Vec<(f64, f64)> = l
-        .points
-        .iter()
-        .filter(|q| q.1.is_finite())
-        .filter_map(|q| Some((sx(q.0)?, q.1)))
-        .collect();
-    if pix.is_empty() {
-        return;
-    }
-    let dash = if l.dashed {
-        r#" stroke-dasharray="3 3""#
-    } else {
-        ""
-    };
-    out.push_str(r#"<g class="series">"#);
-    let parts = if l.dashed {
-        clip_polyline(&pix, ymax)
-    } else {
-        vec![pix.clone()]
-    };
-    for part in parts.iter().filter(|p| p.len() >= 2 && !l.unjoined) {
-        let pts: Vec<String> = part
-            .iter()
-            .map(|(x, y)| format!("{x:.1},{:.1}", py(*y)))
-            .collect();
-        let _ = write!(
-            out,
-            r#"<polyline points="{}" fill="none" stroke="{c}" stroke-width="2"{dash}/>"#,
-            pts.join(" ")
-        );
-    }
-    if !l.dashed {
-        for (i, q) in l.points.iter().enumerate() {
-            let Some(x) = sx(q.0).filter(|_| q.1.is_finite()) else {
-                continue;
-            };
-            if let Some(&(lo, hi)) = l.errors.get(i) {
-                let _ = write!(
-                    out,
-                    r#"<line class="interval" x1="{x:.1}" y1="{a:.1}" x2="{x:.1}" y2="{b:.1}" stroke="{c}"/>"#,
-                    a = py(lo),
-                    b = py(hi)
-                );
-            }
-            let _ = write!(
-                out,
-                r#"<circle cx="{x:.1}" cy="{:.1}" r="3.5" fill="{c}"/>"#,
-                py(q.1)
-            );
-        }
-        for q in &l.samples {
-            if let Some(x) = sx(q.0).filter(|_| q.1.is_finite() && q.1 <= ymax) {
-                let _ = write!(
-                    out,
-                    r#"<circle class="sample" cx="{:.1}" cy="{:.1}" r="2" fill="none" stroke="{c}"/>"#,
-                    x + 6.0,
-                    py(q.1)
-                );
-            }
-        }
-    }
-    out.push_str("</g>");
 }
 
 #[cfg(test)]
@@ -603,13 +415,5 @@ mod tests {
             s.contains(">4 KiB</text>") && s.contains(">1 MiB</text>"),
             "{s}"
         );
-    }
-
-    #[test]
-    fn dashed_curves_stop_at_the_axis_top() {
-        let parts = clip_polyline(&[(0.0, 1.0), (1.0, 3.0), (2.0, 1.0)], 2.0);
-        assert_eq!(parts.len(), 2);
-        assert_eq!(parts[0], [(0.0, 1.0), (0.5, 2.0)]);
-        assert_eq!(parts[1], [(1.5, 2.0), (2.0, 1.0)]);
     }
 }

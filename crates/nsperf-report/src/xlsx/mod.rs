@@ -4,14 +4,15 @@
 //! it. Every sheet has labelled headers with units, numeric cells, fitted column widths, a
 //! frozen header row and autofilters.
 //!
-//! rust_xlsxwriter has no surface chart type: the matrix is laid out as iozone's own
-//! spreadsheets are (file sizes down, record sizes across), so selecting it and inserting a
-//! surface chart in the spreadsheet program draws the iozone surface; the sheet draws one line
-//! per file size over the record sizes.
+//! The matrix is laid out as iozone's own spreadsheets are (file sizes down, record sizes
+//! across), with a line chart (one line per file size) and the iozone surface chart beside it;
+//! rust_xlsxwriter has no surface chart type, so [`surface`] puts it in the written package.
 
 use rust_xlsxwriter::{
     Chart, ChartType, ConditionalFormat3ColorScale, Format, Workbook, Worksheet,
 };
+
+mod surface;
 
 use crate::data::io_matrices;
 use crate::labels::{metric_label, metric_name, unit_for};
@@ -270,7 +271,7 @@ fn means_chart(
     chart.title().set_name(&format!(
         "{step}: {} vs {}",
         metric_name(&t.metric),
-        t.x_label
+        t.x_name
     ));
     chart.x_axis().set_name(&t.x_label);
     if t.log2 {
@@ -282,12 +283,14 @@ fn means_chart(
 }
 
 /// One sheet per io matrix: file sizes down, record sizes across, MiB/s (or the unit that
-/// fits), a colour scale, and a line per file size.
+/// fits), a colour scale, a line per file size, and the placeholder of its surface chart
+/// (returned, to be put in once the workbook is written).
 fn iozone_sheets(
     wb: &mut Workbook,
     data: &ExperimentData,
     taken: &mut Vec<String>,
-) -> Result<(), ReportError> {
+) -> Result<Vec<surface::Surface>, ReportError> {
+    let mut surfaces = Vec::new();
     for m in io_matrices(data) {
         let unit = unit_for("throughput_bytes_per_s", m.max());
         let phase = match m.phase {
@@ -332,8 +335,35 @@ fn iozone_sheets(
             .y_axis()
             .set_name(&metric_label("throughput_bytes_per_s", unit));
         ws.insert_chart(nr + 3, 0, &chart).map_err(x)?;
+        let s = surface::Surface {
+            key: format!("nsperf surface placeholder {}", surfaces.len() + 1),
+            title: format!(
+                "{} {}{phase}: iozone surface (file size × record size)",
+                m.step, m.workload
+            ),
+            sheet: name.clone(),
+            rows: m
+                .sizes
+                .iter()
+                .map(|s| nsperf_core::Bytes(*s).to_string())
+                .collect(),
+            cols: m
+                .records
+                .iter()
+                .map(|r| nsperf_core::Bytes(*r).to_string())
+                .collect(),
+            values: m
+                .values
+                .iter()
+                .map(|r| r.iter().map(|v| v.map(|v| v * unit.factor)).collect())
+                .collect(),
+            value_label: metric_label("throughput_bytes_per_s", unit),
+        };
+        chart.title().set_name(&s.key);
+        ws.insert_chart(nr + 20, 0, &chart).map_err(x)?;
+        surfaces.push(s);
     }
-    Ok(())
+    Ok(surfaces)
 }
 
 impl Exporter for XlsxExporter {
@@ -354,8 +384,8 @@ impl Exporter for XlsxExporter {
             taken.push(name.clone());
             step_sheet(&mut wb, data, &step, &name)?;
         }
-        iozone_sheets(&mut wb, data, &mut taken)?;
-        wb.save_to_buffer().map_err(x)
+        let surfaces = iozone_sheets(&mut wb, data, &mut taken)?;
+        surface::replace_placeholders(wb.save_to_buffer().map_err(x)?, &surfaces)
     }
 }
 
