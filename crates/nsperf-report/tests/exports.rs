@@ -73,18 +73,23 @@ fn experiment(dir: &Path) -> Store {
 }
 
 /// The experiment of `PLAN` run through `ex`.
-fn experiment_with(dir: &Path, mut ex: MockExecutor) -> Store {
+fn experiment_with(dir: &Path, ex: MockExecutor) -> Store {
     let mut store = Store::open(&dir.join("r.db")).unwrap();
+    run_into(&mut store, ex);
+    store
+}
+
+/// Runs `PLAN` through `ex` into `store`: one more experiment.
+fn run_into(store: &mut Store, mut ex: MockExecutor) {
     let plan = Plan::parse(PLAN.as_bytes()).unwrap();
     run_plan(
         &plan,
-        &mut store,
+        store,
         &mut ex,
         &RunOptions::default(),
         &mut NoProgress,
     )
     .unwrap();
-    store
 }
 
 #[test]
@@ -382,16 +387,7 @@ fn with_layout_script(dir: &Path, name: &str, html: &str) -> std::path::PathBuf 
 /// The page of `results compare` for the experiment in `store` and a second run of the same
 /// plan (every ratio near 1).
 fn compare_page(mut store: Store) -> String {
-    let plan = Plan::parse(PLAN.as_bytes()).unwrap();
-    let mut ex = MockExecutor::new(Box::new(value));
-    run_plan(
-        &plan,
-        &mut store,
-        &mut ex,
-        &RunOptions::default(),
-        &mut NoProgress,
-    )
-    .unwrap();
+    run_into(&mut store, MockExecutor::new(Box::new(value)));
     let (ea, eb) = (
         store.experiment("1").unwrap(),
         store.experiment("2").unwrap(),
