@@ -21,6 +21,7 @@ pub mod signal;
 pub mod stats;
 pub mod table;
 pub mod units;
+pub mod url;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use failure::Failure;

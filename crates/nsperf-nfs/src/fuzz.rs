@@ -6,8 +6,12 @@ use crate::proto::{self, Attr, FsInfo};
 use crate::rpc;
 use crate::xdr::XdrReader;
 
-/// Every reply decoder of the client on `data`: RPC reply header, then each result type.
+/// Every reply decoder of the client on `data`: RPC reply header, then each result type;
+/// and `data` as an `nfs://` URL (what the command line and plans hand the engine).
 pub fn reply(data: &[u8]) {
+    if let Ok(s) = std::str::from_utf8(data) {
+        let _ = s.parse::<crate::NfsUrl>();
+    }
     let mut r = XdrReader::new(data);
     let _ = rpc::parse_reply(&mut r);
     let rest = r.rest();

@@ -8,6 +8,15 @@
 use std::fmt;
 use std::str::FromStr;
 
+use nsperf_core::url::UrlRules;
+
+/// How `nfs://` URLs split.
+const RULES: UrlRules = UrlRules {
+    scheme: "nfs",
+    no_path: "no path after the host",
+    user_info: "user names are not supported",
+};
+
 /// A parsed `nfs://` URL.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct NfsUrl {
@@ -31,7 +40,7 @@ pub struct UrlError {
 impl NfsUrl {
     /// True when `s` looks like an NFS URL (so the CLI can route it to this parser).
     pub fn is_nfs_url(s: &str) -> bool {
-        s.len() >= 6 && s[..6].eq_ignore_ascii_case("nfs://")
+        RULES.matches(s)
     }
 
     /// The path's components.
@@ -51,61 +60,14 @@ impl FromStr for NfsUrl {
         if !NfsUrl::is_nfs_url(s) {
             return Err(bad("it does not start with nfs://"));
         }
-        let rest = &s[6..];
-        let slash = rest
-            .find('/')
-            .ok_or_else(|| bad("no path after the host"))?;
-        let (authority, path) = rest.split_at(slash);
-        if path.contains('?') || path.contains('#') {
-            return Err(bad("query and fragment parts are not supported"));
-        }
-        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-            let end = v6.find(']').ok_or_else(|| bad("unclosed [ in the host"))?;
-            let after = &v6[end + 1..];
-            let port = match after.strip_prefix(':') {
-                Some(p) => Some(p),
-                None if after.is_empty() => None,
-                None => return Err(bad("junk after ]")),
-            };
-            (&v6[..end], port)
-        } else {
-            match authority.rsplit_once(':') {
-                Some((h, p)) => (h, Some(p)),
-                None => (authority, None),
-            }
-        };
-        if host.is_empty() {
-            return Err(bad("no host"));
-        }
-        if host.contains('@') {
-            return Err(bad("user names are not supported"));
-        }
-        let port = match port {
-            Some(p) => Some(
-                p.parse::<u16>()
-                    .ok()
-                    .filter(|&p| p > 0)
-                    .ok_or_else(|| bad("the port is not 1..65535"))?,
-            ),
-            None => None,
-        };
-        let mut parts = Vec::new();
-        for c in path.split('/').filter(|c| !c.is_empty()) {
-            if c == "." || c == ".." {
-                return Err(bad(". and .. are not allowed in the path"));
-            }
-            if c.len() > crate::proto::NAME_MAX {
-                return Err(bad("a path component is longer than 255 bytes"));
-            }
-            parts.push(c);
-        }
-        let path = format!("/{}", parts.join("/"));
+        let parts = RULES.split(s).map_err(bad)?;
+        let path = format!("/{}", parts.components.join("/"));
         if path.len() > crate::proto::MNTPATHLEN {
             return Err(bad("the path is longer than 1024 bytes"));
         }
         Ok(NfsUrl {
-            host: host.to_string(),
-            port,
+            host: parts.host.to_string(),
+            port: parts.port,
             path,
         })
     }
@@ -157,6 +119,8 @@ mod tests {
             "nfs://u@h/x",
             "nfs://[::1/x",
             "nfs://h/x?uid=0",
+            // A two-byte character across byte 6 once panicked the scheme check.
+            "nfs:/\u{e9}/x",
         ] {
             let e = s.parse::<NfsUrl>().unwrap_err();
             assert!(e.to_string().contains("expected nfs://"), "{s}: {e}");

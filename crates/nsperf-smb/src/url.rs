@@ -8,12 +8,19 @@
 use std::fmt;
 use std::str::FromStr;
 
+use nsperf_core::url::{UrlParts, UrlRules};
+
 /// The SMB-over-TCP port.
 pub const SMB_PORT: u16 = 445;
-/// Longest path component SMB servers accept (bytes).
-const NAME_MAX: usize = 255;
 /// Longest path inside a share nsperf accepts (bytes).
 const PATH_MAX: usize = 1024;
+
+/// How `smb://` URLs split.
+const RULES: UrlRules = UrlRules {
+    scheme: "smb",
+    no_path: "no share after the host",
+    user_info: "credentials do not go in the URL: use --credentials FILE or NSPERF_SMB_USER/NSPERF_SMB_PASSWORD",
+};
 
 /// A parsed `smb://` URL.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -40,7 +47,7 @@ pub struct UrlError {
 impl SmbUrl {
     /// True when `s` looks like an SMB URL (so the CLI can route it to this parser).
     pub fn is_smb_url(s: &str) -> bool {
-        s.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("smb://"))
+        RULES.matches(s)
     }
 
     /// `HOST:PORT` to connect to (`[v6]:PORT` for IPv6).
@@ -74,58 +81,16 @@ impl FromStr for SmbUrl {
         if !SmbUrl::is_smb_url(s) {
             return Err(bad("it does not start with smb://"));
         }
-        let rest = &s[6..];
-        let slash = rest
-            .find('/')
-            .ok_or_else(|| bad("no share after the host"))?;
-        let (authority, path) = rest.split_at(slash);
-        if path.contains('?') || path.contains('#') {
-            return Err(bad("query and fragment parts are not supported"));
-        }
-        if authority.contains('@') {
-            return Err(bad(
-                "credentials do not go in the URL: use --credentials FILE or NSPERF_SMB_USER/NSPERF_SMB_PASSWORD",
-            ));
-        }
-        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-            let end = v6.find(']').ok_or_else(|| bad("unclosed [ in the host"))?;
-            let after = &v6[end + 1..];
-            let port = match after.strip_prefix(':') {
-                Some(p) => Some(p),
-                None if after.is_empty() => None,
-                None => return Err(bad("junk after ]")),
-            };
-            (&v6[..end], port)
-        } else {
-            match authority.rsplit_once(':') {
-                Some((h, p)) => (h, Some(p)),
-                None => (authority, None),
-            }
-        };
-        if host.is_empty() {
-            return Err(bad("no host"));
-        }
-        let port = match port {
-            Some(p) => Some(
-                p.parse::<u16>()
-                    .ok()
-                    .filter(|&p| p > 0)
-                    .ok_or_else(|| bad("the port is not 1..65535"))?,
-            ),
-            None => None,
-        };
-        let mut parts = Vec::new();
-        for c in path.split('/').filter(|c| !c.is_empty()) {
-            if c == "." || c == ".." {
-                return Err(bad(". and .. are not allowed in the path"));
-            }
-            if c.len() > NAME_MAX {
-                return Err(bad("a path component is longer than 255 bytes"));
-            }
-            if c.contains('\\') || c.chars().any(|ch| ch.is_control()) {
-                return Err(bad("backslashes and control characters are not allowed"));
-            }
-            parts.push(c);
+        let UrlParts {
+            host,
+            port,
+            components: parts,
+        } = RULES.split(s).map_err(bad)?;
+        if parts
+            .iter()
+            .any(|c| c.contains('\\') || c.chars().any(|ch| ch.is_control()))
+        {
+            return Err(bad("backslashes and control characters are not allowed"));
         }
         let Some((share, dir)) = parts.split_first() else {
             return Err(bad("no share after the host"));
