@@ -7,7 +7,7 @@ use std::fmt::Write;
 use nsperf_results::ExperimentRecord;
 use nsperf_results::stats::{Comparison, format_metric};
 
-use crate::svg::{self, HLine, Line, Plot, XAxis, esc};
+use crate::svg::{self, Forest, esc};
 
 /// `experiment 4 "native" (wan-window)`.
 fn name(e: &ExperimentRecord) -> String {
@@ -30,44 +30,24 @@ fn category(c: &Comparison) -> String {
     s
 }
 
-/// The chart (SVG) of the ratios B/A.
+/// The chart (SVG) of the ratios B/A: a forest plot, a row per shared group.
 pub fn compare_svg(a: &ExperimentRecord, b: &ExperimentRecord, rows: &[Comparison]) -> String {
-    let cats: Vec<String> = rows.iter().map(category).collect();
     let differ = rows.iter().filter(|r| r.ratio.differs()).count();
-    let plot = Plot {
+    svg::forest(&Forest {
         title: format!("{} against {}", name(b), name(a)),
-        x_label: String::new(),
-        y_label: "ratio of means B/A, with 95 % interval".into(),
-        y_unit: "× A".into(),
-        x_axis: XAxis::Categories(cats),
-        lines: vec![Line {
-            name: format!(
-                "B/A ({} of {} differ beyond their noise)",
-                differ,
-                rows.len()
-            ),
-            points: rows
-                .iter()
-                .enumerate()
-                .map(|(i, r)| (i as f64, r.ratio.ratio))
-                .collect(),
-            errors: rows.iter().map(|r| (r.ratio.lo, r.ratio.hi)).collect(),
-            unjoined: true,
-            ..Default::default()
-        }],
-        hlines: vec![HLine {
-            y: 1.0,
-            label: "B/A = 1: no difference".into(),
-            color: "#555".into(),
-        }],
-        notes: vec![
-            format!("A: {}", name(a)),
-            format!("B: {}", name(b)),
-            "an interval that holds 1 is within the noise of the repetitions".into(),
-        ],
-        ..Default::default()
-    };
-    svg::plot(&plot)
+        x_label: "ratio of means B/A, with its 95 % interval".into(),
+        rows: rows.iter().map(category).collect(),
+        values: rows
+            .iter()
+            .map(|r| (r.ratio.ratio, r.ratio.lo, r.ratio.hi))
+            .collect(),
+        reference: (1.0, "B/A = 1: no difference".into()),
+        names: (
+            format!("B/A differs beyond the noise ({differ} of {})", rows.len()),
+            "B/A within the noise (its interval holds 1)".into(),
+        ),
+        notes: vec![format!("A: {}", name(a)), format!("B: {}", name(b))],
+    })
 }
 
 /// A self-contained HTML page: the chart and the table of the ratios.

@@ -17,6 +17,7 @@
 //! the [`Frame`], so another layer can be added between them.
 
 mod bars;
+mod forest;
 mod heatmap;
 mod marks;
 mod plot;
@@ -25,6 +26,7 @@ mod ticks;
 use std::fmt::Write;
 
 pub use bars::{Bars, bars};
+pub use forest::{Forest, forest};
 pub use heatmap::{Heatmap, heatmap};
 pub use marks::{HLine, Line, Marker, XEvent};
 pub use plot::{Plot, XAxis, plot};

@@ -64,7 +64,7 @@ impl Plot {
 /// The top of the y axis: the largest of `values` within Tukey's far-out fence (Q3 + 3 IQR;
 /// Tukey 1977, *Exploratory Data Analysis*) when there are 4 values or more, else the largest,
 /// and every one of `always` (reference lines); with 8 % headroom, rounded to a nice tick.
-fn y_top(values: &[f64], always: &[f64]) -> f64 {
+pub(super) fn y_top(values: &[f64], always: &[f64]) -> f64 {
     let mut v: Vec<f64> = values
         .iter()
         .copied()
@@ -204,13 +204,20 @@ fn beyond_top(p: &Plot, ymax: f64) -> Vec<(f64, usize, String)> {
 
 /// The side column of a plot: its series, reference lines, markers, what lies beyond the
 /// axis top, its events and its notes.
-fn legend(p: &Plot, beyond: &[(f64, usize, String)]) -> Side {
+fn legend(p: &Plot, beyond: &[(f64, usize, String)], ymax: f64) -> Side {
     let mut side = Side::default();
     let mut samples_shown = false;
     for l in &p.lines {
+        // A dashed curve wholly above the axis top is not drawn: its entry says so.
+        let above = l.dashed && !l.points.is_empty() && l.points.iter().all(|q| q.1 > ymax);
+        let name = if above {
+            format!("{} (above the axis)", l.name)
+        } else {
+            l.name.clone()
+        };
         side.add(
             Swatch::Line(PALETTE[l.color % PALETTE.len()].into(), l.dashed),
-            &l.name,
+            &name,
         );
         if !l.samples.is_empty() && !samples_shown {
             side.add(Swatch::Dots("#555".into()), "single repetitions");
@@ -280,7 +287,7 @@ pub fn plot(p: &Plot) -> String {
     let refs: Vec<f64> = p.hlines.iter().map(|h| h.y).collect();
     let ymax = y_top(&range, &refs);
     let beyond = beyond_top(p, ymax);
-    let side = legend(p, &beyond);
+    let side = legend(p, &beyond, ymax);
     // The x extent of the frame does not depend on its height: ticks are placed once.
     let probe = frame(title.len(), 0.0, true, side.height());
     let (xt, slot) = x_ticks(p, &xs, &probe);
@@ -396,6 +403,15 @@ mod tests {
         );
         // The stalled repetition is drawn.
         assert_eq!(s.matches("class=\"sample\"").count(), 3);
+        // A ceiling curve wholly above the axis is named as such.
+        let mut q = p.clone();
+        q.lines.push(Line {
+            name: "window/RTT".into(),
+            points: vec![(0.0, 59.0), (150.0, 59.6)],
+            dashed: true,
+            ..Default::default()
+        });
+        assert!(plot(&q).contains("window/RTT (above the axis)"));
     }
 
     #[test]

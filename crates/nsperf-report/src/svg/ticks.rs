@@ -34,7 +34,7 @@ pub(crate) struct TickLayout {
 /// The lines of a rotated label with `room` px: its parts (split at `, `) joined while they
 /// fit, a line broken after a part ending with its comma; a part wider than the room wrapped
 /// at its spaces.
-fn label_lines(label: &str, room: f64) -> Vec<String> {
+pub(super) fn label_lines(label: &str, room: f64) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     let mut cur = String::new();
     for part in label.split(", ") {
