@@ -46,7 +46,13 @@ pub fn compare_svg(a: &ExperimentRecord, b: &ExperimentRecord, rows: &[Compariso
             format!("B/A differs beyond the noise ({differ} of {})", rows.len()),
             "B/A within the noise (its interval holds 1)".into(),
         ),
-        notes: vec![format!("A: {}", name(a)), format!("B: {}", name(b))],
+        notes: {
+            let mut n = vec![format!("A: {}", name(a)), format!("B: {}", name(b))];
+            if rows.is_empty() {
+                n.push("the two share no step, parameters and phase: nothing to compare".into());
+            }
+            n
+        },
     })
 }
 
