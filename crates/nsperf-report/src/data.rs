@@ -151,8 +151,7 @@ impl IoMatrix {
 
 /// Every io matrix of an experiment (from the io shape each run recorded).
 pub(crate) fn io_matrices(d: &ExperimentData) -> Vec<IoMatrix> {
-    type Key = (String, String, nsperf_results::Phase);
-    let mut by: BTreeMap<Key, Vec<(u64, u64, f64)>> = BTreeMap::new();
+    let mut by: BTreeMap<MatrixKey, Vec<(u64, u64, f64)>> = BTreeMap::new();
     for (i, g) in d.stats.iter().enumerate() {
         if let Some(io) = &d.context[i].io {
             by.entry((g.step.clone(), io.workload.clone(), g.phase))
@@ -160,14 +159,31 @@ pub(crate) fn io_matrices(d: &ExperimentData) -> Vec<IoMatrix> {
                 .push((io.size_bytes, io.bs_bytes, g.summary.mean));
         }
     }
+    surfaces(by)
+}
+
+/// Step, workload, phase.
+type MatrixKey = (String, String, nsperf_results::Phase);
+
+/// The file size × record size surfaces of the groups `(size, record, mean)` of each key.
+/// Only a real surface: none with a single cell, and none where another parameter varies
+/// (two groups in one cell, such as an NFS step at four RTTs), whose cells would each show
+/// one of their values and hide the rest.
+fn surfaces(by: BTreeMap<MatrixKey, Vec<(u64, u64, f64)>>) -> Vec<IoMatrix> {
     by.into_iter()
-        .map(|((step, workload, phase), cells)| {
+        .filter_map(|((step, workload, phase), cells)| {
             let mut sizes: Vec<u64> = cells.iter().map(|c| c.0).collect();
             let mut records: Vec<u64> = cells.iter().map(|c| c.1).collect();
             sizes.sort_unstable();
             sizes.dedup();
             records.sort_unstable();
             records.dedup();
+            let mut at: Vec<(u64, u64)> = cells.iter().map(|c| (c.0, c.1)).collect();
+            at.sort_unstable();
+            at.dedup();
+            if cells.len() < 2 || at.len() < cells.len() {
+                return None;
+            }
             let values = sizes
                 .iter()
                 .map(|s| {
@@ -177,14 +193,52 @@ pub(crate) fn io_matrices(d: &ExperimentData) -> Vec<IoMatrix> {
                         .collect()
                 })
                 .collect();
-            IoMatrix {
+            Some(IoMatrix {
                 step,
                 workload,
                 phase,
                 sizes,
                 records,
                 values,
-            }
+            })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nsperf_results::Phase;
+
+    fn key(step: &str) -> MatrixKey {
+        (step.into(), "seqread".into(), Phase::None)
+    }
+
+    #[test]
+    fn a_surface_needs_cells_of_one_group_each() {
+        let mut by = BTreeMap::new();
+        // The iozone matrix: 2 sizes x 2 records, one group a cell (one missing).
+        by.insert(
+            key("io"),
+            vec![
+                (8 << 20, 4096, 1.0),
+                (8 << 20, 1 << 20, 2.0),
+                (32 << 20, 4096, 3.0),
+            ],
+        );
+        // An NFS step at four RTTs: one size and record, four groups in the one cell.
+        by.insert(
+            key("nfs-read"),
+            (0..4).map(|i| (384 << 10, 64 << 10, i as f64)).collect(),
+        );
+        // A single cell says nothing about a surface.
+        by.insert(key("one"), vec![(1 << 20, 4096, 5.0)]);
+        let m = surfaces(by);
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert_eq!(m[0].step, "io");
+        assert_eq!(
+            m[0].values,
+            [vec![Some(1.0), Some(2.0)], vec![Some(3.0), None]]
+        );
+    }
 }

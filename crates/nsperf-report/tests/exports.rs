@@ -256,6 +256,80 @@ fn html_report_has_every_chart() {
     assert!(!html.contains("<link") && !html.contains("src="));
 }
 
+/// NFS steps through a lab service at two RTTs, as the default plan has them: one series per
+/// cache phase named by the phase alone, and no file size × record size surface, since each
+/// of its cells would hold the runs of every RTT.
+#[test]
+fn nfs_steps_draw_a_series_per_phase_and_no_surface() {
+    const NFS: &str = r#"
+name = "nfs-report"
+repetitions = 2
+
+[lab]
+name = "rptnfs"
+sites = ["client", "server"]
+rate = "45mbit"
+rtt = "{rtt}"
+
+[matrix]
+rtt = ["50ms", "150ms"]
+
+[[service]]
+name = "nfs"
+site = "server"
+dir = "/srv/x"
+
+[[step]]
+name = "nfs-read"
+type = "io"
+service = "nfs"
+site = "client"
+workload = "seqread"
+size = "384k"
+bs = "64k"
+iodepth = 1
+phases = ["cold", "remote-warm"]
+
+[[step]]
+name = "nfs-write"
+type = "io"
+service = "nfs"
+site = "client"
+workload = "seqwrite"
+size = "384k"
+bs = "64k"
+iodepth = 1
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+    let plan = Plan::parse(NFS.as_bytes()).unwrap();
+    let mut ex = MockExecutor::new(Box::new(value));
+    run_plan(
+        &plan,
+        &mut store,
+        &mut ex,
+        &RunOptions::default(),
+        &mut NoProgress,
+    )
+    .unwrap();
+    let data = ExperimentData::load(&store, "latest").unwrap();
+    let html = String::from_utf8(exporter("html").unwrap().export(&data).unwrap()).unwrap();
+    for text in [">cold<", ">remote-warm<", "window/RTT cold"] {
+        assert!(html.contains(text), "no {text}");
+    }
+    assert!(!html.contains("all (cold)"));
+    assert!(!html.contains("data-chart=\"heatmap\""));
+    let bytes = exporter("xlsx").unwrap().export(&data).unwrap();
+    let path = dir.path().join("x.xlsx");
+    std::fs::write(&path, &bytes).unwrap();
+    let wb: Xlsx<_> = open_workbook(&path).unwrap();
+    assert!(
+        wb.sheet_names().iter().all(|n| !n.starts_with("iozone")),
+        "{:?}",
+        wb.sheet_names()
+    );
+}
+
 /// Measures every text of every chart in the browser: the box of each (its glyphs' box
 /// through its transform, so rotated labels are exact quadrilaterals), then counts pairs of
 /// texts of one chart that overlap by more than a pixel (separating axis test) and texts not

@@ -132,14 +132,13 @@ fn series_label(groups: &[&GroupStats], skip: &str, phase: Phase) -> String {
         };
         parts.push(format!("{k}={text}"));
     }
-    if parts.is_empty() {
-        parts.push("all".into());
+    match (parts.is_empty(), phase) {
+        (true, Phase::None) => "all".into(),
+        // No other parameter: the phase names the series (`cold`, not `all (cold)`).
+        (true, phase) => phase.to_string(),
+        (false, Phase::None) => parts.join(", "),
+        (false, phase) => format!("{} ({phase})", parts.join(", ")),
     }
-    let mut s = parts.join(", ");
-    if phase != Phase::None {
-        s = format!("{s} ({phase})");
-    }
-    s
 }
 
 /// The measured values of a group's repetitions.
