@@ -127,6 +127,48 @@ fn default_plan_parses() {
     );
     let io = p.runs().iter().filter(|r| r.2.step == "io").count();
     assert_eq!(io, 8 * 3);
+    default_plan_nfs(&p);
+}
+
+/// Issue 12 item 7: the default plan's NFS steps go through its embedded NFS server in the
+/// lab's server site, from the client site, at every RTT and at no other parameter; reads
+/// cold and remote-warm, writes once; one 64 KiB RPC in flight, recorded as a 64 KiB window
+/// so the report draws its window/RTT ceiling beside TCP's.
+fn default_plan_nfs(p: &Plan) {
+    assert_eq!(p.services.len(), 1);
+    assert_eq!(p.services[0].name, "nfs");
+    assert_eq!(p.services[0].site.as_deref(), Some("server"));
+    let runs = p.runs();
+    for (step, phases) in [
+        ("nfs-read", &[Phase::Cold, Phase::RemoteWarm][..]),
+        ("nfs-write", &[Phase::None][..]),
+    ] {
+        let cells: Vec<&Cell> = p
+            .cells
+            .iter()
+            .filter(|c| c.steps.iter().any(|s| s.name == step))
+            .collect();
+        assert_eq!(cells.len(), 4, "{step}: once per RTT");
+        for c in cells {
+            let s = c.steps.iter().find(|s| s.name == step).unwrap();
+            assert_eq!(s.phases, phases, "{step}");
+            let names: Vec<&str> = s.params.iter().map(|(k, _)| k.as_str()).collect();
+            assert_eq!(names, ["rtt"], "{step} depends on the RTT only");
+            let Action::Io(io) = &s.action else {
+                panic!("{step} is an io step")
+            };
+            assert_eq!(io.site.as_deref(), Some("client"));
+            assert_eq!(io.service.as_ref().unwrap().name, "nfs");
+            assert!(io.is_remote());
+            assert_eq!((io.config.iodepth, io.config.bs_bytes), (1, 64 * 1024));
+            let cond = c.conditions(s);
+            assert_eq!(cond.window_bytes, Some(64 * 1024));
+            assert_eq!(cond.link_rate_bps, Some(45e6));
+        }
+        let n = runs.iter().filter(|r| r.2.step == step).count();
+        assert_eq!(n, 4 * phases.len() * 3, "{step}");
+    }
+    assert_eq!(p.total_runs(), 36 + 24 + 36);
 }
 
 #[test]
