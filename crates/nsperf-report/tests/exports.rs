@@ -314,10 +314,14 @@ iodepth = 1
     .unwrap();
     let data = ExperimentData::load(&store, "latest").unwrap();
     let html = String::from_utf8(exporter("html").unwrap().export(&data).unwrap()).unwrap();
-    for text in [">cold<", ">remote-warm<", "window/RTT cold"] {
+    for text in [
+        "window/RTT cold",
+        "window/RTT remote-warm",
+        "window/RTT nfs-write",
+    ] {
         assert!(html.contains(text), "no {text}");
     }
-    assert!(!html.contains("all (cold)"));
+    assert!(!html.contains("all (cold)") && !html.contains(">all<"));
     assert!(!html.contains("data-chart=\"heatmap\""));
     let bytes = exporter("xlsx").unwrap().export(&data).unwrap();
     let path = dir.path().join("x.xlsx");

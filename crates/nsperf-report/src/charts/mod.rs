@@ -111,7 +111,8 @@ impl XParam {
 }
 
 /// The legend text of a series: its parameters other than the x one, a template named with
-/// the range of values it took (`window=bdp (64 KiB … 550 KiB)`), and the phase.
+/// the range of values it took (`window=bdp (64 KiB … 550 KiB)`), and the phase; with
+/// neither, the group's step (`nfs-write`).
 fn series_label(groups: &[&GroupStats], skip: &str, phase: Phase) -> String {
     let mut parts: Vec<String> = Vec::new();
     let Some(first) = groups.first() else {
@@ -133,7 +134,7 @@ fn series_label(groups: &[&GroupStats], skip: &str, phase: Phase) -> String {
         parts.push(format!("{k}={text}"));
     }
     match (parts.is_empty(), phase) {
-        (true, Phase::None) => "all".into(),
+        (true, Phase::None) => first.step.clone(),
         // No other parameter: the phase names the series (`cold`, not `all (cold)`).
         (true, phase) => phase.to_string(),
         (false, Phase::None) => parts.join(", "),
