@@ -16,7 +16,8 @@
 #         (tcp_rmem/tcp_wmem raised to 62.5 MB in both sites, autotuning), payload rate in
 #         percent of the configured 1 Gbit/s (the TCP payload ceiling is 95.6 %); RUNS runs,
 #         median.
-# PARTS (default paths,idle,lfn) picks what runs.
+# PARTS (default paths,idle,lfn) picks what runs. NSPERF_B=/path/to/another/nsperf adds a
+# path "lab-b" to the table, alternating with the others: A/B of two builds side by side.
 # Needs root, iproute2, iperf3, python3. Run it under the machine's benchmark lock:
 #   flock /work/bench.lock bench/wan-forwarding.sh
 set -euo pipefail
@@ -51,11 +52,12 @@ veth_up() { # $1 mtu, $2 tbf|none
   A="ip netns exec $P-va"; B="ip netns exec $P-vb"; DST=10.88.0.2
 }
 veth_down() { ip netns del "$P-va"; ip netns del "$P-vb"; }
-lab_up() {
-  "$NSPERF" lab up "$P" --mtu "$1" >/dev/null
-  A="$NSPERF lab exec $P a --"; B="$NSPERF lab exec $P b --"; DST=10.77.0.2
+lab_up() { # $1 mtu, $2 the nsperf binary (default $NSPERF)
+  LAB_BIN=${2:-$NSPERF}
+  "$LAB_BIN" lab up "$P" --mtu "$1" >/dev/null
+  A="$LAB_BIN lab exec $P a --"; B="$LAB_BIN lab exec $P b --"; DST=10.77.0.2
 }
-lab_down() { "$NSPERF" lab down "$P"; }
+lab_down() { "${LAB_BIN:-$NSPERF}" lab down "$P"; }
 
 measure() { # $1 path $2 mtu $3 run
   $B iperf3 -s -D -1 -p 5999 >/dev/null; sleep 0.3
@@ -127,6 +129,9 @@ for mtu in 1500 9000; do
     veth_up "$mtu" none; measure veth "$mtu" "$run"; veth_down
     veth_up "$mtu" tbf;  measure tbf "$mtu" "$run";  veth_down
     lab_up "$mtu";       measure lab "$mtu" "$run";  lab_down
+    if [ -n "${NSPERF_B:-}" ]; then
+      lab_up "$mtu" "$NSPERF_B"; measure lab-b "$mtu" "$run"; lab_down
+    fi
   done
 done
 
@@ -141,7 +146,7 @@ print("| path | MTU | TCP Gbit/s (median) | vs veth | UDP 64 B packets/s (median
 print("|---|---|---|---|---|---|---|---|")
 for mtu in ("1500", "9000"):
     base = [st.median(x) for x in zip(*med[("veth", mtu)])]
-    for path in ("veth", "tbf", "lab"):
+    for path in [p for p in ("veth", "tbf", "lab", "lab-b") if (p, mtu) in med]:
         t, p, r = [st.median(x) for x in zip(*med[(path, mtu)])]
         print(f"| {path} | {mtu} | {t/1e9:.2f} | {t/base[0]:.2f} | {p/1e3:.0f} k | {p/base[1]:.2f} | {r:.0f} | {(r-base[2])/2:.0f} |")
 PY

@@ -1,8 +1,9 @@
 //! The emulator process of one lab (started by `lab up`, kept in the background): creates
-//! the sites' TUN devices, runs one [`Forwarder`] per site over the shared [`Fabric`],
-//! applies `lab set` requests and the fault schedule, samples queue occupancy, runs link
-//! captures, and answers over a Unix socket in the lab's state directory (one JSON line per
-//! request; a capture keeps its connection until told to stop or the client goes away).
+//! the sites' TUN devices, runs [`Forwarder`] threads (one per two sites) over the shared
+//! [`Fabric`], applies `lab set` requests and the fault schedule, samples queue occupancy,
+//! runs link captures, and answers over a Unix socket in the lab's state directory (one JSON
+//! line per request; a capture keeps its connection until told to stop or the client goes
+//! away).
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -349,6 +350,25 @@ fn capture(
     let _ = waiter.join();
 }
 
+/// How many forwarder threads a lab of `sites` sites runs: one per two sites, so that a
+/// request and its answer between the two are carried by one thread — the answer is made
+/// while that thread writes the request, and it reads it next without a wake-up in between
+/// (a sleeping thread's wake-up is most of the latency the emulator adds); at most one per
+/// two CPUs, since the programs in the sites need the others; at least one.
+fn forwarder_threads(sites: usize) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
+    sites.div_ceil(2).min(cpus / 2).max(1)
+}
+
+/// The source sites of each of `threads` forwarders: consecutive sites together, as
+/// evenly as they divide.
+fn forwarder_groups(sites: usize, threads: usize) -> Vec<Vec<usize>> {
+    let threads = threads.clamp(1, sites.max(1));
+    (0..threads)
+        .map(|t| (t * sites / threads..(t + 1) * sites / threads).collect())
+        .collect()
+}
+
 /// Runs the emulator of lab `name` until SIGTERM/SIGINT (the caller installs the handler
 /// that sets [`nsperf_core::signal::interrupted`]).
 pub fn run(name: &str) -> Result<()> {
@@ -412,11 +432,19 @@ pub fn run(name: &str) -> Result<()> {
     let seed = init
         .seed
         .unwrap_or_else(|| crate::rng::Rng::from_entropy().next_u64());
-    for src in 0..n {
-        let f = Forwarder::new(src, shared.clone(), tuns.clone(), seed ^ src as u64);
+    for (t, srcs) in forwarder_groups(n, forwarder_threads(n))
+        .into_iter()
+        .enumerate()
+    {
+        let name = srcs
+            .iter()
+            .map(|&s| shared.layout.sites[s].as_str())
+            .collect::<Vec<_>>()
+            .join("+");
+        let f = Forwarder::new(srcs, shared.clone(), tuns.clone(), seed ^ t as u64);
         threads.push(
             std::thread::Builder::new()
-                .name(format!("fwd-{}", shared.layout.sites[src]))
+                .name(format!("fwd-{name}"))
                 .spawn(move || f.run())
                 .map_err(|e| LabError::io("starting a forwarder thread", e))?,
         );
@@ -463,4 +491,24 @@ pub fn run(name: &str) -> Result<()> {
     }
     let _ = std::fs::remove_file(&sock);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::forwarder_groups;
+
+    #[test]
+    fn forwarder_groups_cover_every_site_once() {
+        assert_eq!(forwarder_groups(2, 1), vec![vec![0, 1]]);
+        assert_eq!(
+            forwarder_groups(5, 3),
+            vec![vec![0], vec![1, 2], vec![3, 4]]
+        );
+        assert_eq!(forwarder_groups(5, 2), vec![vec![0, 1], vec![2, 3, 4]]);
+        assert_eq!(forwarder_groups(3, 9), vec![vec![0], vec![1], vec![2]]);
+        for (n, t) in [(1, 1), (7, 3), (64, 4), (2, 0)] {
+            let all: Vec<usize> = forwarder_groups(n, t).into_iter().flatten().collect();
+            assert_eq!(all, (0..n).collect::<Vec<_>>(), "{n} sites, {t} threads");
+        }
+    }
 }

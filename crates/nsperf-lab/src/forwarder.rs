@@ -1,7 +1,7 @@
-//! The forwarder: one thread per source site reads that site's TUN device in batches and
-//! carries each packet along its route — one direction of a mesh link, or the hops of a star
-//! or dumbbell — asking each direction's [`LinkModel`](crate::model::LinkModel) what happens
-//! to it. A packet whose time on a hop has not come waits in this thread's delay line and
+//! The forwarder: a thread reads the TUN devices of its source sites (two per thread, see
+//! [`crate::emulator`]) in batches and carries each packet along its route — one direction
+//! of a mesh link, or the hops of a star or dumbbell — asking each direction's
+//! [`LinkModel`](crate::model::LinkModel) what happens to it. A packet whose time on a hop has not come waits in this thread's delay line and
 //! continues from there when it has; the last hop writes it to the destination site's TUN
 //! device. The real clock is read here and nowhere in the model.
 //!
@@ -49,6 +49,8 @@ const CLASSES: [usize; 3] = [
 /// Where a packet is on its way.
 #[derive(Debug, Clone, Copy)]
 struct Trip {
+    /// The site whose device it was read from (its counters take a failed write).
+    src: u16,
     dst: u16,
     route: Route,
     hop: u8,
@@ -74,9 +76,18 @@ struct Held {
     trip: Trip,
 }
 
-/// The forwarding loop of one source site.
+/// What a forwarder counts per source site, published to the [`Fabric`].
+#[derive(Debug, Clone, Copy, Default)]
+struct SiteCounts {
+    unroutable: u64,
+    overrun: u64,
+    write_errors: u64,
+}
+
+/// The forwarding loop of a group of source sites.
 pub struct Forwarder {
-    src: usize,
+    /// The sites whose devices this thread reads.
+    srcs: Vec<usize>,
     fabric: Arc<Fabric>,
     tuns: Arc<Vec<Tun>>,
     rng: Rng,
@@ -87,10 +98,10 @@ pub struct Forwarder {
     line: BinaryHeap<Reverse<(u64, u64, u32)>>,
     seq: u64,
     generation: u64,
-    offloads: u32,
-    unroutable: u64,
-    overrun: u64,
-    write_errors: u64,
+    /// The offloads each source device has now (parallel to `srcs`).
+    offloads: Vec<u32>,
+    /// Per site of the lab; only the entries of `srcs` move.
+    counts: Vec<SiteCounts>,
 }
 
 /// Records a packet on a captured direction (the caller holds the direction's model lock).
@@ -177,11 +188,13 @@ fn cross(
 }
 
 impl Forwarder {
-    /// A forwarder for packets leaving site `src`.
-    pub fn new(src: usize, fabric: Arc<Fabric>, tuns: Arc<Vec<Tun>>, seed: u64) -> Self {
+    /// A forwarder for packets leaving the sites `srcs`.
+    pub fn new(srcs: Vec<usize>, fabric: Arc<Fabric>, tuns: Arc<Vec<Tun>>, seed: u64) -> Self {
         let cap = 4096;
         Forwarder {
-            src,
+            offloads: vec![offload::ALL; srcs.len()],
+            counts: vec![SiteCounts::default(); tuns.len()],
+            srcs,
             rng: Rng::seeded(seed),
             rx: vec![0u8; CLASSES[2]].into_boxed_slice(),
             held: Vec::with_capacity(cap),
@@ -190,56 +203,63 @@ impl Forwarder {
             line: BinaryHeap::with_capacity(cap),
             seq: 0,
             generation: fabric.generation.load(Ordering::Acquire),
-            offloads: offload::ALL,
-            unroutable: 0,
-            overrun: 0,
-            write_errors: 0,
             fabric,
             tuns,
         }
     }
 
-    /// Looks at the parameters again after a change: the offloads of the source device.
-    fn reload(&mut self) {
-        let g = self.fabric.generation.load(Ordering::Acquire);
-        if g == self.generation {
-            return;
-        }
-        self.generation = g;
+    /// The offloads source site `src`'s device may have under the parameters now.
+    fn wanted_offloads(&self, src: usize) -> u32 {
         let mut per_packet = false;
         let mut corrupting = false;
         let layout = &self.fabric.layout;
-        for dst in (0..layout.sites.len()).filter(|&d| d != self.src) {
-            for &d in layout.route(self.src, dst).hops() {
+        for dst in (0..layout.sites.len()).filter(|&d| d != src) {
+            for &d in layout.route(src, dst).hops() {
                 let d = usize::from(d);
                 let p = self.fabric.params(d);
                 per_packet |= p.needs_per_packet() || self.fabric.captured(d);
                 corrupting |= p.corrupt > 0.0;
             }
         }
-        let want = if corrupting {
+        if corrupting {
             0
         } else if per_packet {
             offload::CSUM
         } else {
             offload::ALL
-        };
-        if want != self.offloads && self.tuns[self.src].set_offload(want).is_ok() {
-            self.offloads = want;
         }
-        self.fabric.applied[self.src].store(g, Ordering::Release);
+    }
+
+    /// Looks at the parameters again after a change: the offloads of the source devices.
+    fn reload(&mut self) {
+        let g = self.fabric.generation.load(Ordering::Acquire);
+        if g == self.generation {
+            return;
+        }
+        self.generation = g;
+        for i in 0..self.srcs.len() {
+            let src = self.srcs[i];
+            let want = self.wanted_offloads(src);
+            if want != self.offloads[i] && self.tuns[src].set_offload(want).is_ok() {
+                self.offloads[i] = want;
+            }
+            self.fabric.applied[src].store(g, Ordering::Release);
+        }
     }
 
     fn publish(&self) {
-        self.fabric.unroutable[self.src].store(self.unroutable, Ordering::Relaxed);
-        self.fabric.overrun[self.src].store(self.overrun, Ordering::Relaxed);
-        self.fabric.write_errors[self.src].store(self.write_errors, Ordering::Relaxed);
+        for &src in &self.srcs {
+            let c = &self.counts[src];
+            self.fabric.unroutable[src].store(c.unroutable, Ordering::Relaxed);
+            self.fabric.overrun[src].store(c.overrun, Ordering::Relaxed);
+            self.fabric.write_errors[src].store(c.write_errors, Ordering::Relaxed);
+        }
     }
 
-    fn write_out(&mut self, dst: usize, frame: &[u8], dup: bool) {
-        for _ in 0..1 + usize::from(dup) {
-            if self.tuns[dst].write(frame).is_err() {
-                self.write_errors += 1;
+    fn write_out(&mut self, trip: &Trip, frame: &[u8]) {
+        for _ in 0..1 + usize::from(trip.dup) {
+            if self.tuns[usize::from(trip.dst)].write(frame).is_err() {
+                self.counts[usize::from(trip.src)].write_errors += 1;
             }
         }
     }
@@ -274,7 +294,7 @@ impl Forwarder {
                         .push(Reverse((trip.delivery.at_ns, self.seq, slot)));
                     continue;
                 }
-                Next::Write => self.write_out(usize::from(trip.dst), &buf[..len], trip.dup),
+                Next::Write => self.write_out(&trip, &buf[..len]),
                 Next::Done => {}
             }
             self.fabric
@@ -326,15 +346,15 @@ impl Forwarder {
             .push(Reverse((trip.delivery.at_ns, self.seq, slot)));
     }
 
-    fn on_packet(&mut self, now: u64, len: usize) {
+    fn on_packet(&mut self, src: usize, now: u64, len: usize) {
         let frame = &self.rx[..len];
         let n = self.fabric.layout.sites.len();
         let dst = match ipv4_dst(frame) {
             Some(a) if a.octets()[..3] == [10, 77, 0] => usize::from(a.octets()[3]).wrapping_sub(1),
             _ => usize::MAX,
         };
-        if dst >= n || dst == self.src {
-            self.unroutable += 1;
+        if dst >= n || dst == src {
+            self.counts[src].unroutable += 1;
             return;
         }
         // The delay lines are bounded: with the budget held, a packet is dropped before it
@@ -342,12 +362,13 @@ impl Forwarder {
         if self.fabric.held_bytes.load(Ordering::Relaxed) + CLASSES[2] as u64
             > self.fabric.memory_limit
         {
-            self.overrun += 1;
+            self.counts[src].overrun += 1;
             return;
         }
         let mut trip = Trip {
+            src: src as u16,
             dst: dst as u16,
-            route: self.fabric.layout.route(self.src, dst),
+            route: self.fabric.layout.route(src, dst),
             hop: 0,
             entered_ns: now,
             wire: wire_size(frame),
@@ -373,11 +394,35 @@ impl Forwarder {
             Next::Done => {}
             Next::Write => {
                 let rx = std::mem::take(&mut self.rx);
-                self.write_out(dst, &rx[..len], trip.dup);
+                self.write_out(&trip, &rx[..len]);
                 self.rx = rx;
             }
             Next::Hold => self.hold(len, trip),
         }
+    }
+
+    /// Reads up to [`BATCH`] packets from each source device; true if any came.
+    fn read_batches(&mut self, now: &mut u64) -> bool {
+        let clock = self.fabric.clock;
+        let mut any = false;
+        for i in 0..self.srcs.len() {
+            let src = self.srcs[i];
+            for _ in 0..BATCH {
+                let mut rx = std::mem::take(&mut self.rx);
+                let r = self.tuns[src].read(&mut rx);
+                self.rx = rx;
+                match r {
+                    Ok(len) if len > VNET_HDR_LEN => {
+                        any = true;
+                        self.on_packet(src, *now, len);
+                        *now = clock.now_ns();
+                    }
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        any
     }
 
     /// Runs until the shared stop flag is set.
@@ -395,7 +440,15 @@ impl Forwarder {
             libc::setpriority(libc::PRIO_PROCESS, tid, -20);
         }
         let clock = self.fabric.clock;
-        let fd = self.tuns[self.src].raw_fd();
+        let mut pfds: Vec<libc::pollfd> = self
+            .srcs
+            .iter()
+            .map(|&s| libc::pollfd {
+                fd: self.tuns[s].raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
         let mut last_busy = 0u64;
         let mut last_publish = 0u64;
         loop {
@@ -405,20 +458,7 @@ impl Forwarder {
             self.reload();
             let mut now = clock.now_ns();
             let mut busy = self.release_due(now);
-            for _ in 0..BATCH {
-                let mut rx = std::mem::take(&mut self.rx);
-                let r = self.tuns[self.src].read(&mut rx);
-                self.rx = rx;
-                match r {
-                    Ok(len) if len > VNET_HDR_LEN => {
-                        busy = true;
-                        self.on_packet(now, len);
-                        now = clock.now_ns();
-                    }
-                    Ok(_) => {}
-                    Err(_) => break,
-                }
-            }
+            busy |= self.read_batches(&mut now);
             if busy {
                 self.fabric.activity.fetch_add(1, Ordering::Relaxed);
                 last_busy = now;
@@ -445,14 +485,14 @@ impl Forwarder {
                 tv_sec: (wait / 1_000_000_000) as libc::time_t,
                 tv_nsec: (wait % 1_000_000_000) as libc::c_long,
             };
-            let mut pfd = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd, a valid timespec, no signal mask.
+            // SAFETY: valid pollfds, a valid timespec, no signal mask.
             unsafe {
-                libc::ppoll(&mut pfd, 1, &ts, std::ptr::null());
+                libc::ppoll(
+                    pfds.as_mut_ptr(),
+                    pfds.len() as libc::nfds_t,
+                    &ts,
+                    std::ptr::null(),
+                );
             }
             last_busy = clock.now_ns();
         }
