@@ -213,13 +213,14 @@ fn ms(ns: u64) -> String {
 /// How one row of the detail table is computed from a direction's figures.
 type RowFn = Box<dyn Fn(&DirectionStats) -> String>;
 
-fn detail(c: &TcpConnection) -> String {
-    let scale_note = if c.window_scale_known {
+/// The per-direction rows of a connection's table: a name and how to print its value.
+fn direction_rows(window_scale_known: bool) -> Vec<(String, RowFn)> {
+    let scale_note = if window_scale_known {
         ""
     } else {
         " (raw, scale unknown)"
     };
-    let rows: Vec<(String, RowFn)> = vec![
+    vec![
         ("packets".into(), Box::new(|d| d.packets.to_string())),
         ("wire bytes".into(), Box::new(|d| d.wire_bytes.to_string())),
         (
@@ -336,9 +337,12 @@ fn detail(c: &TcpConnection) -> String {
             "wire rate".into(),
             Box::new(|d| BitRate(d.wire_bps).to_string()),
         ),
-    ];
-    // Two right-aligned value columns under their direction headers.
-    let cells: Vec<(String, String, String)> = rows
+    ]
+}
+
+/// The rows of `c` in two right-aligned value columns under their direction headers.
+fn direction_table(c: &TcpConnection) -> String {
+    let cells: Vec<(String, String, String)> = direction_rows(c.window_scale_known)
         .iter()
         .map(|(name, f)| (name.clone(), f(&c.a_to_b), f(&c.b_to_a)))
         .collect();
@@ -359,6 +363,12 @@ fn detail(c: &TcpConnection) -> String {
     for (n, a, b) in &cells {
         table.push_str(&format!("{n:wn$}  {a:>wa$}  {b:>wb$}\n"));
     }
+    table
+}
+
+/// One connection's text: its header, the direction table, the limits, the path RTT, the
+/// ceilings and the diagnosis.
+fn detail(c: &TcpConnection) -> String {
     let d = &c.diagnosis;
     let mut s = format!(
         "\nConnection {}: {} <-> {}, {:.3} s, handshake {}, {}\n",
@@ -379,7 +389,7 @@ fn detail(c: &TcpConnection) -> String {
             "open at end of capture"
         }
     );
-    s.push_str(&table);
+    s.push_str(&direction_table(c));
     s.push_str(&format!(
         "limited by ({}): receiver window {:.0} %, loss {:.0} %, congestion window {:.0} %, application {:.0} %, window unknown {:.0} %\n",
         d.direction,
