@@ -150,6 +150,20 @@ fn csv_json_xlsx_exports() {
     let summary = wb.worksheet_range("summary").unwrap();
     assert_eq!(summary.height(), 1 + 10);
     assert_eq!(summary.get((0, 6)).unwrap().to_string(), "mean");
+    // One unit per metric down the sheet, so a column sorts by value.
+    let mut units = std::collections::BTreeMap::new();
+    for r in 1..summary.height() as u32 {
+        let cell = |c| summary.get((r as usize, c)).unwrap().to_string();
+        units
+            .entry((cell(0), cell(3)))
+            .or_insert_with(Vec::new)
+            .push(cell(4));
+    }
+    assert_eq!(units.len(), 2, "tcp and seqread throughput: {units:?}");
+    assert!(
+        units.values().all(|u| u.iter().all(|x| *x == u[0])),
+        "{units:?}"
+    );
     // The iozone matrix: file sizes down, record sizes across, numbers in MiB/s.
     let io = wb.worksheet_range("iozone seqread").unwrap();
     assert_eq!((io.height(), io.width()), (3, 3));

@@ -347,12 +347,20 @@ fn versus_chart(
             ..Default::default()
         });
     }
+    let window = plot.lines.iter().any(|l| l.dashed);
+    let ceilings = match (window, !plot.hlines.is_empty()) {
+        (true, _) => {
+            "; dashed lines are theoretical ceilings, named in the legend (window/RTT with the window the receiver advertised, mean of the repetitions, where the socket buffer was set)"
+        }
+        (false, true) => "; the dashed line is the link rate, a theoretical ceiling",
+        (false, false) => "",
+    };
     figure(
         out,
         "throughput-vs-parameter",
         &svg::plot(&plot),
         &format!(
-            "{step}: mean of the repetitions (dots) with its 95 % confidence interval (bar) and each repetition (rings); dashed lines are theoretical ceilings, named in the legend (window/RTT with the window the receiver advertised, mean of the repetitions, where the socket buffer was set); an interval or value beyond the axis is drawn to its top with an arrow and named"
+            "{step}: mean of the repetitions (dots) with its 95 % confidence interval (bar) and each repetition (rings){ceilings}; an interval or value beyond the axis is drawn to its top with an arrow and named"
         ),
     );
 }

@@ -8,6 +8,8 @@
 //! across), with a line chart (one line per file size) and the iozone surface chart beside it;
 //! rust_xlsxwriter has no surface chart type, so [`surface`] puts it in the written package.
 
+use std::collections::BTreeMap;
+
 use rust_xlsxwriter::{
     Chart, ChartType, ConditionalFormat3ColorScale, Format, Workbook, Worksheet,
 };
@@ -15,7 +17,7 @@ use rust_xlsxwriter::{
 mod surface;
 
 use crate::data::io_matrices;
-use crate::labels::{metric_label, metric_name, unit_for};
+use crate::labels::{Unit, metric_label, metric_name, unit_for};
 use crate::{ExperimentData, Exporter, ReportError};
 
 /// XLSX exporter.
@@ -62,6 +64,17 @@ fn header(ws: &mut Worksheet, cols: &[String], rows: u32) -> Result<(), ReportEr
     Ok(())
 }
 
+/// One unit per metric down a sheet: the one that fits its largest value, so a column sorts
+/// and filters by value (688 MiB/s and 10.7 GiB/s of one metric are both written in GiB/s).
+fn metric_units<'a>(values: impl Iterator<Item = (&'a str, f64)>) -> BTreeMap<&'a str, Unit> {
+    let mut max: BTreeMap<&str, f64> = BTreeMap::new();
+    for (m, v) in values {
+        let e = max.entry(m).or_insert(0.0);
+        *e = e.max(v.abs());
+    }
+    max.into_iter().map(|(m, v)| (m, unit_for(m, v))).collect()
+}
+
 fn summary(wb: &mut Workbook, data: &ExperimentData) -> Result<(), ReportError> {
     let ws = wb.add_worksheet().set_name("summary").map_err(x)?;
     let cols: Vec<String> = [
@@ -85,9 +98,14 @@ fn summary(wb: &mut Workbook, data: &ExperimentData) -> Result<(), ReportError> 
     .iter()
     .map(|s| s.to_string())
     .collect();
+    let units = metric_units(
+        data.stats
+            .iter()
+            .map(|g| (g.metric.as_str(), g.summary.mean)),
+    );
     for (i, g) in data.stats.iter().enumerate() {
         let r = (i + 1) as u32;
-        let unit = unit_for(&g.metric, g.summary.mean);
+        let unit = units[g.metric.as_str()];
         ws.write_string(r, 0, &g.step).map_err(x)?;
         ws.write_string(r, 1, nsperf_results::params_label(&g.params, ""))
             .map_err(x)?;
@@ -147,7 +165,7 @@ fn step_sheet(
     let unit = if same {
         unit_for(&metric, max)
     } else {
-        crate::labels::Unit {
+        Unit {
             factor: 1.0,
             name: "",
         }
@@ -237,7 +255,7 @@ fn means_chart(
     data: &ExperimentData,
     step: &str,
     sheet: &str,
-    (at, unit): (u16, crate::labels::Unit),
+    (at, unit): (u16, Unit),
 ) -> Result<(), ReportError> {
     let Some(t) = crate::charts::means_table(data, step) else {
         return Ok(());
@@ -392,6 +410,20 @@ impl Exporter for XlsxExporter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_metric_has_one_unit_down_the_sheet() {
+        let u = metric_units(
+            [
+                ("throughput_bytes_per_s", 688.0 * 1048576.0),
+                ("throughput_bps", 42.5e6),
+                ("throughput_bytes_per_s", 10.7 * 1073741824.0),
+            ]
+            .into_iter(),
+        );
+        assert_eq!(u["throughput_bytes_per_s"].name, "GiB/s");
+        assert_eq!(u["throughput_bps"].name, "Mbit/s");
+    }
 
     #[test]
     fn sheet_names_are_valid_and_unique() {
