@@ -80,8 +80,13 @@ fn experiment_with(dir: &Path, ex: MockExecutor) -> Store {
 }
 
 /// Runs `PLAN` through `ex` into `store`: one more experiment.
-fn run_into(store: &mut Store, mut ex: MockExecutor) {
-    let plan = Plan::parse(PLAN.as_bytes()).unwrap();
+fn run_into(store: &mut Store, ex: MockExecutor) {
+    run_plan_into(store, ex, PLAN);
+}
+
+/// Runs the plan `text` through `ex` into `store`.
+fn run_plan_into(store: &mut Store, mut ex: MockExecutor, text: &str) {
+    let plan = Plan::parse(text.as_bytes()).unwrap();
     run_plan(
         &plan,
         store,
@@ -316,16 +321,7 @@ iodepth = 1
 "#;
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("r.db")).unwrap();
-    let plan = Plan::parse(NFS.as_bytes()).unwrap();
-    let mut ex = MockExecutor::new(Box::new(value));
-    run_plan(
-        &plan,
-        &mut store,
-        &mut ex,
-        &RunOptions::default(),
-        &mut NoProgress,
-    )
-    .unwrap();
+    run_plan_into(&mut store, MockExecutor::new(Box::new(value)), NFS);
     let data = ExperimentData::load(&store, "latest").unwrap();
     let html = String::from_utf8(exporter("html").unwrap().export(&data).unwrap()).unwrap();
     for text in [
