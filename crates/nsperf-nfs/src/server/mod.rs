@@ -174,13 +174,20 @@ fn accept_loop(
         }
         let Ok(s) = s else { continue };
         let _ = s.set_nodelay(true);
+        // A clone of each open connection, for `stop` to reset; removed when the connection
+        // ends, or its descriptor would keep the socket open (CLOSE-WAIT) for the server's
+        // whole life. The clone's descriptor is its key: unique while it is held.
+        let mut key = None;
         if let (Ok(mut c), Ok(clone)) = (conns.lock(), s.try_clone()) {
-            c.retain(|x| x.peer_addr().is_ok());
+            key = Some(clone.as_raw_fd());
             c.push(clone);
         }
-        let cx = cx.clone();
+        let (cx, conns) = (cx.clone(), conns.clone());
         std::thread::spawn(move || {
             let _ = connection(s, &cx);
+            if let (Some(k), Ok(mut c)) = (key, conns.lock()) {
+                c.retain(|x| x.as_raw_fd() != k);
+            }
         });
     }
 }
