@@ -89,13 +89,24 @@ fn clients_on_three_agents_against_a_server_on_a_fourth_agree_with_its_count() {
         );
     }
     // Every client started at the barrier, not before, and within 50 ms of it (one host,
-    // process start included; the agents' clocks are this host's).
+    // process start included; the agents' clocks are this host's). An agent turns the
+    // barrier into its own clock with its measured offset, right within ± its error bound:
+    // on one host it may start that much before the barrier (2.3 µs was seen), never more.
+    let slack = clients
+        .iter()
+        .map(|&i| fleet.agents()[i].clock.error_ns)
+        .max()
+        .unwrap_or(0);
     for s in &starts {
-        assert!(*s >= at, "started {} ns before the barrier", at - s);
         assert!(
-            s - at < 50_000_000,
+            s + slack >= at,
+            "started {} ns before the barrier (clock error bound {slack} ns)",
+            at.saturating_sub(*s)
+        );
+        assert!(
+            s.saturating_sub(at) < 50_000_000,
             "started {} ms late",
-            (s - at) / 1_000_000
+            s.saturating_sub(at) / 1_000_000
         );
     }
     let Some(StepReport::Served(totals)) = served[0].reports.last() else {
