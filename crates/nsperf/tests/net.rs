@@ -20,25 +20,9 @@ fn free_port() -> u16 {
 
 /// Starts `nsperf server` on 127.0.0.1 with extra args; waits until it accepts.
 fn server(extra: &[&str]) -> (KillOnDrop, u16) {
-    let port = free_port();
-    let p = port.to_string();
-    let mut args = vec!["server", "-B", "127.0.0.1", "-p", &p];
+    let mut args = vec!["-B", "127.0.0.1"];
     args.extend_from_slice(extra);
-    let child = nsperf(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn server");
-    let guard = KillOnDrop(child);
-    let t0 = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (guard, port)
+    spawn_server_quiet(&args)
 }
 
 fn net(port: u16, extra: &[&str]) -> Run {
@@ -342,21 +326,7 @@ fn hostile_client_is_dropped_and_others_served() {
 
 #[test]
 fn one_off_server_exits_after_one_test() {
-    let port = free_port();
-    let p = port.to_string();
-    let child = nsperf(["server", "-B", "127.0.0.1", "-p", &p, "--one-off"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut g = KillOnDrop(child);
-    let t0 = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(10));
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // The probe connection above sent nothing; the server drops it after its greeting
-    // timeout, so run the real test now.
+    let (mut g, port) = spawn_server_quiet(&["-B", "127.0.0.1", "--one-off"]);
     net(port, &["-t", "0.3"]).ok();
     let t0 = Instant::now();
     loop {

@@ -32,25 +32,18 @@ fn wait_listening(addr: &str) {
 
 /// `nsperf server` with its log lines going to a file in `dir`.
 fn server(dir: &std::path::Path, extra: &[&str]) -> (KillOnDrop, u16, std::path::PathBuf) {
-    let port = free_port();
-    let log = dir.join(format!("server-{port}.log"));
-    let p = port.to_string();
-    let mut args = vec!["server", "-p", &p, "--logfile", log.to_str().unwrap()];
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let log = dir.join(format!("server-{n}.log"));
+    let mut args = vec!["server", "-p", "0", "--logfile", log.to_str().unwrap()];
     args.extend_from_slice(extra);
     let child = nsperf(&args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let guard = KillOnDrop(child);
-    let t0 = Instant::now();
-    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("listening on")) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut guard = KillOnDrop(child);
+    let port = wait_listening_in(&mut guard, &log);
     (guard, port, log)
 }
 

@@ -6,53 +6,21 @@ mod common;
 use common::*;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A free TCP port on 127.0.0.1 (bound then released).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Waits until something accepts on `port`.
-fn wait_listening(port: u16) {
-    let t0 = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// `nsperf server` on 127.0.0.1 with extra args, its stderr in a file (the log).
 fn server_logged(extra: &[&str], log: &std::path::Path) -> (KillOnDrop, u16) {
-    let port = free_port();
-    let p = port.to_string();
-    let mut cmd = nsperf(["server", "-B", "127.0.0.1", "-p", &p]);
-    cmd.args(extra)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).unwrap());
-    let guard = KillOnDrop(cmd.spawn().expect("spawn server"));
-    wait_listening(port);
-    (guard, port)
+    let mut args = vec!["-B", "127.0.0.1"];
+    args.extend_from_slice(extra);
+    spawn_server(&args, log)
 }
 
 fn server(extra: &[&str]) -> (KillOnDrop, u16) {
-    let log = std::env::temp_dir().join(format!(
-        "nsperf-faults-{}-{}.log",
-        std::process::id(),
-        free_port()
-    ));
-    let r = server_logged(extra, &log);
-    let _ = std::fs::remove_file(&log);
-    r
+    let mut args = vec!["-B", "127.0.0.1"];
+    args.extend_from_slice(extra);
+    spawn_server_quiet(&args)
 }
 
 fn net(port: u16, extra: &[&str]) -> Run {
@@ -276,12 +244,11 @@ fn server_out_of_descriptors_backs_off() {
         return;
     }
     let log = std::env::temp_dir().join(format!("nsperf-fd-{}.log", std::process::id()));
-    let port = free_port();
     let child = Command::new("sh")
         .args([
             "-c",
             &format!(
-                "ulimit -n 24 && exec {} server -B 127.0.0.1 -p {port}",
+                "ulimit -n 24 && exec {} server -B 127.0.0.1 -p 0",
                 nsperf_bin()
             ),
         ])
@@ -289,8 +256,8 @@ fn server_out_of_descriptors_backs_off() {
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    let s = KillOnDrop(child);
-    wait_listening(port);
+    let mut s = KillOnDrop(child);
+    let port = wait_listening_in(&mut s, &log);
     // Hold more connections than the server has descriptors, sending nothing.
     let held: Vec<TcpStream> = (0..60)
         .filter_map(|_| TcpStream::connect(("127.0.0.1", port)).ok())

@@ -175,3 +175,57 @@ pub fn require_program(prog: &str, what: &str) -> bool {
     }
     found
 }
+
+/// The port in an `nsperf server` log's "listening on ADDR" line.
+pub fn listening_port(log: &str) -> Option<u16> {
+    let rest = log.split("listening on ").nth(1)?;
+    let addr = rest.split_whitespace().next()?;
+    addr.parse::<std::net::SocketAddr>().ok().map(|a| a.port())
+}
+
+/// Waits (at most 10 s) until `child` has written its "listening on ADDR" line to `log`,
+/// and returns that port. Panics with the log when the child exits first.
+pub fn wait_listening_in(child: &mut KillOnDrop, log: &std::path::Path) -> u16 {
+    let t0 = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(port) = listening_port(&text) {
+            return port;
+        }
+        if let Ok(Some(status)) = child.0.try_wait() {
+            panic!("server exited ({status}) before listening:\n{text}");
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "server did not start:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `nsperf server -p 0 ARGS` with its stderr (the log) in `log`. The kernel picks the port and
+/// the server's log names it, so two tests can never race for one port (a free port probed
+/// and released first can be taken by another test's server before this one binds it).
+pub fn spawn_server(args: &[&str], log: &std::path::Path) -> (KillOnDrop, u16) {
+    let mut child = KillOnDrop(
+        nsperf(["server", "-p", "0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).expect("server log"))
+            .spawn()
+            .expect("spawn server"),
+    );
+    let port = wait_listening_in(&mut child, log);
+    (child, port)
+}
+
+/// [`spawn_server`] with its log in a temporary file that is gone once the server listens.
+pub fn spawn_server_quiet(args: &[&str]) -> (KillOnDrop, u16) {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let log = std::env::temp_dir().join(format!("nsperf-srv-{}-{n}.log", std::process::id()));
+    let r = spawn_server(args, &log);
+    let _ = std::fs::remove_file(&log);
+    r
+}
