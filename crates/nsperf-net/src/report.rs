@@ -50,6 +50,83 @@ fn direction(
         .iter()
         .map(|&id| (find(tx_side, id), find(rx_side, id)))
         .collect();
+    let series = interval_rows(name, &pairs, tx_side, rx_side, udp, out);
+    let s = summarize_series(&series, warmup_s);
+    let rtts: Vec<f64> = pairs
+        .iter()
+        .flat_map(|(tx, _)| {
+            tx.samples
+                .iter()
+                .filter_map(|s| s.tcp)
+                .map(|t| t.rtt_us as f64)
+        })
+        .filter(|&r| r > 0.0)
+        .collect();
+    let (mut busy, mut rwnd, mut sndbuf) = (0u64, 0u64, 0u64);
+    for (tx, _) in &pairs {
+        if let Some(t) = tx.samples.iter().rev().find_map(|s| s.tcp) {
+            busy += t.busy_time_us;
+            rwnd += t.rwnd_limited_us;
+            sndbuf += t.sndbuf_limited_us;
+        }
+    }
+    let pct = |x: u64| (busy > 0).then(|| 100.0 * x as f64 / busy as f64);
+    let wnds: Vec<f64> = pairs
+        .iter()
+        .flat_map(|(tx, _)| {
+            tx.samples
+                .iter()
+                .filter_map(|s| s.tcp)
+                .map(|t| t.snd_wnd_bytes as f64)
+        })
+        .filter(|&w| w > 0.0)
+        .collect();
+    DirectionSummary {
+        throughput_bps: s.sustained_mean,
+        mean_bps: s.mean,
+        peak_interval_bps: s.peak,
+        sent_bytes: pairs.iter().map(|(tx, _)| last_total(tx)).sum(),
+        received_bytes: pairs.iter().map(|(_, rx)| last_total(rx)).sum(),
+        retransmits: pairs
+            .iter()
+            .filter_map(|(tx, _)| tx.samples.iter().rev().find_map(|s| s.tcp))
+            .map(|t| t.total_retrans as u64)
+            .sum(),
+        rtt_mean_us: nsperf_core::stats::mean(&rtts),
+        rtt_min_us: pairs
+            .iter()
+            .flat_map(|(tx, _)| tx.samples.iter().filter_map(|s| s.tcp))
+            .map(|t| t.min_rtt_us)
+            .filter(|&m| m > 0)
+            .min()
+            .map(f64::from),
+        sender_sndbuf_bytes: pairs
+            .iter()
+            .map(|(tx, _)| tx.sndbuf_bytes)
+            .max()
+            .unwrap_or(0),
+        receiver_rcvbuf_bytes: pairs
+            .iter()
+            .map(|(_, rx)| rx.rcvbuf_bytes)
+            .max()
+            .unwrap_or(0),
+        peer_window_bytes: nsperf_core::stats::mean(&wnds).map(|w| w as u64),
+        rwnd_limited_pct: pct(rwnd),
+        sndbuf_limited_pct: pct(sndbuf),
+    }
+}
+
+/// The per-interval rows of one direction (one per stream and one aggregate per interval,
+/// on the receiver's interval marks) into `out`; returns the aggregate series as
+/// (start s, length s, bit/s).
+fn interval_rows(
+    name: &str,
+    pairs: &[(StreamRecord, StreamRecord)],
+    tx_side: &SideResults,
+    rx_side: &SideResults,
+    udp: bool,
+    out: &mut Vec<NetInterval>,
+) -> Vec<(f64, f64, f64)> {
     let mut series = Vec::new();
     for (i, mark) in rx_side.intervals.iter().enumerate() {
         let mut agg = NetInterval {
@@ -61,7 +138,7 @@ fn direction(
         };
         let mut lost_total = 0u64;
         let mut any_udp = false;
-        for (tx, rx) in &pairs {
+        for (tx, rx) in pairs {
             let recv = rx.bytes_in(i);
             let sent = tx.bytes_in(i);
             let retr = tx.retransmits_in(i);
@@ -149,69 +226,7 @@ fn direction(
         series.push((mark.start_s, mark.length_s, agg.throughput_bps));
         out.push(agg);
     }
-    let s = summarize_series(&series, warmup_s);
-    let rtts: Vec<f64> = pairs
-        .iter()
-        .flat_map(|(tx, _)| {
-            tx.samples
-                .iter()
-                .filter_map(|s| s.tcp)
-                .map(|t| t.rtt_us as f64)
-        })
-        .filter(|&r| r > 0.0)
-        .collect();
-    let (mut busy, mut rwnd, mut sndbuf) = (0u64, 0u64, 0u64);
-    for (tx, _) in &pairs {
-        if let Some(t) = tx.samples.iter().rev().find_map(|s| s.tcp) {
-            busy += t.busy_time_us;
-            rwnd += t.rwnd_limited_us;
-            sndbuf += t.sndbuf_limited_us;
-        }
-    }
-    let pct = |x: u64| (busy > 0).then(|| 100.0 * x as f64 / busy as f64);
-    let wnds: Vec<f64> = pairs
-        .iter()
-        .flat_map(|(tx, _)| {
-            tx.samples
-                .iter()
-                .filter_map(|s| s.tcp)
-                .map(|t| t.snd_wnd_bytes as f64)
-        })
-        .filter(|&w| w > 0.0)
-        .collect();
-    DirectionSummary {
-        throughput_bps: s.sustained_mean,
-        mean_bps: s.mean,
-        peak_interval_bps: s.peak,
-        sent_bytes: pairs.iter().map(|(tx, _)| last_total(tx)).sum(),
-        received_bytes: pairs.iter().map(|(_, rx)| last_total(rx)).sum(),
-        retransmits: pairs
-            .iter()
-            .filter_map(|(tx, _)| tx.samples.iter().rev().find_map(|s| s.tcp))
-            .map(|t| t.total_retrans as u64)
-            .sum(),
-        rtt_mean_us: nsperf_core::stats::mean(&rtts),
-        rtt_min_us: pairs
-            .iter()
-            .flat_map(|(tx, _)| tx.samples.iter().filter_map(|s| s.tcp))
-            .map(|t| t.min_rtt_us)
-            .filter(|&m| m > 0)
-            .min()
-            .map(f64::from),
-        sender_sndbuf_bytes: pairs
-            .iter()
-            .map(|(tx, _)| tx.sndbuf_bytes)
-            .max()
-            .unwrap_or(0),
-        receiver_rcvbuf_bytes: pairs
-            .iter()
-            .map(|(_, rx)| rx.rcvbuf_bytes)
-            .max()
-            .unwrap_or(0),
-        peer_window_bytes: nsperf_core::stats::mean(&wnds).map(|w| w as u64),
-        rwnd_limited_pct: pct(rwnd),
-        sndbuf_limited_pct: pct(sndbuf),
-    }
+    series
 }
 
 /// UDP totals over all streams of a run.

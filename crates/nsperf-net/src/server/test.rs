@@ -123,26 +123,7 @@ pub(super) fn run_test(
     };
     let n = p.stream_count();
     let udp_socks = if p.protocol == Protocol::Udp {
-        let local = conn.socket().local_addr().map_err(|e| e.to_string())?.ip();
-        let local = match local {
-            std::net::IpAddr::V6(v6) => v6
-                .to_ipv4_mapped()
-                .map(std::net::IpAddr::V4)
-                .unwrap_or(std::net::IpAddr::V6(v6)),
-            v4 => v4,
-        };
-        let mut v = Vec::with_capacity(n as usize);
-        for id in 0..n {
-            let u = std::net::UdpSocket::bind((local, 0))
-                .map_err(|e| format!("cannot bind a UDP socket: {e}"))?;
-            crate::udp::setup_socket(&u, p.window, p.stream_is_up(id));
-            if let Some(tos) = p.tos {
-                crate::sock::set_tos(u.as_raw_fd(), local.is_ipv6(), tos)
-                    .map_err(|e| e.to_string())?;
-            }
-            v.push(u);
-        }
-        v
+        udp_sockets(conn, &p, n)?
     } else {
         Vec::new()
     };
@@ -159,46 +140,7 @@ pub(super) fn run_test(
         return run_udp_test(conn, session, p, udp_socks, cookie, env);
     }
 
-    // Collect every data connection.
-    let mut socks: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let mut got = 0;
-    while got < n {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(format!(
-                "only {got} of {n} data connections arrived within 15 s"
-            ));
-        }
-        match rx.recv_timeout(left.min(Duration::from_millis(200))) {
-            Ok((id, s)) => {
-                let slot = socks
-                    .get_mut(id as usize)
-                    .ok_or_else(|| format!("data connection for stream {id} of {n}"))?;
-                if slot.is_some() {
-                    return Err(format!("two data connections for stream {id}"));
-                }
-                crate::sock::apply_tcp(s.as_raw_fd(), &p).map_err(|e| e.to_string())?;
-                // The client's -S/--dscp marks this end's data packets too (its data with -R,
-                // its ACKs otherwise), as iperf3's server does.
-                if let Some(tos) = p.tos {
-                    let v6 = s.local_addr().is_ok_and(|a| a.is_ipv6());
-                    crate::sock::set_tos(s.as_raw_fd(), v6, tos).map_err(|e| e.to_string())?;
-                }
-                *slot = Some(s);
-                got += 1;
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                // The client may have given up meanwhile.
-                if let Err(RecvError::Closed) = conn.recv(Some(Duration::from_millis(1))) {
-                    return Err("client left while connecting".into());
-                }
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err("internal channel closed".into());
-            }
-        }
-    }
+    let socks = collect_data_connections(conn, &rx, &p, n)?;
     let ctl = Arc::new(Control::on_cpu(p.server_cpu));
     let mut meters = Vec::with_capacity(n as usize);
     let mut handles = Vec::with_capacity(n as usize);
@@ -266,6 +208,84 @@ pub(super) fn run_test(
         return Err(format!("cannot start a data thread: {e}"));
     }
     run_and_report(conn, session, meters, handles, ctl, &p, env)
+}
+
+/// The server's UDP sockets of a UDP test, one per stream, on the address the control
+/// connection arrived at (an IPv4-mapped address as plain IPv4).
+fn udp_sockets(
+    conn: &ControlConn,
+    p: &TestParams,
+    n: u32,
+) -> Result<Vec<std::net::UdpSocket>, String> {
+    let local = conn.socket().local_addr().map_err(|e| e.to_string())?.ip();
+    let local = match local {
+        std::net::IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map(std::net::IpAddr::V4)
+            .unwrap_or(std::net::IpAddr::V6(v6)),
+        v4 => v4,
+    };
+    let mut v = Vec::with_capacity(n as usize);
+    for id in 0..n {
+        let u = std::net::UdpSocket::bind((local, 0))
+            .map_err(|e| format!("cannot bind a UDP socket: {e}"))?;
+        crate::udp::setup_socket(&u, p.window, p.stream_is_up(id));
+        if let Some(tos) = p.tos {
+            crate::sock::set_tos(u.as_raw_fd(), local.is_ipv6(), tos).map_err(|e| e.to_string())?;
+        }
+        v.push(u);
+    }
+    Ok(v)
+}
+
+/// Waits (at most 15 s) for the test's `n` data connections, which the accept loop hands
+/// over through `rx`, and applies the test's TCP options to each.
+fn collect_data_connections(
+    conn: &mut ControlConn,
+    rx: &mpsc::Receiver<(u32, TcpStream)>,
+    p: &TestParams,
+    n: u32,
+) -> Result<Vec<Option<TcpStream>>, String> {
+    let mut socks: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut got = 0;
+    while got < n {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!(
+                "only {got} of {n} data connections arrived within 15 s"
+            ));
+        }
+        match rx.recv_timeout(left.min(Duration::from_millis(200))) {
+            Ok((id, s)) => {
+                let slot = socks
+                    .get_mut(id as usize)
+                    .ok_or_else(|| format!("data connection for stream {id} of {n}"))?;
+                if slot.is_some() {
+                    return Err(format!("two data connections for stream {id}"));
+                }
+                crate::sock::apply_tcp(s.as_raw_fd(), p).map_err(|e| e.to_string())?;
+                // The client's -S/--dscp marks this end's data packets too (its data with -R,
+                // its ACKs otherwise), as iperf3's server does.
+                if let Some(tos) = p.tos {
+                    let v6 = s.local_addr().is_ok_and(|a| a.is_ipv6());
+                    crate::sock::set_tos(s.as_raw_fd(), v6, tos).map_err(|e| e.to_string())?;
+                }
+                *slot = Some(s);
+                got += 1;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // The client may have given up meanwhile.
+                if let Err(RecvError::Closed) = conn.recv(Some(Duration::from_millis(1))) {
+                    return Err("client left while connecting".into());
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err("internal channel closed".into());
+            }
+        }
+    }
+    Ok(socks)
 }
 
 /// Sends Start, samples until the client's Stop and every data thread ended, sends the
