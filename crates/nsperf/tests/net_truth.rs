@@ -346,39 +346,37 @@ fn server_at_its_cpu_quota_is_found() {
             return;
         }
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    // The shell enters the cgroup, then becomes the server.
+    // The shell enters the cgroup, then becomes the server; the kernel picks its port and
+    // its log names it (a probed free port can be taken by another program meanwhile).
     let procs = cg.dir.join("cgroup.procs");
+    let log = std::env::temp_dir().join(format!("nsperf-quota-{}.log", std::process::id()));
     let script = format!(
-        "echo $$ > {} && exec {} server -B 127.0.0.1 -p {port} -q",
+        "echo $$ > {} && exec {} server -B 127.0.0.1 -p 0",
         procs.display(),
         nsperf_bin()
     );
-    let server = KillOnDrop(
+    let mut server = KillOnDrop(
         std::process::Command::new("sh")
             .args(["-c", &script])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap(),
     );
-    let t0 = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let port = wait_listening_in(&mut server, &log);
     let p = port.to_string();
-    let j = run(&["net", "127.0.0.1", "-p", &p, "-t", "3", "--json"])
-        .ok()
-        .json();
+    let r = run(&["net", "127.0.0.1", "-p", &p, "-t", "3", "--json"]);
+    let exited = server.0.try_wait().ok().flatten();
     drop(server);
+    let server_log = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    assert_eq!(
+        r.code,
+        Some(0),
+        "net failed: {}\nserver exited: {exited:?}, its log:\n{server_log}",
+        r.stderr
+    );
+    let j = r.json();
     let f = findings(&j);
     let l = f
         .iter()
