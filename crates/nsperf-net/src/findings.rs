@@ -40,7 +40,12 @@ pub fn all(run: &ClientRun, s: &NetSummary, loopback: bool) -> Vec<Finding> {
         {
             continue;
         }
-        v.extend(window_limited(name, d, run.params.window));
+        v.extend(window_limited(
+            name,
+            d,
+            run.params.window,
+            run.params.streams,
+        ));
         v.extend(sndbuf_limited(name, d));
         v.extend(retransmissions(name, d, run.params.mss.unwrap_or(1448)));
     }
@@ -190,9 +195,62 @@ pub fn cpu_limited(role: &str, side: &SideResults) -> Option<Finding> {
     )
 }
 
+/// One stream judged against its own window / RTT (see [`window_limited`]).
+#[derive(Debug, Clone, Copy)]
+struct StreamJudged {
+    window: u64,
+    rtt_us: f64,
+    base_us: f64,
+    rate_bps: f64,
+    /// window / RTT.
+    ceiling_bps: f64,
+    /// rate × smoothed RTT.
+    in_flight: f64,
+    /// rate × base RTT.
+    bdp: f64,
+    limited: bool,
+}
+
+/// One stream's figures against its window; `None` when they cannot tell (no RTT, no
+/// window, no rate).
+fn judge_stream(
+    rate_bps: f64,
+    rtt_us: Option<f64>,
+    rtt_min_us: Option<f64>,
+    window: Option<u64>,
+    rwnd_pct: Option<f64>,
+    buffer: u64,
+) -> Option<StreamJudged> {
+    let rtt_us = rtt_us?;
+    // The window actually advertised when the kernel tells it, else the buffer.
+    let window = window.filter(|&w| w > 0).unwrap_or(buffer);
+    if rtt_us < 500.0 || window == 0 || rate_bps <= 0.0 {
+        return None;
+    }
+    let in_flight = rate_bps / 8.0 * rtt_us / 1e6;
+    let base_us = rtt_min_us
+        .filter(|&m| m > 0.0)
+        .unwrap_or(rtt_us)
+        .min(rtt_us);
+    let queue_free = rtt_us <= 1.2 * base_us + 1000.0;
+    let never_rwnd = rwnd_pct.is_some_and(|r| r < 5.0);
+    Some(StreamJudged {
+        window,
+        rtt_us,
+        base_us,
+        rate_bps,
+        ceiling_bps: window as f64 * 8.0 / (rtt_us / 1e6),
+        in_flight,
+        bdp: rate_bps / 8.0 * base_us / 1e6,
+        limited: in_flight >= 0.7 * window as f64 && queue_free && !never_rwnd,
+    })
+}
+
 /// The window/RTT ceiling: a sender cannot have more than one window in flight per round
-/// trip. Fires only when the window was what held the sender back:
-/// - what the measured rate kept in flight (rate × smoothed RTT) fills at least 70 % of the
+/// trip. A window belongs to one connection, so with several streams (`-P`) each stream's
+/// rate is judged against its own window / RTT, and the sentence gives the per-stream and
+/// the total figures. A stream is window-limited only when the window was what held it back:
+/// - what its measured rate kept in flight (rate × smoothed RTT) fills at least 70 % of the
 ///   advertised window: the sender ran out of window, and
 /// - no queue built up: the smoothed RTT stays within 20 % (+1 ms) of the path's base RTT
 ///   (`tcpi_min_rtt`). A window larger than the bandwidth-delay product fills a queue at the
@@ -203,34 +261,58 @@ pub fn cpu_limited(role: &str, side: &SideResults) -> Option<Finding> {
 ///   to be high: it counts only the moments a send was refused, and under-counts a sender
 ///   that waits for acknowledgements with its socket buffer full.
 ///
-/// The advice is the window the measured path needs: rate × base RTT, from the measured
-/// figures, never from an assumed link rate.
-pub fn window_limited(name: &str, d: &DirectionSummary, requested: Option<u64>) -> Option<Finding> {
-    let rtt_us = d.rtt_mean_us?;
-    if rtt_us < 500.0 {
-        return None;
-    }
-    // The window actually advertised when the kernel tells it, else the request, else half
-    // the receive buffer granted (the kernel keeps the other half for its bookkeeping).
+/// `streams` is the number of streams of the direction; when the summary has no per-stream
+/// figures (one stream, an iperf3 peer, an older report) each stream is taken at the mean
+/// rate of the direction. The advice is the window the measured path needs: rate × base RTT,
+/// from the measured figures, never from an assumed link rate.
+pub fn window_limited(
+    name: &str,
+    d: &DirectionSummary,
+    requested: Option<u64>,
+    streams: u32,
+) -> Option<Finding> {
+    // The request, else half the receive buffer granted (the kernel keeps the other half
+    // for its bookkeeping).
     let buffer = requested.unwrap_or(d.receiver_rcvbuf_bytes / 2);
-    let window = d.peer_window_bytes.filter(|&w| w > 0).unwrap_or(buffer);
-    if window == 0 || d.throughput_bps <= 0.0 {
+    let judged: Vec<StreamJudged> = if d.streams.is_empty() {
+        let n = streams.max(1);
+        let one = judge_stream(
+            d.throughput_bps / n as f64,
+            d.rtt_mean_us,
+            d.rtt_min_us,
+            d.peer_window_bytes,
+            d.rwnd_limited_pct,
+            buffer,
+        )?;
+        vec![one; n as usize]
+    } else {
+        d.streams
+            .iter()
+            .filter_map(|s| {
+                judge_stream(
+                    s.throughput_bps,
+                    s.rtt_mean_us,
+                    s.rtt_min_us,
+                    s.peer_window_bytes,
+                    s.rwnd_limited_pct,
+                    buffer,
+                )
+            })
+            .collect()
+    };
+    let limited: Vec<&StreamJudged> = judged.iter().filter(|j| j.limited).collect();
+    if limited.is_empty() {
         return None;
     }
-    let ceiling = window as f64 * 8.0 / (rtt_us / 1e6);
-    let in_flight = d.throughput_bps / 8.0 * rtt_us / 1e6;
-    let base_us = d
-        .rtt_min_us
-        .filter(|&m| m > 0.0)
-        .unwrap_or(rtt_us)
-        .min(rtt_us);
-    let queue_free = rtt_us <= 1.2 * base_us + 1000.0;
-    let never_rwnd = d.rwnd_limited_pct.is_some_and(|r| r < 5.0);
-    if in_flight < 0.7 * window as f64 || !queue_free || never_rwnd {
-        return None;
-    }
-    // Bytes the measured rate keeps in flight over the base RTT.
-    let bdp = d.throughput_bps / 8.0 * base_us / 1e6;
+    let mean = |f: fn(&StreamJudged) -> f64| {
+        limited.iter().map(|j| f(j)).sum::<f64>() / limited.len() as f64
+    };
+    let window = mean(|j| j.window as f64);
+    let (rtt_us, base_us) = (mean(|j| j.rtt_us), mean(|j| j.base_us));
+    let (ceiling, rate) = (mean(|j| j.ceiling_bps), mean(|j| j.rate_bps));
+    let (in_flight, bdp) = (mean(|j| j.in_flight), mean(|j| j.bdp));
+    let total_ceiling: f64 = judged.iter().map(|j| j.ceiling_bps).sum();
+    let (n, k) = (judged.len(), limited.len());
     let what = match requested {
         Some(w) => format!("socket buffer {} (-w)", Bytes(w)),
         None => format!(
@@ -239,37 +321,66 @@ pub fn window_limited(name: &str, d: &DirectionSummary, requested: Option<u64>) 
         ),
     };
     let per_10m = 10e6 / 8.0 * base_us / 1e6;
-    Some(
-        Finding::new(
-            "window_limited",
-            Severity::Limit,
-            format!(
-                "{name}: {what}, advertised window {} at {:.1} ms RTT: window-limited to {} \
-                 (window / RTT); measured {}, {} in flight per round trip ({:.0} % of the \
-                 window) and no queue (RTT {:.1} ms, base {:.1} ms). Going faster needs a \
-                 larger receive window: the rate wanted × the base RTT ({} per 10 Mbit/s; \
-                 twice the measured rate needs {})",
-                Bytes(window),
-                rtt_us / 1e3,
-                BitRate(ceiling),
-                BitRate(d.throughput_bps),
-                Bytes(in_flight as u64),
-                100.0 * in_flight / window as f64,
-                rtt_us / 1e3,
-                base_us / 1e3,
-                Bytes(per_10m as u64),
-                Bytes((2.0 * bdp) as u64),
-            ),
+    let message = if n == 1 {
+        format!(
+            "{name}: {what}, advertised window {} at {:.1} ms RTT: window-limited to {} \
+             (window / RTT); measured {}, {} in flight per round trip ({:.0} % of the \
+             window) and no queue (RTT {:.1} ms, base {:.1} ms). Going faster needs a \
+             larger receive window: the rate wanted × the base RTT ({} per 10 Mbit/s; \
+             twice the measured rate needs {})",
+            Bytes(window as u64),
+            rtt_us / 1e3,
+            BitRate(ceiling),
+            BitRate(rate),
+            Bytes(in_flight as u64),
+            100.0 * in_flight / window,
+            rtt_us / 1e3,
+            base_us / 1e3,
+            Bytes(per_10m as u64),
+            Bytes((2.0 * bdp) as u64),
         )
-        .with("window_bytes", window as f64)
-        .with("buffer_bytes", buffer as f64)
-        .with("rtt_us", rtt_us)
-        .with("base_rtt_us", base_us)
-        .with("ceiling_bps", ceiling)
-        .with("throughput_bps", d.throughput_bps)
-        .with("in_flight_bytes", in_flight)
-        .with("bdp_bytes", bdp)
-        .with("rwnd_limited_pct", d.rwnd_limited_pct.unwrap_or(f64::NAN)),
+    } else {
+        let which = if k == n {
+            format!("each of the {n} streams")
+        } else {
+            format!("{k} of the {n} streams")
+        };
+        format!(
+            "{name}, {n} streams: {what} each, advertised window {} at {:.1} ms RTT: \
+             {which} window-limited to {} (its window / RTT; {} for the {n} streams); \
+             measured {} per stream ({} in total), {} in flight per stream per round trip \
+             ({:.0} % of its window) and no queue (RTT {:.1} ms, base {:.1} ms). Going \
+             faster needs a larger receive window per stream: the rate wanted per stream × \
+             the base RTT ({} per 10 Mbit/s; twice the measured rate needs {} per stream)",
+            Bytes(window as u64),
+            rtt_us / 1e3,
+            BitRate(ceiling),
+            BitRate(total_ceiling),
+            BitRate(rate),
+            BitRate(d.throughput_bps),
+            Bytes(in_flight as u64),
+            100.0 * in_flight / window,
+            rtt_us / 1e3,
+            base_us / 1e3,
+            Bytes(per_10m as u64),
+            Bytes((2.0 * bdp) as u64),
+        )
+    };
+    Some(
+        Finding::new("window_limited", Severity::Limit, message)
+            .with("window_bytes", window)
+            .with("buffer_bytes", buffer as f64)
+            .with("rtt_us", rtt_us)
+            .with("base_rtt_us", base_us)
+            .with("ceiling_bps", ceiling)
+            .with("throughput_bps", rate)
+            .with("in_flight_bytes", in_flight)
+            .with("bdp_bytes", bdp)
+            .with("streams", n as f64)
+            .with("limited_streams", k as f64)
+            .with("total_throughput_bps", d.throughput_bps)
+            .with("total_ceiling_bps", total_ceiling)
+            .with("rwnd_limited_pct", d.rwnd_limited_pct.unwrap_or(f64::NAN)),
     )
 }
 
@@ -459,6 +570,7 @@ pub fn incomplete(run: &ClientRun, s: &NetSummary) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::summary::StreamWindow;
 
     /// Recorded over a 45 Mbit/s, 50 ms RTT lab link with `-w 64k`.
     fn wan_64k() -> DirectionSummary {
@@ -477,7 +589,7 @@ mod tests {
 
     #[test]
     fn small_buffer_on_long_path_is_window_limited() {
-        let f = window_limited("client to server", &wan_64k(), Some(65_536)).unwrap();
+        let f = window_limited("client to server", &wan_64k(), Some(65_536), 1).unwrap();
         assert_eq!(f.id, "window_limited");
         // 64 KiB / 50.4 ms = 10.4 Mbit/s
         assert!(
@@ -497,15 +609,15 @@ mod tests {
         // Issue 11: it fired at "receive-window-limited 0 %".
         let mut d = wan_64k();
         d.rwnd_limited_pct = Some(0.0);
-        assert!(window_limited("x", &d, Some(65_536)).is_none());
+        assert!(window_limited("x", &d, Some(65_536), 1).is_none());
         // The kernel's share need not be high (it under-counts, see the rule).
         d.rwnd_limited_pct = Some(20.0);
-        assert!(window_limited("x", &d, Some(65_536)).is_some());
+        assert!(window_limited("x", &d, Some(65_536), 1).is_some());
         d.rwnd_limited_pct = None;
-        assert!(window_limited("x", &d, Some(65_536)).is_some());
+        assert!(window_limited("x", &d, Some(65_536), 1).is_some());
         // A sender that kept half the window in flight was held back by something else.
         d.throughput_bps = 5e6;
-        assert!(window_limited("x", &d, Some(65_536)).is_none());
+        assert!(window_limited("x", &d, Some(65_536), 1).is_none());
     }
 
     #[test]
@@ -522,7 +634,7 @@ mod tests {
             rwnd_limited_pct: Some(80.0),
             ..Default::default()
         };
-        assert!(window_limited("x", &d, Some(1 << 20)).is_none());
+        assert!(window_limited("x", &d, Some(1 << 20), 1).is_none());
         let lo = DirectionSummary {
             throughput_bps: 30e9,
             rtt_mean_us: Some(40.0),
@@ -530,7 +642,81 @@ mod tests {
             sender_sndbuf_bytes: 4 << 20,
             ..Default::default()
         };
-        assert!(window_limited("x", &lo, None).is_none());
+        assert!(window_limited("x", &lo, None, 1).is_none());
+    }
+
+    /// Issue 20 item 1: `-P 2 -w 128k` on 1 Gbit/s, 10 ms: 305 Mbit/s in total, about
+    /// 152 Mbit/s per stream, each against its own ~203 KiB window. The total against one
+    /// window read "185 % of the window".
+    fn two_streams_128k() -> DirectionSummary {
+        let stream = |id, bps| StreamWindow {
+            stream: id,
+            throughput_bps: bps,
+            rtt_mean_us: Some(10_000.0),
+            rtt_min_us: Some(9_900.0),
+            peer_window_bytes: Some(207_500),
+            rwnd_limited_pct: Some(60.0),
+        };
+        DirectionSummary {
+            throughput_bps: 305e6,
+            rtt_mean_us: Some(10_000.0),
+            rtt_min_us: Some(9_900.0),
+            peer_window_bytes: Some(207_500),
+            receiver_rcvbuf_bytes: 262_144,
+            rwnd_limited_pct: Some(60.0),
+            streams: vec![stream(0, 151e6), stream(1, 154e6)],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn parallel_streams_are_judged_each_against_its_own_window() {
+        let d = two_streams_128k();
+        let f = window_limited("client to server", &d, Some(131_072), 2).unwrap();
+        let e = &f.evidence;
+        // Per stream: ~152 Mbit/s of a 166 Mbit/s window / RTT, 91-93 % of the window.
+        assert!(e["in_flight_bytes"] <= e["window_bytes"], "{f:?}");
+        assert!((e["ceiling_bps"] - 166e6).abs() < 1e6, "{f:?}");
+        assert!((e["throughput_bps"] - 152.5e6).abs() < 1e3, "{f:?}");
+        assert!((e["total_ceiling_bps"] - 332e6).abs() < 2e6, "{f:?}");
+        assert_eq!(e["total_throughput_bps"], 305e6);
+        assert_eq!((e["streams"], e["limited_streams"]), (2.0, 2.0));
+        let m = &f.message;
+        for want in [
+            "2 streams",
+            "each of the 2 streams window-limited to 166 Mbit/s",
+            "332 Mbit/s for the 2 streams",
+            "per stream (305 Mbit/s in total)",
+            "(92 % of its window)",
+        ] {
+            assert!(m.contains(want), "{want:?} not in {m}");
+        }
+        // No figure beside the verdict says more than a window was in flight.
+        assert!(!m.contains("185 %"), "{m}");
+        // Without per-stream figures (an iperf3 peer), the mean rate per stream.
+        let mut agg = d.clone();
+        agg.streams.clear();
+        let f = window_limited("x", &agg, Some(131_072), 2).unwrap();
+        assert!(f.evidence["in_flight_bytes"] <= f.evidence["window_bytes"]);
+        assert!(f.message.contains("each of the 2 streams"), "{}", f.message);
+    }
+
+    #[test]
+    fn parallel_streams_under_their_windows_are_not_window_limited() {
+        // Two streams each at 45 % of its own window: the total fills 90 % of one window,
+        // which the old rule called window-limited.
+        let mut d = two_streams_128k();
+        for s in &mut d.streams {
+            s.throughput_bps = 75e6;
+        }
+        d.throughput_bps = 150e6;
+        assert!(window_limited("x", &d, Some(131_072), 2).is_none());
+        // One of the two at its window: the finding says which share.
+        d.streams[1].throughput_bps = 160e6;
+        d.throughput_bps = 235e6;
+        let f = window_limited("x", &d, Some(131_072), 2).unwrap();
+        assert!(f.message.contains("1 of the 2 streams"), "{}", f.message);
+        assert!(f.message.contains("235 Mbit/s in total"), "{}", f.message);
     }
 
     #[test]

@@ -74,7 +74,8 @@ pub use server::{
 };
 pub use snmp::UdpHostCounters;
 pub use summary::{
-    DirectionSummary, LossSite, NetInterval, NetReport, NetSpec, NetSummary, Peer, UdpSummary,
+    DirectionSummary, LossSite, NetInterval, NetReport, NetSpec, NetSummary, Peer, StreamWindow,
+    UdpSummary,
 };
 pub use tcpinfo::TcpInfoSample;
 

@@ -8,7 +8,8 @@ use crate::config::{Mode, Protocol};
 use crate::drive::ClientRun;
 use crate::results::{SideResults, StreamRecord, UdpCounters};
 use crate::summary::{
-    DirectionSummary, LossSite, NetInterval, NetReport, NetSpec, NetSummary, UdpSummary,
+    DirectionSummary, LossSite, NetInterval, NetReport, NetSpec, NetSummary, StreamWindow,
+    UdpSummary,
 };
 
 fn delta_msgs(rec: &StreamRecord, i: usize) -> u64 {
@@ -52,35 +53,40 @@ fn direction(
         .collect();
     let series = interval_rows(name, &pairs, tx_side, rx_side, udp, out);
     let s = summarize_series(&series, warmup_s);
-    let rtts: Vec<f64> = pairs
-        .iter()
-        .flat_map(|(tx, _)| {
-            tx.samples
-                .iter()
-                .filter_map(|s| s.tcp)
-                .map(|t| t.rtt_us as f64)
-        })
-        .filter(|&r| r > 0.0)
-        .collect();
-    let (mut busy, mut rwnd, mut sndbuf) = (0u64, 0u64, 0u64);
-    for (tx, _) in &pairs {
-        if let Some(t) = tx.samples.iter().rev().find_map(|s| s.tcp) {
-            busy += t.busy_time_us;
-            rwnd += t.rwnd_limited_us;
-            sndbuf += t.sndbuf_limited_us;
-        }
-    }
-    let pct = |x: u64| (busy > 0).then(|| 100.0 * x as f64 / busy as f64);
-    let wnds: Vec<f64> = pairs
-        .iter()
-        .flat_map(|(tx, _)| {
-            tx.samples
-                .iter()
-                .filter_map(|s| s.tcp)
-                .map(|t| t.snd_wnd_bytes as f64)
-        })
-        .filter(|&w| w > 0.0)
-        .collect();
+    let tx: Vec<&StreamRecord> = pairs.iter().map(|(tx, _)| tx).collect();
+    let w = window_figures(&tx);
+    // A window limits one connection: with several TCP streams each one's own figures.
+    let streams = if pairs.len() > 1 && !udp {
+        pairs
+            .iter()
+            .map(|(tx, rx)| {
+                let series: Vec<(f64, f64, f64)> = rx_side
+                    .intervals
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| {
+                        let bps = if m.length_s > 0.0 {
+                            rx.bytes_in(i) as f64 * 8.0 / m.length_s
+                        } else {
+                            0.0
+                        };
+                        (m.start_s, m.length_s, bps)
+                    })
+                    .collect();
+                let f = window_figures(&[tx]);
+                StreamWindow {
+                    stream: rx.id,
+                    throughput_bps: summarize_series(&series, warmup_s).sustained_mean,
+                    rtt_mean_us: f.rtt_mean_us,
+                    rtt_min_us: f.rtt_min_us,
+                    peer_window_bytes: f.peer_window_bytes,
+                    rwnd_limited_pct: f.rwnd_limited_pct,
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     DirectionSummary {
         throughput_bps: s.sustained_mean,
         mean_bps: s.mean,
@@ -92,14 +98,8 @@ fn direction(
             .filter_map(|(tx, _)| tx.samples.iter().rev().find_map(|s| s.tcp))
             .map(|t| t.total_retrans as u64)
             .sum(),
-        rtt_mean_us: nsperf_core::stats::mean(&rtts),
-        rtt_min_us: pairs
-            .iter()
-            .flat_map(|(tx, _)| tx.samples.iter().filter_map(|s| s.tcp))
-            .map(|t| t.min_rtt_us)
-            .filter(|&m| m > 0)
-            .min()
-            .map(f64::from),
+        rtt_mean_us: w.rtt_mean_us,
+        rtt_min_us: w.rtt_min_us,
         sender_sndbuf_bytes: pairs
             .iter()
             .map(|(tx, _)| tx.sndbuf_bytes)
@@ -110,6 +110,51 @@ fn direction(
             .map(|(_, rx)| rx.rcvbuf_bytes)
             .max()
             .unwrap_or(0),
+        peer_window_bytes: w.peer_window_bytes,
+        rwnd_limited_pct: w.rwnd_limited_pct,
+        sndbuf_limited_pct: w.sndbuf_limited_pct,
+        streams,
+    }
+}
+
+/// The window figures of the senders' `TCP_INFO` samples of one or more streams.
+struct WindowFigures {
+    rtt_mean_us: Option<f64>,
+    rtt_min_us: Option<f64>,
+    peer_window_bytes: Option<u64>,
+    rwnd_limited_pct: Option<f64>,
+    sndbuf_limited_pct: Option<f64>,
+}
+
+fn window_figures(tx: &[&StreamRecord]) -> WindowFigures {
+    let tcp = || {
+        tx.iter()
+            .flat_map(|t| t.samples.iter().filter_map(|s| s.tcp))
+    };
+    let rtts: Vec<f64> = tcp()
+        .map(|t| t.rtt_us as f64)
+        .filter(|&r| r > 0.0)
+        .collect();
+    let wnds: Vec<f64> = tcp()
+        .map(|t| t.snd_wnd_bytes as f64)
+        .filter(|&w| w > 0.0)
+        .collect();
+    let (mut busy, mut rwnd, mut sndbuf) = (0u64, 0u64, 0u64);
+    for t in tx {
+        if let Some(t) = t.samples.iter().rev().find_map(|s| s.tcp) {
+            busy += t.busy_time_us;
+            rwnd += t.rwnd_limited_us;
+            sndbuf += t.sndbuf_limited_us;
+        }
+    }
+    let pct = |x: u64| (busy > 0).then(|| 100.0 * x as f64 / busy as f64);
+    WindowFigures {
+        rtt_mean_us: nsperf_core::stats::mean(&rtts),
+        rtt_min_us: tcp()
+            .map(|t| t.min_rtt_us)
+            .filter(|&m| m > 0)
+            .min()
+            .map(f64::from),
         peer_window_bytes: nsperf_core::stats::mean(&wnds).map(|w| w as u64),
         rwnd_limited_pct: pct(rwnd),
         sndbuf_limited_pct: pct(sndbuf),

@@ -99,6 +99,28 @@ pub struct DirectionSummary {
     pub rwnd_limited_pct: Option<f64>,
     /// Share of busy time the sender was limited by its send buffer, %.
     pub sndbuf_limited_pct: Option<f64>,
+    /// With several TCP streams (`-P`): each stream's own window figures. A window limits one
+    /// connection, so `window_limited` judges each stream's rate against its own
+    /// window / RTT. Empty with one stream (the direction's figures are that stream's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub streams: Vec<StreamWindow>,
+}
+
+/// The window figures of one TCP stream of a direction.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamWindow {
+    /// Stream index.
+    pub stream: u32,
+    /// Receiver payload bit rate of this stream after warm-up.
+    pub throughput_bps: f64,
+    /// Mean smoothed RTT the sender of this stream saw, µs.
+    pub rtt_mean_us: Option<f64>,
+    /// Lowest RTT the sender of this stream saw (`tcpi_min_rtt`), µs.
+    pub rtt_min_us: Option<f64>,
+    /// Mean receive window advertised to this stream's sender (`snd_wnd`).
+    pub peer_window_bytes: Option<u64>,
+    /// Share of this stream's busy time limited by the receive window, %.
+    pub rwnd_limited_pct: Option<f64>,
 }
 
 /// The `summary` of a `net` report.

@@ -264,6 +264,37 @@ fn window_limited_only_when_the_window_limits() {
     );
 }
 
+/// Issue 20 item 1: with `-P 2` each stream is judged against its own window: the finding
+/// gives the per-stream and the total figures, and never more than a window in flight per
+/// stream (the total against one window read "185 % of the window").
+#[test]
+fn window_limited_with_parallel_streams_is_judged_per_stream() {
+    let Some(_g) = lab_ok("window_limited -P 2 in a lab") else {
+        return;
+    };
+    let lab = Lab::up("wp", &["--rate", "45mbit", "--rtt", "50ms"]);
+    let j = lab.net(47_311, &["-w", "64k", "-P", "2", "-t", "4", "-O", "1"]);
+    let up = &j["summary"]["up"];
+    let streams = up["streams"].as_array().cloned().unwrap_or_default();
+    assert_eq!(streams.len(), 2, "per-stream window figures: {up}");
+    let f = findings(&j);
+    let w = f
+        .iter()
+        .find(|f| f["id"] == "window_limited")
+        .unwrap_or_else(|| panic!("no window_limited: {f:?}\n{up}"));
+    let (msg, e) = (w["message"].as_str().unwrap(), &w["evidence"]);
+    let in_flight = e["in_flight_bytes"].as_f64().unwrap();
+    let window = e["window_bytes"].as_f64().unwrap();
+    assert!(in_flight <= 1.05 * window, "{in_flight} of {window}: {msg}");
+    let total = up["throughput_bps"].as_f64().unwrap();
+    let per = e["throughput_bps"].as_f64().unwrap();
+    assert!(per < 0.7 * total, "per stream {per} of {total}: {msg}");
+    assert!(
+        msg.contains("2 streams") && msg.contains("per stream") && msg.contains("in total"),
+        "{msg}"
+    );
+}
+
 /// Datagrams dropped by the lab link are placed in the network.
 #[test]
 fn udp_loss_in_the_network_is_placed_there() {
