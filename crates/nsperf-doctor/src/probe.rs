@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use nsperf_io::{CacheMode, FsyncMode, IoError, IoReport, RunConfig, Target, Workload};
+use nsperf_io::{
+    CacheMode, FsyncMode, IoError, IoReport, NetworkPath, PathCeiling, RunConfig, Target, Workload,
+};
 use nsperf_net::{ClientConfig, Direction as NetDir, Mode, NetReport, NetSpec, TestParams};
 use nsperf_nfs::Session;
 
@@ -318,11 +320,13 @@ pub fn protocol(
     findings: &mut Vec<nsperf_core::report::Finding>,
 ) -> Result<Layer<ProtocolFigures>, DoctorError> {
     let (target, engine) = url.io();
+    let path = srv.map(lab_path).unwrap_or_default();
     let nfs = |w| {
         let mut rc = io_config(cfg, target.clone(), w);
         rc.engine = engine;
         rc.iodepth = cfg.iodepth;
         rc.cache = CacheMode::RemoteWarm;
+        rc.network_path = path;
         rc
     };
     let mut w = nfs(Workload::SeqWrite);
@@ -361,6 +365,28 @@ pub fn protocol(
         read,
         write,
     }))
+}
+
+/// What doctor knows of the path to a server in a lab site: it runs on this host (its page
+/// cache is this host's), and the lab's links carry at most their configured rate.
+fn lab_path(srv: &LabServer) -> NetworkPath {
+    let from = srv
+        .client_site
+        .as_ref()
+        .or_else(|| {
+            srv.lab
+                .sites
+                .iter()
+                .find(|s| nsperf_lab::netns::thread_is_in(&s.netns))
+        })
+        .map(|s| s.name.clone());
+    let rate = from
+        .and_then(|f| nsperf_lab::lab::site_path(&srv.lab, &f, &srv.site.name).ok())
+        .and_then(|p| p.rate_bps);
+    NetworkPath {
+        server_on_this_host: Some(true),
+        ceiling: rate.map(|rate_bps| PathCeiling::LabLink { rate_bps }),
+    }
 }
 
 /// The place as the report records it.

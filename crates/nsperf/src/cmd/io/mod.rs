@@ -48,6 +48,31 @@ pub fn run(args: IoArgs) -> anyhow::Result<()> {
     }
 }
 
+/// For an `nfs://` or `smb://` target at the address of a lab site, run from another site of
+/// that lab (`lab exec`): the server runs on this host, and the path carries at most the
+/// lab's configured rate, not the speed the site's device reports. Unknown otherwise.
+fn lab_path(target: &nsperf_io::Target) -> nsperf_io::NetworkPath {
+    let host = match target {
+        nsperf_io::Target::Nfs { url } => &url.host,
+        nsperf_io::Target::Smb { url, .. } => &url.host,
+        _ => return Default::default(),
+    };
+    let Some(p) = host
+        .trim_matches(['[', ']'])
+        .parse()
+        .ok()
+        .and_then(nsperf_lab::lab::path_from_here)
+    else {
+        return Default::default();
+    };
+    nsperf_io::NetworkPath {
+        server_on_this_host: Some(true),
+        ceiling: p
+            .rate_bps
+            .map(|rate_bps| nsperf_io::PathCeiling::LabLink { rate_bps }),
+    }
+}
+
 /// Prints an `io` report in the chosen format (JSON, CSV or the table), then turns an
 /// interrupted run into the interrupted exit with `what_ran` (what the output covers).
 fn print_report<R: serde::Serialize>(

@@ -333,6 +333,7 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
     c.meta_file_bytes = a.file_size.0;
     c.space_check = !a.dir_care.no_space_check;
     c.clean_stale = a.dir_care.clean;
+    c.network_path = super::lab_path(&c.target);
     Ok(c)
 }
 
@@ -503,17 +504,24 @@ pub fn human(r: &IoReport) -> String {
             fs.fs_type,
             fs.mount_source,
             fs.mount_point.display(),
-            match (fs.network, &fs.link) {
-                (Some(true), Some(l)) => format!(
+            match (fs.network, &fs.link, &c.network_path.ceiling) {
+                // A lab's devices report a speed the emulated link does not carry.
+                (Some(true), l, Some(ceiling)) => format!(
+                    "network file system{}, {ceiling}",
+                    l.as_ref()
+                        .map(|l| format!(", via {}", l.interface))
+                        .unwrap_or_default()
+                ),
+                (Some(true), Some(l), None) => format!(
                     "network file system, via {}{}",
                     l.interface,
                     l.speed_mbps
                         .map(|m| format!(" at {m} Mbit/s"))
                         .unwrap_or_default()
                 ),
-                (Some(true), None) => "network file system".into(),
-                (Some(false), _) => "local".into(),
-                (None, _) => "cannot tell whether local or network".into(),
+                (Some(true), None, None) => "network file system".into(),
+                (Some(false), ..) => "local".into(),
+                (None, ..) => "cannot tell whether local or network".into(),
             }
         );
     }
