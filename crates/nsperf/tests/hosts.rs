@@ -189,6 +189,121 @@ fn plan_errors_about_hosts_are_found_at_load() {
     assert!(r.stderr.contains("also one of the clients"), "{}", r.stderr);
 }
 
+/// Issue 21: an io step on hosts through a `[[service]]` on this host's loopback reaches the
+/// service at the port it listens on (the hosts were told the portmapper at 127.0.0.1:111,
+/// and every host failed), and a plan giving such a step to a host that is not on this host
+/// is refused at load.
+#[test]
+fn a_step_on_hosts_through_a_loopback_service_reaches_it_at_its_port() {
+    let dir = Scratch::new(TMPFS, "hosts-service");
+    let export = Path::new(dir.path()).join("export");
+    std::fs::create_dir(&export).unwrap();
+    let plan_text = |hosts: &str| {
+        format!(
+            r#"name = "hosts-service"
+repetitions = 1
+{hosts}
+[[service]]
+name = "nas"
+dir = "{}"
+[[step]]
+name = "write"
+type = "io"
+on = "clients"
+service = "nas"
+workload = "seqwrite"
+size = "2m"
+bs = "64k"
+"#,
+            export.display()
+        )
+    };
+    let plan = write_plan(&dir, &plan_text(&hosts_block(2)));
+    let db = Path::new(dir.path()).join("r.db").display().to_string();
+    let r = common::run_with_limit(
+        common::nsperf(["run", &plan, "--db", &db, "--no-report", "--json"]),
+        Duration::from_secs(120),
+    )
+    .ok();
+    assert_eq!(r.json()["measured"], 1, "{}\n{}", r.stdout, r.stderr);
+    let store = Store::open(Path::new(&db)).unwrap();
+    let runs = store.runs(store.experiment("latest").unwrap().id).unwrap();
+    assert_eq!(runs[0].status, RunStatus::Ok, "{:?}", runs[0].error);
+    let parts = store.hosts(runs[0].id).unwrap();
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    for p in &parts {
+        assert!(p.error.is_none() && p.value > 0.0, "{p:?}");
+        let report: serde_json::Value =
+            serde_json::from_str(p.report_json.as_ref().unwrap()).unwrap();
+        // The service's own port (a free one), not the portmapper's.
+        let port = report["spec"]["target"]["url"]["port"].as_u64();
+        assert!(
+            port.is_some_and(|p| p != 111),
+            "{}",
+            report["spec"]["target"]
+        );
+        assert_eq!(
+            report["summary"]["remote"]["server"],
+            format!("127.0.0.1:{}", port.unwrap())
+        );
+    }
+    assert_eq!(runs[0].payload_bytes, Some(2 * (2 << 20)));
+
+    let remote = plan_text(
+        "[hosts.c1]\nlocal = true\n[hosts.c2]\nagent = \"10.0.0.9:5400\"\n[groups]\nclients = [\"c1\", \"c2\"]\n",
+    );
+    let plan = write_plan(&dir, &remote);
+    let r = common::run(&["run", &plan, "--dry-run"]);
+    assert_eq!(r.code, Some(3), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "listens on this host's loopback, which host c2 (not local = true) cannot reach"
+        ),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Issue 21: a run in which every host's part failed is stored as failed with the hosts'
+/// errors (it was stored as partial, with a headline of 0.000 s).
+#[test]
+fn a_run_in_which_every_host_failed_is_stored_as_failed() {
+    let dir = Scratch::new(TMPFS, "hosts-all-failed");
+    let plan = write_plan(
+        &dir,
+        r#"name = "all-failed"
+repetitions = 1
+[hosts.c1]
+local = true
+[hosts.c2]
+local = true
+[groups]
+clients = ["c1", "c2"]
+[[step]]
+name = "fails"
+type = "exec"
+on = "clients"
+command = ["false"]
+"#,
+    );
+    let db = Path::new(dir.path()).join("r.db").display().to_string();
+    let r = common::run_with_limit(
+        common::nsperf(["run", &plan, "--db", &db, "--no-report", "--json"]),
+        Duration::from_secs(60),
+    )
+    .ok();
+    assert_eq!(r.json()["failed"], 1, "{}\n{}", r.stdout, r.stderr);
+    let store = Store::open(Path::new(&db)).unwrap();
+    let runs = store.runs(store.experiment("latest").unwrap().id).unwrap();
+    assert_eq!(runs[0].status, RunStatus::Failed);
+    let why = runs[0].error.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("every host failed") && why.contains("c1:") && why.contains("c2:"),
+        "{why}"
+    );
+    assert_eq!(runs[0].value, None, "a failed run has no headline");
+}
+
 /// The pids of `nsperf agent --stdio` children of `parent`.
 fn agents_of(parent: u32) -> Vec<u32> {
     let mut v = Vec::new();

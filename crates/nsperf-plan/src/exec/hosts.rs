@@ -15,7 +15,7 @@ use std::time::Duration;
 use nsperf_net::{ClientConfig, ServerConfig};
 use nsperf_results::{HostPart, Measurement, SeriesPoint};
 
-use super::measure;
+use super::{RunContext, measure};
 use crate::agent::{AgentOptions, Fleet, HostFailure, StepId, StepOutcome};
 use crate::error::ExecError;
 use crate::plan::{Action, Hosts, OnHosts, ResolvedStep};
@@ -149,8 +149,25 @@ impl HostRunner {
             .collect()
     }
 
-    /// Runs `step` (which names hosts) and merges what its hosts measured.
-    pub(super) fn measure(&mut self, step: &ResolvedStep) -> Result<Measurement, ExecError> {
+    /// Runs `step` (which names hosts) and merges what its hosts measured. A run in which
+    /// every host's part failed is a failed run (the hosts' errors), not a partial one.
+    pub(super) fn measure(
+        &mut self,
+        ctx: &RunContext<'_>,
+        step: &ResolvedStep,
+    ) -> Result<Measurement, ExecError> {
+        let m = self.measure_parts(ctx, step)?;
+        match every_part_failed(&m) {
+            Some(why) => Err(ExecError::Other(format!("every host failed: {why}"))),
+            None => Ok(m),
+        }
+    }
+
+    fn measure_parts(
+        &mut self,
+        ctx: &RunContext<'_>,
+        step: &ResolvedStep,
+    ) -> Result<Measurement, ExecError> {
         let on = step
             .on
             .as_ref()
@@ -179,7 +196,7 @@ impl HostRunner {
             Action::Io(io) => {
                 let spec = StepSpec::Io {
                     site: None,
-                    config: io.config.clone(),
+                    config: super::process::io_config(ctx, io)?,
                 };
                 let parts = self.run_parts(on, &spec, step.timeout)?;
                 Ok(merge(parts, "host"))
@@ -598,6 +615,16 @@ fn merge(p: Parts, role: &str) -> Measurement {
     m
 }
 
+/// The hosts' errors when no host measured (the server's count aside): such a run failed.
+fn every_part_failed(m: &Measurement) -> Option<String> {
+    let mut measuring = m.hosts.iter().filter(|h| h.role != "server").peekable();
+    measuring.peek()?;
+    if measuring.all(|h| h.error.is_some()) {
+        return Some(m.host_errors().unwrap_or_default());
+    }
+    None
+}
+
 /// Sums the hosts' series on one timeline: each point placed at its host's start (the
 /// coordinator's clock) plus its offset, relative to the barrier, in bins of the first
 /// series' interval length (each point in the bin nearest its start).
@@ -712,6 +739,7 @@ mod tests {
         assert_eq!(m.metrics["peak_interval"], 150.0);
         assert_eq!(m.payload_bytes, Some(1500));
         assert!(m.partial());
+        assert_eq!(every_part_failed(&m), None);
         assert_eq!(m.hosts.len(), 3);
         assert!(m.hosts.iter().all(|h| h.role == "client"));
         assert!(m.host_errors().unwrap().contains("c3: agent lost"));
@@ -735,5 +763,31 @@ mod tests {
         assert_eq!(m.metrics["server.received_bytes"], 999.0);
         assert_eq!(m.metrics["clients.sent_bytes"], 1000.0);
         assert!((m.metrics["server_vs_clients_pct"] + 0.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_run_in_which_every_host_failed_is_failed_not_partial() {
+        let mut a = part("c1", 0.0, 0, 0.0);
+        a.error = Some("c1: false exited 1".into());
+        let mut b = part("c2", 0.0, 0, 0.0);
+        b.error = Some("c2: false exited 1".into());
+        let mut m = merge(
+            Parts {
+                barrier_ns: 0,
+                parts: vec![(a, vec![], vec![]), (b, vec![], vec![])],
+            },
+            "client",
+        );
+        // The server counted (nothing): it is not a host that measured.
+        m.hosts.push(HostPart {
+            host: "srv".into(),
+            role: "server".into(),
+            ..HostPart::default()
+        });
+        let why = every_part_failed(&m).expect("every host failed");
+        assert!(
+            why.contains("c1: false") && why.contains("c2: false"),
+            "{why}"
+        );
     }
 }

@@ -299,27 +299,7 @@ impl ProcessExecutor {
         step: &ResolvedStep,
         io: &IoStep,
     ) -> Result<Measurement, ExecError> {
-        let mut config = io.config.clone();
-        match ctx.phase {
-            Phase::Cold => {
-                config.cache = nsperf_io::CacheMode::Cold;
-                // Through a service (on this host): the engine evicts the server's copy.
-                config.drop_caches = io.service.is_some();
-            }
-            Phase::Warm => config.cache = nsperf_io::CacheMode::Warm,
-            Phase::RemoteWarm if io.is_remote() => {
-                config.cache = nsperf_io::CacheMode::RemoteWarm;
-            }
-            Phase::None | Phase::RemoteWarm => {}
-        }
-        if let Some(svc) = &io.service {
-            let base = ctx
-                .service_url
-                .ok_or_else(|| ExecError::Other(format!("service {} is not running", svc.name)))?;
-            let url = crate::plan::service_url(base, &svc.path)
-                .map_err(|e| ExecError::Other(format!("service {}: {e}", svc.name)))?;
-            config.target = nsperf_io::Target::Nfs { url };
-        }
+        let config = io_config(ctx, io)?;
         let spec = StepSpec::Io {
             site: site_ref(ctx.lab, io.site.as_deref()),
             config,
@@ -498,6 +478,36 @@ enum Capture {
     Site(Background, PathBuf),
     /// The emulator, on a link, writing this file.
     Link(lab::LinkCapture, PathBuf),
+}
+
+/// The io engine's configuration for this run: the cache phase, and through a service the
+/// URL it answers at now (a loopback service's port is known only once it runs).
+pub(super) fn io_config(
+    ctx: &RunContext<'_>,
+    io: &IoStep,
+) -> Result<nsperf_io::RunConfig, ExecError> {
+    let mut config = io.config.clone();
+    match ctx.phase {
+        Phase::Cold => {
+            config.cache = nsperf_io::CacheMode::Cold;
+            // Through a service (on this host): the engine evicts the server's copy.
+            config.drop_caches = io.service.is_some();
+        }
+        Phase::Warm => config.cache = nsperf_io::CacheMode::Warm,
+        Phase::RemoteWarm if io.is_remote() => {
+            config.cache = nsperf_io::CacheMode::RemoteWarm;
+        }
+        Phase::None | Phase::RemoteWarm => {}
+    }
+    if let Some(svc) = &io.service {
+        let base = ctx
+            .service_url
+            .ok_or_else(|| ExecError::Other(format!("service {} is not running", svc.name)))?;
+        let url = crate::plan::service_url(base, &svc.path)
+            .map_err(|e| ExecError::Other(format!("service {}: {e}", svc.name)))?;
+        config.target = nsperf_io::Target::Nfs { url };
+    }
+    Ok(config)
 }
 
 fn server_client(host: String, n: &NetStep) -> NetClient {
@@ -744,7 +754,7 @@ impl Executor for ProcessExecutor {
                 .hosts
                 .as_mut()
                 .ok_or_else(|| ExecError::Other("the plan's hosts are not connected".into()))?
-                .measure(step)?,
+                .measure(ctx, step)?,
             Action::Net(n) => self.net(ctx, step, n)?,
             Action::Io(io) => self.io(ctx, step, io)?,
             Action::Exec(e) => self.exec(ctx, step, e)?,

@@ -178,8 +178,8 @@ pub(super) struct RawStep {
     pub(super) setup: Option<Vec<Param>>,
     pub(super) teardown: Option<Vec<Param>>,
     // net, rr, sweep
-    pub(super) client: Option<String>,
-    pub(super) server: Option<String>,
+    pub(super) client: Option<Param>,
+    pub(super) server: Option<Param>,
     pub(super) host: Option<Param>,
     pub(super) port: Option<Param>,
     pub(super) time: Option<Param>,
@@ -191,7 +191,7 @@ pub(super) struct RawStep {
     pub(super) reverse: Option<Param>,
     pub(super) awake: Option<Param>,
     pub(super) range: Option<Param>,
-    pub(super) capture: Option<String>,
+    pub(super) capture: Option<Param>,
     pub(super) burst: Option<Param>,
     // io (size also for rr)
     pub(super) dir: Option<Param>,
@@ -206,7 +206,7 @@ pub(super) struct RawStep {
     pub(super) verify: Option<Param>,
     pub(super) service: Option<String>,
     // exec (site also for io)
-    pub(super) site: Option<String>,
+    pub(super) site: Option<Param>,
     pub(super) command: Option<Vec<Param>>,
     pub(super) payload: Option<Param>,
     pub(super) payload_regex: Option<String>,
@@ -256,6 +256,10 @@ pub(super) fn used_variables(s: &RawStep, raw: &RawPlan) -> Vec<String> {
         &s.ramp,
         &s.verify,
         &s.payload,
+        &s.client,
+        &s.server,
+        &s.capture,
+        &s.site,
     ];
     texts.extend(
         params

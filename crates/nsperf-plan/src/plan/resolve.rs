@@ -79,8 +79,10 @@ impl Fields<'_> {
             .unwrap_or(false))
     }
 
-    fn site(&self, field: &str, v: &Option<String>) -> Result<Option<String>, PlanError> {
-        match (v, self.lab) {
+    /// A lab site named by `field` (templated: `site = "{client}"`).
+    fn site(&self, field: &str, v: &Option<Param>) -> Result<Option<String>, PlanError> {
+        let v = self.str(field, v)?;
+        match (&v, self.lab) {
             (None, _) => Ok(None),
             (Some(_), None) => Err(self.err(field, "sites need a [lab] section")),
             (Some(v), Some(l)) if l.sites.contains(v) => Ok(Some(v.clone())),
@@ -162,6 +164,9 @@ pub(super) fn resolve_step(
         StepKind::Io => Action::Io(io(&f, s, &phases)?),
         StepKind::Exec => Action::Exec(exec(&f, s, &phases)?),
     };
+    if let (Some(on), Action::Io(io)) = (&on, &action) {
+        on_hosts_reach_service(&f, on, io)?;
+    }
     let schedule = s
         .schedule
         .as_ref()
@@ -232,8 +237,9 @@ fn on_hosts(f: &Fields<'_>, s: &RawStep, kind: StepKind) -> Result<Option<OnHost
             return Err(f.err(field, "does not apply to a step on [hosts]"));
         }
     }
-    let server = match (kind, &s.server) {
+    let server = match (kind, f.str("server", &s.server)?) {
         (StepKind::Net | StepKind::Rr | StepKind::Sweep, Some(sv)) => {
+            let sv = &sv;
             if hosts.get(sv).is_none() {
                 return Err(f.err("server", format!("\"{sv}\" is not a host of [hosts]")));
             }
@@ -264,6 +270,34 @@ fn on_hosts(f: &Fields<'_>, s: &RawStep, kind: StepKind) -> Result<Option<OnHost
     }))
 }
 
+/// A service on this host's loopback (on a port picked when it starts) is reached only by
+/// hosts whose agent runs on this host too (`local = true`).
+fn on_hosts_reach_service(f: &Fields<'_>, on: &OnHosts, io: &IoStep) -> Result<(), PlanError> {
+    let Some(used) = &io.service else {
+        return Ok(());
+    };
+    let loopback = f
+        .ctx
+        .services
+        .iter()
+        .any(|s| s.name == used.name && s.site.is_none());
+    let remote = on.hosts.iter().find(|h| {
+        f.hosts
+            .and_then(|hs| hs.get(h))
+            .is_some_and(|h| h.launch != crate::agent::Launch::Local)
+    });
+    match remote {
+        Some(h) if loopback => Err(f.err(
+            "service",
+            format!(
+                "service \"{}\" listens on this host's loopback, which host {h} (not local = true) cannot reach",
+                used.name
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn phases(f: &Fields<'_>, s: &RawStep) -> Result<Vec<Phase>, PlanError> {
     let mut phases = Vec::new();
     for p in &s.phases {
@@ -288,11 +322,9 @@ fn phases(f: &Fields<'_>, s: &RawStep) -> Result<Vec<Phase>, PlanError> {
 fn net_target(f: &Fields<'_>, s: &RawStep) -> Result<Target, PlanError> {
     if s.on.is_some() {
         // Checked by on_hosts: the server is a host; the clients connect to its address.
-        let addr = s
-            .server
-            .as_deref()
-            .and_then(|sv| f.hosts?.get(sv))
-            .map(|h| h.address.clone())
+        let addr = f
+            .str("server", &s.server)?
+            .and_then(|sv| Some(f.hosts?.get(&sv)?.address.clone()))
             .ok_or_else(|| f.err("server", "not a host of [hosts]"))?;
         return Ok(Target::Host(addr));
     }
@@ -422,7 +454,7 @@ fn capture_point(
     s: &RawStep,
     target: &Target,
 ) -> Result<Option<CapturePoint>, PlanError> {
-    let Some(at) = &s.capture else {
+    let Some(at) = f.str("capture", &s.capture)? else {
         return Ok(None);
     };
     let (Target::Lab { client, server, .. }, Some(lab)) = (target, f.lab) else {

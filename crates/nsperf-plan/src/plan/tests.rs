@@ -578,3 +578,49 @@ server = "srv"
     ));
     assert!(e.contains("reserved"), "{e}");
 }
+
+/// Issue 21: `{name}` works in the site fields too (`site`, `client`, `server`,
+/// `capture`), and a step that names a parameter there runs once per value of it.
+#[test]
+fn site_fields_are_templated_per_cell() {
+    let text = r#"
+name = "sites"
+repetitions = 1
+[lab]
+sites = ["srv", "a", "b"]
+[matrix]
+client = ["a", "b"]
+[[step]]
+name = "ls"
+type = "exec"
+site = "{client}"
+command = ["true"]
+[[step]]
+name = "tcp"
+type = "net"
+client = "{client}"
+server = "srv"
+capture = "{client}"
+time = "1s"
+"#;
+    let p = Plan::parse(text.as_bytes()).unwrap();
+    assert_eq!(p.cells.len(), 2);
+    for (cell, want) in p.cells.iter().zip(["a", "b"]) {
+        let Action::Exec(e) = &cell.steps[0].action else {
+            panic!()
+        };
+        assert_eq!(e.site.as_deref(), Some(want));
+        assert_eq!(cell.steps[0].params[0].1.value, want);
+        let Action::Net(n) = &cell.steps[1].action else {
+            panic!()
+        };
+        assert!(
+            matches!(&n.target, Target::Lab { client, .. } if client == want),
+            "{:?}",
+            n.target
+        );
+        assert_eq!(n.capture, Some(CapturePoint::Site(want.to_string())));
+    }
+    let e = err_of(&text.replace("[\"a\", \"b\"]", "[\"a\", \"moon\"]"));
+    assert!(e.contains("site: no site \"moon\" in the lab"), "{e}");
+}
