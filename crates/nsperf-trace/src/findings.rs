@@ -80,7 +80,7 @@ pub fn findings<S: ConnectionStore>(
                 "duplicated_frames",
                 Severity::Warning,
                 format!(
-                    "{} of {} TCP frames were captured twice (same IP ID, sequence, length and flags, moments apart: the capture saw the link at two points, e.g. a mirror port on both sides of a router); the copies are left out of retransmissions, loss and the diagnosis",
+                    "{} of {} TCP frames were captured twice (same IP ID, sequence, length, flags and timestamp, up to 200 ms apart: the capture saw the link at two points, e.g. a routing host or a mirror port on both sides of a router); the copies are left out of retransmissions, loss and the diagnosis",
                     s.duplicated_frames, s.tcp_packets
                 ),
             )

@@ -44,7 +44,8 @@ pub struct TraceSummary<C = Vec<TcpConnection>> {
     pub unusable_packets: u64,
     /// Packets dropped by `--filter`.
     pub filtered_packets: u64,
-    /// TCP frames captured twice (same IP ID, sequence, length and flags, moments apart):
+    /// TCP frames captured twice (same IP ID, sequence, length, flags, window and timestamp,
+    /// up to 200 ms apart):
     /// counted here and in each direction's `duplicated_frames`, and left out of the analysis.
     pub duplicated_frames: u64,
     /// Number of TCP connections.
@@ -114,8 +115,8 @@ pub struct DirectionStats {
     pub data_bytes: u64,
     /// Payload bytes sent for the first time (goodput bytes).
     pub unique_bytes: u64,
-    /// Frames captured twice (a copy of the frame just before it: same IP ID, sequence,
-    /// length and flags, moments apart); counted in `packets` and `wire_bytes` only.
+    /// Frames captured twice (a copy of a frame seen before: same IP ID, sequence,
+    /// length and flags, up to 200 ms apart); counted in `packets` and `wire_bytes` only.
     pub duplicated_frames: u64,
     /// Segments that repeated sequence space already sent (SYN/FIN included; zero-window
     /// probes and duplicated frames excluded).

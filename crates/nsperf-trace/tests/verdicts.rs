@@ -173,35 +173,45 @@ fn zero_window_probes_are_not_retransmissions() {
 }
 
 /// Item 2: every frame captured twice is reported, and left out of retransmissions, loss
-/// and the diagnosis.
+/// and the diagnosis; issue 22 item 4: both directions, the copy up to 15 ms after the
+/// original (a routing host's capture), at the sender and at the receiver.
 #[test]
 fn frames_captured_twice_are_not_retransmissions() {
     let (_, window, _) = cases().remove(0);
-    let clean = analyse(&window);
-    let twice = analyse(&PathSim {
-        duplicate_frames: true,
-        ..window
-    });
-    let (a, b) = (only(&clean), only(&twice));
-    assert_eq!(b.a_to_b.duplicated_frames, a.a_to_b.packets);
-    assert_eq!(twice.duplicated_frames, a.a_to_b.packets);
-    assert_eq!(b.a_to_b.packets, 2 * a.a_to_b.packets);
-    assert_eq!(b.a_to_b.retransmitted_packets, 0);
-    assert_eq!(b.a_to_b.unique_bytes, a.a_to_b.unique_bytes);
-    assert_eq!(b.a_to_b.data_packets, a.a_to_b.data_packets);
-    assert_eq!(
-        b.diagnosis.limit,
-        Limit::ReceiverWindow,
-        "{}",
-        b.diagnosis.message
-    );
-    assert_eq!(b.diagnosis.loss_rate, 0.0);
-    let f = nsperf_trace::findings::findings(&twice, 3).unwrap();
-    assert!(
-        f.iter()
-            .any(|f| f.id == "duplicated_frames" && f.message.contains("captured twice")),
-        "{f:?}"
-    );
+    for vantage in [0.0, 1.0] {
+        let window = PathSim {
+            vantage,
+            ..window.clone()
+        };
+        let clean = analyse(&window);
+        let twice = analyse(&PathSim {
+            duplicate_frames: Some(15_000_000),
+            ..window
+        });
+        let (a, b) = (only(&clean), only(&twice));
+        assert_eq!(b.a_to_b.duplicated_frames, a.a_to_b.packets);
+        assert_eq!(b.b_to_a.duplicated_frames, a.b_to_a.packets);
+        assert_eq!(twice.duplicated_frames, a.a_to_b.packets + a.b_to_a.packets);
+        assert_eq!(b.a_to_b.packets, 2 * a.a_to_b.packets);
+        assert_eq!(b.a_to_b.retransmitted_packets, 0);
+        assert_eq!(b.a_to_b.out_of_order_packets, 0);
+        assert_eq!(b.b_to_a.duplicate_acks, a.b_to_a.duplicate_acks);
+        assert_eq!(b.a_to_b.unique_bytes, a.a_to_b.unique_bytes);
+        assert_eq!(b.a_to_b.data_packets, a.a_to_b.data_packets);
+        assert_eq!(
+            b.diagnosis.limit,
+            Limit::ReceiverWindow,
+            "{}",
+            b.diagnosis.message
+        );
+        assert_eq!(b.diagnosis.loss_rate, 0.0);
+        let f = nsperf_trace::findings::findings(&twice, 3).unwrap();
+        assert!(
+            f.iter()
+                .any(|f| f.id == "duplicated_frames" && f.message.contains("captured twice")),
+            "{f:?}"
+        );
+    }
 }
 
 /// Item 4: the path RTT comes from many samples: a SYN answered three seconds late (a lost

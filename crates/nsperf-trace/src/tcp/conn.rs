@@ -65,7 +65,7 @@ impl TcpConn {
 
     /// Feeds one segment sent by side `dir` (0 = a, 1 = b). Returns what the segment did to
     /// the sequence space (unique bytes and whether it was a retransmission), or `None` when
-    /// it was a copy of the frame before it.
+    /// it was a copy of a frame seen before (captured twice).
     pub(crate) fn segment(
         &mut self,
         dir: usize,
@@ -86,6 +86,7 @@ impl TcpConn {
                 flags: seg.flags,
                 window: seg.window,
                 len: seg.payload_len,
+                tsval: seg.options.timestamps.map_or(0, |t| t.0),
             };
             if me.frames.is_copy(key, ts_ns) {
                 me.s.duplicated_frames += 1;

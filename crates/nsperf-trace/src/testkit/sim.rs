@@ -58,8 +58,9 @@ pub struct PathSim {
     pub vantage: f64,
     /// Capture the SYNs (false: the capture starts after the handshake).
     pub handshake: bool,
-    /// Every frame of the sender captured twice, 1 µs apart, TTL one lower.
-    pub duplicate_frames: bool,
+    /// Every frame captured twice, as on both sides of a router: the copy (TTL one lower)
+    /// comes 1 µs to this many ns after the original, at random (`None`: once).
+    pub duplicate_frames: Option<i64>,
     /// Stop simulating at this time, ns.
     pub max_ns: i64,
     /// Slow-start threshold at the start, segments (`None`: unlimited); Linux's HyStart
@@ -87,7 +88,7 @@ impl Default for PathSim {
             sender_tick_ms: 1,
             vantage: 0.0,
             handshake: true,
-            duplicate_frames: false,
+            duplicate_frames: None,
             max_ns: 60_000_000_000,
             initial_ssthresh: None,
         }
@@ -143,6 +144,8 @@ struct World<'a> {
     q: BinaryHeap<Reverse<(i64, u64, Event)>>,
     n: u64,
     rng: Rng,
+    /// Delays of the copies (apart from `rng`, so copies leave the transfer unchanged).
+    copy_rng: Rng,
     link_free: i64,
     departures: std::collections::VecDeque<i64>,
     out: Vec<(i64, Vec<u8>)>,
@@ -159,6 +162,7 @@ pub fn simulate(p: &PathSim) -> Vec<(i64, Vec<u8>)> {
         q: BinaryHeap::new(),
         n: 0,
         rng: Rng::new(p.seed),
+        copy_rng: Rng::new(p.seed ^ 0x5eed_c0de),
         link_free: 0,
         departures: Default::default(),
         out: Vec::new(),
@@ -237,9 +241,10 @@ impl World<'_> {
 
     fn capture(&mut self, t: i64, seg: Seg) {
         self.out.push((t, tcp_frame(&seg)));
-        if self.p.duplicate_frames && seg.src == SND {
+        if let Some(max) = self.p.duplicate_frames {
             let copy = Seg { ttl: 63, ..seg };
-            self.out.push((t + 1_000, tcp_frame(&copy)));
+            let delay = 1_000 + self.copy_rng.below(max.max(1) as usize) as i64;
+            self.out.push((t + delay, tcp_frame(&copy)));
         }
     }
 

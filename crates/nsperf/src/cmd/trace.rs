@@ -109,7 +109,7 @@ fn print_human(r: &TraceReport) -> anyhow::Result<()> {
     if s.duplicated_frames > 0 {
         let _ = writeln!(
             o,
-            "warning: {} TCP frames were captured twice (same IP ID and sequence, moments apart); the copies are left out of the analysis",
+            "warning: {} TCP frames were captured twice (same IP ID and sequence, up to 200 ms apart); the copies are left out of the analysis",
             s.duplicated_frames
         );
     }
