@@ -20,6 +20,10 @@ pub enum DoctorError {
     /// The lab could not be used (entering a site, reading its state).
     #[error(transparent)]
     Lab(#[from] nsperf_lab::LabError),
+    /// The path is not served (a lab's server exports another directory, or the directory
+    /// is missing) (exit 11).
+    #[error("{0}")]
+    NotFound(String),
     /// Interrupted by Ctrl-C.
     #[error("interrupted")]
     Interrupted,
@@ -29,6 +33,7 @@ impl Classify for DoctorError {
     fn failure(&self) -> Failure {
         match self {
             DoctorError::Usage(_) => Failure::Usage,
+            DoctorError::NotFound(_) => Failure::NotFound,
             DoctorError::Nfs(e) => e.failure(),
             DoctorError::Smb(e) => e.failure(),
             DoctorError::Lab(e) => e.failure(),

@@ -47,6 +47,9 @@ fn host_ip(host: &str) -> Option<IpAddr> {
 /// address and protocol, and (NFS) a directory the target's path is in or (SMB) the same
 /// share.
 fn serves(rec: &ServiceRecord, target: &ServerTarget) -> Option<PathBuf> {
+    if !same_server(rec, target) {
+        return None;
+    }
     let same_host = |h: &str| host_ip(h).is_some() && host_ip(h) == host_ip(target.host());
     match (rec.protocol, target) {
         (Protocol::Nfs, ServerTarget::Nfs(url)) => {
@@ -63,6 +66,17 @@ fn serves(rec: &ServiceRecord, target: &ServerTarget) -> Option<PathBuf> {
     }
 }
 
+/// True when `rec` is a server of the target's protocol at the target's address (whatever
+/// directory or share it offers).
+fn same_server(rec: &ServiceRecord, target: &ServerTarget) -> bool {
+    let host = match (rec.protocol, target) {
+        (Protocol::Nfs, ServerTarget::Nfs(_)) => rec.url.parse::<NfsUrl>().ok().map(|u| u.host),
+        (Protocol::Smb, ServerTarget::Smb { .. }) => rec.url.parse::<SmbUrl>().ok().map(|u| u.host),
+        _ => None,
+    };
+    host.is_some_and(|h| host_ip(&h).is_some() && host_ip(&h) == host_ip(target.host()))
+}
+
 /// Finds the lab site serving `url` (only `lab` when given) and the site to run the client
 /// side from (`from`, or the site `doctor` runs in, or the first other site of the lab).
 pub fn find(
@@ -75,6 +89,8 @@ pub fn find(
         None => LabState::list_names(),
     };
     let mut found: Vec<(LabState, ServiceRecord, PathBuf)> = Vec::new();
+    // Servers at the target's address that serve another directory or share.
+    let mut elsewhere: Vec<(String, ServiceRecord)> = Vec::new();
     for n in names {
         let Ok(state) = LabState::load(&n) else {
             if lab.is_some() {
@@ -82,9 +98,14 @@ pub fn find(
             }
             continue;
         };
-        for rec in ServiceRecord::load_all(&n) {
-            if let Some(dir) = rec.running().then(|| serves(&rec, url)).flatten() {
-                found.push((state.clone(), rec, dir));
+        for rec in ServiceRecord::load_all(&n)
+            .into_iter()
+            .filter(|r| r.running())
+        {
+            match serves(&rec, url) {
+                Some(dir) => found.push((state.clone(), rec, dir)),
+                None if same_server(&rec, url) => elsewhere.push((n.clone(), rec)),
+                None => {}
             }
         }
     }
@@ -111,6 +132,14 @@ pub fn find(
         }
     }
     let Some((state, rec, dir)) = found.pop() else {
+        if let Some((lab, rec)) = elsewhere.first() {
+            return Err(DoctorError::NotFound(format!(
+                "{url} is not served: the {} server of lab '{lab}' at that address serves {} ({})",
+                rec.protocol,
+                rec.dir.display(),
+                rec.url
+            )));
+        }
         if let Some(l) = lab {
             return Err(DoctorError::Usage(format!(
                 "lab '{l}' serves nothing at {url} (see `nsperf lab serve`)"
@@ -123,6 +152,14 @@ pub fn find(
         }
         return Ok(None);
     };
+    if !dir.is_dir() {
+        return Err(DoctorError::NotFound(format!(
+            "{url}: no such directory on the server ({} in site {} of lab '{}')",
+            dir.display(),
+            rec.site,
+            state.name
+        )));
+    }
     let site = state
         .sites
         .iter()

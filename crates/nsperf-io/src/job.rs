@@ -523,7 +523,7 @@ fn queued_loop<E: IoEngine>(
             engine
                 .queue(kind, off, bs, slot)
                 .map_err(|source| JobError {
-                    what: op_name(kind),
+                    what: engine.queue_name(kind),
                     source,
                 })?;
             ops_of[slot as usize] = (kind, off);
@@ -550,7 +550,7 @@ fn queued_loop<E: IoEngine>(
             }
             Err(source) => {
                 return Err(JobError {
-                    what: "io_uring_enter",
+                    what: engine.reap_name(),
                     source,
                 });
             }

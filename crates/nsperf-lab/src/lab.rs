@@ -589,10 +589,30 @@ pub fn exec_command(name: &str, site: &str, argv: &[String]) -> Result<Command> 
     let (prog, args) = argv
         .split_first()
         .ok_or_else(|| LabError::Usage("no command given after --".into()))?;
+    if !is_program(prog) {
+        // Found here, before `ip netns exec` would fail with its own unprefixed line.
+        return Err(LabError::Usage(format!(
+            "lab exec: {prog}: no such program (not a file, nor on PATH)"
+        )));
+    }
     require_root("lab exec")?;
     let mut c = Command::new("ip");
     c.args(["netns", "exec", &s.netns, prog]).args(args);
     Ok(c)
+}
+
+/// True when `prog` names an executable file: a path, or a name found on `PATH`.
+fn is_program(prog: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let exec = |p: &std::path::Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if prog.contains('/') {
+        return exec(std::path::Path::new(prog));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| exec(&d.join(prog))))
 }
 
 /// The path between two sites of a running lab: what its links are configured to carry.

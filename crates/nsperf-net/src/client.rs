@@ -25,14 +25,16 @@ use crate::tcp::Control;
 fn recv_msg(conn: &mut ControlConn, timeout: Duration, what: &str) -> Result<Msg, NetError> {
     match conn.recv(Some(timeout)) {
         Ok(Some(m)) => Ok(m),
-        Ok(None) => Err(NetError::Control(format!(
-            "no {what} from the server within {timeout:?}"
+        Ok(None) => Err(NetError::PeerLost(format!(
+            "the server stopped answering: no {what} from it within {timeout:?}"
         ))),
-        Err(RecvError::Closed) => Err(NetError::Control(format!(
-            "server closed the control connection while waiting for {what}"
+        Err(RecvError::Closed) => Err(NetError::PeerLost(format!(
+            "the server went away: it closed the control connection while this end waited for {what}"
         ))),
         Err(RecvError::Proto(p)) => Err(NetError::Proto(p)),
-        Err(RecvError::Io(e)) => Err(NetError::Control(e.to_string())),
+        Err(RecvError::Io(e)) => Err(NetError::PeerLost(format!(
+            "the server went away: the control connection failed while this end waited for {what}: {e}"
+        ))),
     }
 }
 
@@ -287,7 +289,9 @@ impl Peer for NsperfPeer<'_> {
         let m = self.session.stop();
         let sent = self.conn.send(&m);
         if reason != StopReason::Interrupted {
-            sent.map_err(|e| NetError::Control(e.to_string()))?;
+            sent.map_err(|e| {
+                NetError::PeerLost(format!("the server went away: sending the stop: {e}"))
+            })?;
         }
         Ok(())
     }
@@ -306,8 +310,8 @@ fn results(
     };
     loop {
         let m = recv_msg(conn, wait, "the results").map_err(|e| match stopped_by {
-            StopReason::Stalled => NetError::Control(format!(
-                "the transfer stalled: {stopped_by}, and the server sent no results ({e})"
+            StopReason::Stalled => NetError::PeerLost(format!(
+                "the server stopped answering: the transfer stalled: {stopped_by}, and the server sent no results ({e})"
             )),
             _ => e,
         })?;

@@ -71,6 +71,9 @@ pub enum NetError {
     /// The control connection failed mid-test.
     #[error("control connection: {0}")]
     Control(String),
+    /// The server died or stopped answering during the test (exit 12).
+    #[error("{0}")]
+    PeerLost(String),
     /// The server reported an error.
     #[error("server error: {0}")]
     Server(String),
@@ -141,6 +144,7 @@ impl Classify for NetError {
             NetError::Unsupported(_) | NetError::UnknownCongestion { .. } => Failure::Unsupported,
             NetError::KeyFile { .. } => Failure::Input,
             NetError::Interrupted => Failure::Interrupted,
+            NetError::PeerLost(_) => Failure::PeerLost,
             NetError::PeerIsIperf3 { .. } | NetError::GreetingDropped(_) => Failure::Protocol,
             NetError::Iperf3(e) => {
                 use crate::iperf3::wire::Iperf3Error as E;

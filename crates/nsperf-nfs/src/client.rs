@@ -123,6 +123,9 @@ fn with_prog(e: RpcError, prog: u32, proc_: u32) -> RpcError {
 pub(crate) fn lost(what: &'static str, e: std::io::Error) -> NfsError {
     let why = match e.kind() {
         std::io::ErrorKind::UnexpectedEof => "the server closed the connection".to_string(),
+        std::io::ErrorKind::BrokenPipe => {
+            "the connection broke (a write found it closed: broken pipe)".to_string()
+        }
         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
             "no reply within the timeout".to_string()
         }

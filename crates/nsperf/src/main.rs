@@ -99,12 +99,47 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
-fn main() -> ExitCode {
-    // Printing into a closed pipe (`nsperf ... | head`) must end quietly, not panic.
-    // SAFETY: setting SIGPIPE to its default action before any thread starts.
+/// True when stdout is a pipe or socket whose reader has gone (`nsperf … | head` after head
+/// exited): `poll` reports `POLLERR`/`POLLHUP` on it.
+fn stdout_is_broken() -> bool {
+    let mut p = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents & (libc::POLLERR | libc::POLLHUP) != 0
+}
+
+/// SIGPIPE is ignored in the whole process, so that a write to a peer that went away (an NFS,
+/// SMB or nsperf server killed mid-run) comes back as `EPIPE` and is reported as "peer lost"
+/// (exit 12) instead of killing nsperf silently (exit 141). Printing into a closed pipe
+/// (`nsperf … | head`) must still end quietly with 0: `print!` panics on `EPIPE`, and this
+/// hook turns that panic into a quiet exit when stdout is what broke.
+fn ignore_sigpipe() {
+    // SAFETY: setting SIGPIPE's disposition before any thread starts. Children get the
+    // default action back: std's Command resets SIGPIPE in the child before exec.
     unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.contains("failed printing to stdout") && stdout_is_broken() {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
+fn main() -> ExitCode {
+    ignore_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) if e.use_stderr() => {
@@ -120,7 +155,8 @@ fn main() -> ExitCode {
     };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        // Only stdout's broken pipe is quiet; a peer's is an error like any other.
+        Err(e) if is_broken_pipe(&e) && stdout_is_broken() => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("nsperf: {}", one_line(&e));
             ExitCode::from(exit::failure_of(&e).exit_code())

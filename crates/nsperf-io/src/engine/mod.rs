@@ -72,6 +72,18 @@ pub trait IoEngine: Send {
     }
     /// Makes written data durable (fsync, msync).
     fn sync_file(&mut self) -> io::Result<()>;
+    /// Queued engines: what [`IoEngine::reap`] does, for its error messages
+    /// (`io_uring_enter`, `receiving NFS replies on`).
+    fn reap_name(&self) -> &'static str {
+        "reap"
+    }
+    /// Queued engines: what [`IoEngine::queue`] does, for its error messages.
+    fn queue_name(&self, kind: OpKind) -> &'static str {
+        match kind {
+            OpKind::Read => "pread",
+            OpKind::Write => "pwrite",
+        }
+    }
 }
 
 /// The engines by name.

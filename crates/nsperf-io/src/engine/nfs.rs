@@ -36,6 +36,9 @@ impl RequestPipe for Pipeline {
     type Done = Done;
     type Error = NfsError;
 
+    const WAIT: &'static str = "receiving NFS replies on";
+    const SEND: &'static str = "sending NFS requests on";
+
     fn completion(d: &Done) -> Completion {
         Completion {
             slot: d.slot,

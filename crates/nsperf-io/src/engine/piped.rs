@@ -23,6 +23,10 @@ pub trait RequestPipe: Send + std::fmt::Debug {
     fn completion(d: &Self::Done) -> Completion;
     /// The error as an `io::Error` that keeps the protocol's error as its source.
     fn to_io(e: Self::Error) -> io::Error;
+    /// What waiting for replies is called in messages (`receiving NFS replies on`).
+    const WAIT: &'static str;
+    /// What sending requests is called in messages (`sending NFS requests on`).
+    const SEND: &'static str;
     /// Number of slots.
     fn depth(&self) -> usize;
     /// Gives slot `slot` the buffer `ptr[..cap]`.
@@ -78,6 +82,14 @@ impl<P: RequestPipe> Piped<P> {
 impl<P: RequestPipe> IoEngine for Piped<P> {
     fn caps(&self) -> Caps {
         Self::CAPS
+    }
+
+    fn reap_name(&self) -> &'static str {
+        P::WAIT
+    }
+
+    fn queue_name(&self, _kind: OpKind) -> &'static str {
+        P::SEND
     }
 
     fn attach(&mut self, _fd: RawFd, _len: u64, pool: &mut BufferPool) -> io::Result<()> {

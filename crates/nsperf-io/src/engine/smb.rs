@@ -28,6 +28,9 @@ impl RequestPipe for Pipeline {
     type Done = Done;
     type Error = SmbError;
 
+    const WAIT: &'static str = "receiving SMB replies on";
+    const SEND: &'static str = "sending SMB requests on";
+
     fn completion(d: &Done) -> Completion {
         Completion {
             slot: d.slot,

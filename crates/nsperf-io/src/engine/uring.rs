@@ -189,6 +189,10 @@ impl IoEngine for Uring {
         Ok(())
     }
 
+    fn reap_name(&self) -> &'static str {
+        "io_uring_enter"
+    }
+
     #[inline]
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> io::Result<()> {
         loop {

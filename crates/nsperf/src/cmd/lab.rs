@@ -415,9 +415,10 @@ fn up(a: UpArgs) -> anyhow::Result<()> {
         ),
     };
     println!(
-        "lab {} is up (emulator pid {}); {shape}",
+        "lab {} is up (emulator pid {}, MTU {}); {shape}",
         state.name,
         state.emulator_pid.unwrap_or(0),
+        state.mtu,
     );
     print!("{}", t.render());
     println!(

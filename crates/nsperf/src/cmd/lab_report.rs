@@ -72,7 +72,12 @@ pub fn stats(name: &str, json: bool) -> anyhow::Result<()> {
         r.intervals = s.queue_series;
         return print_json(&r);
     }
-    println!("lab {name} ({}), up {:.1} s", s.topology.kind(), s.uptime_s);
+    println!(
+        "lab {name} ({}, MTU {}), up {:.1} s",
+        s.topology.kind(),
+        state.mtu,
+        s.uptime_s
+    );
     let mut t = Table::new([
         "link",
         "direction (queue)",

@@ -150,15 +150,25 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<()> {
                 "{} server ({server}) in site {} of lab {}: {url}",
                 a.protocol, a.site, a.lab
             );
+            // The site's address is only reachable inside the lab: test from another site.
+            let from = state
+                .sites
+                .iter()
+                .find(|s| s.name != a.site)
+                .unwrap_or(site);
+            let test = format!(
+                "test it:  nsperf lab exec {} {} -- nsperf io run {url} -w seqread -s 64m",
+                a.lab, from.name
+            );
             match words.next() {
                 Some(creds) => {
                     println!(
                         "credentials: {creds} (user {}; guests may connect too)",
                         nsperf_lab::samba::USER
                     );
-                    println!("test it:  nsperf io run {url} -w seqread --credentials {creds}");
+                    println!("{test} --credentials {creds}");
                 }
-                None => println!("test it:  nsperf io run {url} -w seqread"),
+                None => println!("{test}"),
             }
             println!("stops with: nsperf lab down {}", a.lab);
             Ok(())

@@ -184,6 +184,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         print_dry_run(&plan);
         return Ok(());
     }
+    if args.resume && !args.db.exists() {
+        // Checked before opening: opening creates the store, and an empty database is not
+        // what a resume that had nothing to resume should leave.
+        return Err(nsperf_results::StoreError::NothingToResume(format!(
+            "no result store at {} to resume from",
+            args.db.display()
+        ))
+        .into());
+    }
     let listener = args.metrics.bind()?;
     let mut store = Store::open(&args.db)?;
     let mut exec = ProcessExecutor::current(crate::cmd::lab::emulator_command)?;

@@ -293,6 +293,9 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
     let mut c = RunConfig::new(target, a.workload, a.size.0, a.bs.0);
     c.jobs = a.jobs;
     c.shared_file = a.shared_file;
+    if a.time.is_some_and(|t| t.is_zero()) {
+        return Err(usage("-t/--time must be more than 0"));
+    }
     (c.time, c.time_based) = match (a.time, a.runtime) {
         (Some(t), _) => (Some(t), true),
         (None, r) => (r, a.time_based),

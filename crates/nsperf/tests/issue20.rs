@@ -1,0 +1,157 @@
+//! Regression tests of issue 20 (a new user's tryout): what `lab up`, `lab stats`, `lab exec`
+//! and `lab serve` print, `doctor` on a path a lab does not serve, `run --resume` with nothing
+//! to resume. The lab ones need root; skipped with a printed reason otherwise.
+
+mod common;
+use common::scratch::{Scratch, disk_base};
+use common::*;
+
+use std::time::Duration;
+
+/// A lab removed when the test ends, however it ends.
+struct LabGuard(String);
+impl Drop for LabGuard {
+    fn drop(&mut self) {
+        let _ = run(&["lab", "down", &self.0, "--force"]);
+    }
+}
+
+#[test]
+fn resume_with_nothing_to_resume_leaves_no_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("never.db");
+    let r = run(&["run", "--resume", "--db", db.to_str().unwrap()]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.starts_with("nsperf: "), "{}", r.stderr);
+    assert!(r.stderr.contains("nothing to resume"), "{}", r.stderr);
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn io_run_t_0_names_the_flag_typed() {
+    let r = run(&["io", "run", "/tmp", "-t", "0"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("-t/--time must be more than 0"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// `lab up` and `lab stats` show the MTU; `lab exec` of a missing program is an nsperf error;
+/// `lab serve` prints a test command that works as printed; `doctor` on a path the lab's
+/// server does not serve, or that does not exist, is "not found" (exit 11).
+#[test]
+fn lab_tryout_outputs_and_codes() {
+    let what = "issue 20 lab tryout test";
+    if !require_lab(what) {
+        return;
+    }
+    let lab = format!("t{}i20", std::process::id() % 100_000);
+    let _g = LabGuard(lab.clone());
+    let r = run(&["lab", "up", &lab, "--sites", "a,b", "--mtu", "9000"]).ok();
+    assert!(r.stdout.contains("MTU 9000"), "{}", r.stdout);
+    let r = run(&["lab", "stats", &lab]).ok();
+    assert!(r.stdout.contains("MTU 9000"), "{}", r.stdout);
+
+    let r = run(&["lab", "exec", &lab, "a", "--", "nosuchprog-nsperf"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.starts_with("nsperf: "), "{}", r.stderr);
+    assert!(r.stderr.contains("nosuchprog-nsperf"), "{}", r.stderr);
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+
+    let dir = Scratch::new(&disk_base(), "i20-serve");
+    let r = run(&["lab", "serve", &lab, "b", "nfs", dir.path()]).ok();
+    let line = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("test it:"))
+        .unwrap_or_else(|| panic!("no test line: {}", r.stdout));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        &words[..6],
+        &["nsperf", "lab", "exec", lab.as_str(), "a", "--"],
+        "{line}"
+    );
+    // Run it as printed (the nsperf under test standing for `nsperf`).
+    let args: Vec<&str> = words[1..]
+        .iter()
+        .map(|w| if *w == "nsperf" { nsperf_bin() } else { w })
+        .collect();
+    run_with_limit(nsperf(&args), Duration::from_secs(120)).ok();
+    assert!(dir.leftovers().is_empty(), "{:?}", dir.leftovers());
+
+    let served = std::fs::canonicalize(&dir.0).unwrap();
+    for path in [
+        format!("{}/nope", served.display()),
+        "/var/tmp/not-served-by-this-lab".to_string(),
+    ] {
+        let url = format!("nfs://10.77.0.2{path}");
+        let r = run(&["doctor", &url, "--lab", &lab, "-t", "1s"]);
+        assert_eq!(r.code, Some(11), "{url}: {}", r.stderr);
+        assert!(r.stderr.starts_with("nsperf: "), "{}", r.stderr);
+        assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+    }
+}
+
+/// `nsperf lab nfsd DIR` on loopback; returns the child and its URL.
+fn embedded_nfs(dir: &str) -> (KillOnDrop, String) {
+    use std::io::BufRead;
+    let mut c = nsperf(["lab", "nfsd", dir]);
+    c.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim().strip_prefix("ready ").expect("ready line");
+    (KillOnDrop(child), url.to_string())
+}
+
+/// The NFS server killed mid-write, five times: each time the client ends with exit 12 and
+/// one line naming the NFS client (not io_uring), never silently (SIGPIPE, exit 141).
+#[test]
+fn nfs_server_killed_mid_write_is_peer_lost_every_time() {
+    let dir = Scratch::new(&disk_base(), "i20-kill");
+    for attempt in 1..=5 {
+        let (mut srv, url) = embedded_nfs(dir.path());
+        let mut client = KillOnDrop(
+            nsperf([
+                "io", "run", &url, "-w", "seqwrite", "-s", "256m", "-b", "1m",
+            ])
+            .args(["-t", "30", "--iodepth", "4", "-q"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+        );
+        std::thread::sleep(Duration::from_millis(800 + 200 * attempt));
+        srv.0.kill().unwrap();
+        let _ = srv.0.wait();
+        let t0 = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = client.0.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "attempt {attempt}: the client did not notice the server died"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(client.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+        assert_eq!(
+            status.code(),
+            Some(12),
+            "attempt {attempt}: {status:?} {err}"
+        );
+        let line = err.trim();
+        assert_eq!(line.lines().count(), 1, "{line}");
+        assert!(line.starts_with("nsperf: "), "{line}");
+        assert!(line.contains("NFS server went away"), "{line}");
+        assert!(!line.contains("io_uring"), "{line}");
+    }
+}
