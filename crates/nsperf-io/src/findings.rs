@@ -87,6 +87,7 @@ pub fn findings(
             .with("cache_usable_bytes", avail as f64),
         );
     }
+    out.extend(cold_in_memory(cfg, s));
     short_pass(s, &mut out);
     crate::findings_fs::fs_findings(cfg, s, facts, &mut out);
     verify_findings(s, &mut out);
@@ -157,6 +158,38 @@ pub fn findings(
         );
     }
     out
+}
+
+/// File systems whose files live only in memory: the page cache is their storage, so a
+/// file cannot be evicted from it and read back from a device.
+const IN_MEMORY: [&str; 3] = ["tmpfs", "ramfs", "hugetlbfs"];
+
+/// A cold read asked on a file system kept in memory (tmpfs): it is impossible there, and
+/// the resident figure beside it (100 %) is the file itself, not a failed eviction.
+fn cold_in_memory(cfg: &RunConfig, s: &IoSummary) -> Option<Finding> {
+    let fs = s.target_fs.as_ref()?;
+    if cfg.cache != CacheMode::Cold || s.read_bytes == 0 || !IN_MEMORY.contains(&&*fs.fs_type) {
+        return None;
+    }
+    let resident = s
+        .cache_resident_pct
+        .map(|p| format!(" ({p:.0} % resident before the pass)"))
+        .unwrap_or_default();
+    Some(
+        Finding::new(
+            "cold_impossible",
+            Severity::Warning,
+            format!(
+                "cold: {} is on {}, which keeps its files only in memory: there is no device to read them back from, so a cold read is impossible there{resident} and these reads measure memory; run on a disk-backed file system to measure cold reads",
+                fs.mount_point.display(),
+                fs.fs_type
+            ),
+        )
+        .with(
+            "cache_resident_pct",
+            s.cache_resident_pct.unwrap_or(f64::NAN),
+        ),
+    )
 }
 
 /// Stale files of dead runs, named (or reported removed).
@@ -245,4 +278,66 @@ fn verify_findings(s: &IoSummary, out: &mut Vec<Finding>) {
         .with("blocks_checked", v.blocks_checked as f64)
         .with("failures", v.failures as f64),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::Target;
+    use crate::workload::Workload;
+
+    fn on(fs_type: &str, cache: CacheMode) -> Vec<Finding> {
+        let mut cfg = RunConfig::new(
+            Target::Dir {
+                path: "/dev/shm/x".into(),
+            },
+            Workload::SeqRead,
+            8 << 20,
+            1 << 20,
+        );
+        cfg.cache = cache;
+        let s = IoSummary {
+            read_bytes: 8 << 20,
+            cache_resident_pct: Some(100.0),
+            target_fs: Some(FsInfo {
+                fs_type: fs_type.into(),
+                mount_source: fs_type.into(),
+                mount_point: "/dev/shm".into(),
+                dev: "0:25".into(),
+                statfs_magic: 0,
+                network: Some(false),
+                server: None,
+                link: None,
+            }),
+            ..Default::default()
+        };
+        findings(&cfg, &s, &[], &RunFacts::default())
+    }
+
+    /// Issue 20 item 6: "reads cold" on tmpfs showed 100 % resident and no finding said
+    /// that cold is impossible there.
+    #[test]
+    fn cold_on_tmpfs_is_named_impossible() {
+        let f = on("tmpfs", CacheMode::Cold);
+        let c = f
+            .iter()
+            .find(|f| f.id == "cold_impossible")
+            .unwrap_or_else(|| panic!("{f:?}"));
+        assert!(
+            c.message.contains("cold read is impossible"),
+            "{}",
+            c.message
+        );
+        assert!(c.message.contains("100 % resident"), "{}", c.message);
+        assert!(
+            on("ext4", CacheMode::Cold)
+                .iter()
+                .all(|f| f.id != "cold_impossible")
+        );
+        assert!(
+            on("tmpfs", CacheMode::Warm)
+                .iter()
+                .all(|f| f.id != "cold_impossible")
+        );
+    }
 }
