@@ -44,7 +44,7 @@ pub use error::IoError;
 pub use job::{LIVE_LATENCY_BOUNDS_NS, LIVE_LATENCY_BUCKETS, LatencyBuckets};
 pub use network_path::{NetworkPath, PathCeiling};
 pub use remote::RemoteFacts;
-pub use result::{IoInterval, IoReport, IoSummary, Phase};
+pub use result::{Headline, IoInterval, IoReport, IoSummary, Phase};
 pub use runner::{JobProgress, Observer, Progress, run, run_observed};
 pub use target::{FILE_PREFIX, Target};
 pub use workload::Workload;

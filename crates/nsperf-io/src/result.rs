@@ -32,6 +32,56 @@ pub struct IoInterval {
     pub iops: f64,
 }
 
+/// The headline figure of an io run, in the natural unit of its workload: bytes per second
+/// for the workloads that move data, files per second for the metadata test, seeks per second
+/// for the seek test (whose bytes are incidental). Everything that stores, tabulates, compares
+/// or exports an io run's headline takes it from here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Headline {
+    /// `throughput_bytes_per_s`.
+    Throughput,
+    /// `files_per_s`: file operations (create, stat, read, delete) per second.
+    Files,
+    /// `seeks_per_s`: seek-and-read (one in ten rewritten) operations per second.
+    Seeks,
+}
+
+impl Headline {
+    /// The headline of a workload.
+    pub fn of(w: crate::workload::Workload) -> Headline {
+        match w {
+            crate::workload::Workload::Meta => Headline::Files,
+            crate::workload::Workload::Seeks => Headline::Seeks,
+            _ => Headline::Throughput,
+        }
+    }
+
+    /// The metric's name, unit in the name.
+    pub fn metric(self) -> &'static str {
+        match self {
+            Headline::Throughput => "throughput_bytes_per_s",
+            Headline::Files => "files_per_s",
+            Headline::Seeks => "seeks_per_s",
+        }
+    }
+
+    /// Its value over the measured time.
+    pub fn value(self, s: &IoSummary) -> f64 {
+        match self {
+            Headline::Throughput => s.throughput_bytes_per_s,
+            Headline::Files | Headline::Seeks => s.iops,
+        }
+    }
+
+    /// Its value over one interval.
+    pub fn interval_value(self, i: &IoInterval) -> f64 {
+        match self {
+            Headline::Throughput => i.throughput_bytes_per_s,
+            Headline::Files | Headline::Seeks => i.iops,
+        }
+    }
+}
+
 /// One phase of a multi-phase workload (the metadata test: create, stat, read, delete).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Phase {
@@ -95,7 +145,8 @@ pub struct IoSummary {
     pub ops: u64,
     /// Measured time in seconds, fsync and close included when asked for.
     pub elapsed_s: f64,
-    /// Bytes per second over the measured time: the headline.
+    /// Bytes per second over the measured time: the headline of the workloads that move
+    /// data (see [`Headline`]).
     pub throughput_bytes_per_s: f64,
     /// Operations per second over the measured time.
     pub iops: f64,

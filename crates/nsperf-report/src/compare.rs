@@ -32,14 +32,24 @@ fn category(c: &Comparison) -> String {
 
 /// The chart (SVG) of the ratios B/A: a forest plot, a row per shared group.
 pub fn compare_svg(a: &ExperimentRecord, b: &ExperimentRecord, rows: &[Comparison]) -> String {
-    let differ = rows.iter().filter(|r| r.ratio.differs()).count();
+    let differ = rows
+        .iter()
+        .filter(|r| r.ratio.is_some_and(|x| x.differs()))
+        .count();
+    let with_ratio: Vec<(&Comparison, nsperf_results::stats::Ratio)> =
+        rows.iter().filter_map(|r| Some((r, r.ratio?))).collect();
+    let without: Vec<String> = rows
+        .iter()
+        .filter(|r| r.ratio.is_none())
+        .map(category)
+        .collect();
     svg::forest(&Forest {
         title: format!("{} against {}", name(b), name(a)),
         x_label: "ratio of means B/A, with its 95 % interval".into(),
-        rows: rows.iter().map(category).collect(),
-        values: rows
+        rows: with_ratio.iter().map(|(r, _)| category(r)).collect(),
+        values: with_ratio
             .iter()
-            .map(|r| (r.ratio.ratio, r.ratio.lo, r.ratio.hi))
+            .map(|(_, x)| (x.ratio, x.lo, x.hi))
             .collect(),
         reference: (1.0, "B/A = 1: no difference".into()),
         names: (
@@ -50,6 +60,9 @@ pub fn compare_svg(a: &ExperimentRecord, b: &ExperimentRecord, rows: &[Compariso
             let mut n = vec![format!("A: {}", name(a)), format!("B: {}", name(b))];
             if rows.is_empty() {
                 n.push("the two share no step, parameters and phase: nothing to compare".into());
+            }
+            if !without.is_empty() {
+                n.push(format!("no ratio (a mean is 0): {}", without.join("; ")));
             }
             n
         },
@@ -78,15 +91,18 @@ pub fn compare_html(a: &ExperimentRecord, b: &ExperimentRecord, rows: &[Comparis
     for r in rows {
         let _ = writeln!(
             o,
-            "<tr><td class=\"t\">{}</td><td class=\"t\">{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.3} .. {:.3}</td></tr>",
+            "<tr><td class=\"t\">{}</td><td class=\"t\">{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&r.step),
             esc(&nsperf_results::params_label(&r.params, "")),
             r.phase,
             esc(&format_metric(&r.metric, r.mean_a)),
             esc(&format_metric(&r.metric, r.mean_b)),
-            r.ratio.ratio,
-            r.ratio.lo,
-            r.ratio.hi
+            r.ratio
+                .map(|x| format!("{:.3}", x.ratio))
+                .unwrap_or_else(|| "none".into()),
+            r.ratio
+                .map(|x| format!("{:.3} .. {:.3}", x.lo, x.hi))
+                .unwrap_or_else(|| "a mean is 0".into()),
         );
     }
     o.push_str("</table>\n");

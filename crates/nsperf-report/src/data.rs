@@ -129,11 +129,15 @@ pub(crate) struct IoMatrix {
     pub(crate) workload: String,
     /// Cache phase.
     pub(crate) phase: nsperf_results::Phase,
+    /// The headline metric of the cells (unit in the name: `throughput_bytes_per_s`,
+    /// `seeks_per_s`, …).
+    pub(crate) metric: String,
     /// File sizes, bytes, ascending (rows).
     pub(crate) sizes: Vec<u64>,
     /// Record sizes, bytes, ascending (columns).
     pub(crate) records: Vec<u64>,
-    /// `values[size][record]`: mean throughput, bytes/s; `None` = not measured.
+    /// `values[size][record]`: mean of the headline, in `metric`'s base unit; `None` = not
+    /// measured.
     pub(crate) values: Vec<Vec<Option<f64>>>,
 }
 
@@ -154,16 +158,21 @@ pub(crate) fn io_matrices(d: &ExperimentData) -> Vec<IoMatrix> {
     let mut by: BTreeMap<MatrixKey, Vec<(u64, u64, f64)>> = BTreeMap::new();
     for (i, g) in d.stats.iter().enumerate() {
         if let Some(io) = &d.context[i].io {
-            by.entry((g.step.clone(), io.workload.clone(), g.phase))
-                .or_default()
-                .push((io.size_bytes, io.bs_bytes, g.summary.mean));
+            by.entry((
+                g.step.clone(),
+                io.workload.clone(),
+                g.phase,
+                g.metric.clone(),
+            ))
+            .or_default()
+            .push((io.size_bytes, io.bs_bytes, g.summary.mean));
         }
     }
     surfaces(by)
 }
 
-/// Step, workload, phase.
-type MatrixKey = (String, String, nsperf_results::Phase);
+/// Step, workload, phase, headline metric.
+type MatrixKey = (String, String, nsperf_results::Phase, String);
 
 /// The file size × record size surfaces of the groups `(size, record, mean)` of each key.
 /// Only a real surface: none with a single cell, and none where another parameter varies
@@ -171,7 +180,7 @@ type MatrixKey = (String, String, nsperf_results::Phase);
 /// one of their values and hide the rest.
 fn surfaces(by: BTreeMap<MatrixKey, Vec<(u64, u64, f64)>>) -> Vec<IoMatrix> {
     by.into_iter()
-        .filter_map(|((step, workload, phase), cells)| {
+        .filter_map(|((step, workload, phase, metric), cells)| {
             let mut sizes: Vec<u64> = cells.iter().map(|c| c.0).collect();
             let mut records: Vec<u64> = cells.iter().map(|c| c.1).collect();
             sizes.sort_unstable();
@@ -197,6 +206,7 @@ fn surfaces(by: BTreeMap<MatrixKey, Vec<(u64, u64, f64)>>) -> Vec<IoMatrix> {
                 step,
                 workload,
                 phase,
+                metric,
                 sizes,
                 records,
                 values,
@@ -211,7 +221,12 @@ mod tests {
     use nsperf_results::Phase;
 
     fn key(step: &str) -> MatrixKey {
-        (step.into(), "seqread".into(), Phase::None)
+        (
+            step.into(),
+            "seqread".into(),
+            Phase::None,
+            "throughput_bytes_per_s".into(),
+        )
     }
 
     #[test]

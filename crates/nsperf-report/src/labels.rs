@@ -119,10 +119,17 @@ pub(crate) fn unit_for(metric: &str, max: f64) -> Unit {
     }
 }
 
-/// `throughput, Mbit/s`: the metric's name and the unit its values are shown in.
+/// `throughput, Mbit/s`: the metric's name and the unit its values are shown in; a count
+/// per second reads as its unit: `files/s`, `thousand seeks/s`.
 pub(crate) fn metric_label(metric: &str, unit: Unit) -> String {
     if unit.name.is_empty() {
         metric_name(metric)
+    } else if family(metric) == Family::PerSecond {
+        let what = metric_name(metric);
+        match unit.name.strip_suffix("/s") {
+            Some("") | None => format!("{what}/s"),
+            Some(scale) => format!("{scale} {what}/s"),
+        }
     } else {
         format!("{}, {}", metric_name(metric), unit.name)
     }
@@ -151,6 +158,15 @@ mod tests {
             "latency p99.9, µs"
         );
         assert_eq!(metric_name("transactions_per_s"), "transactions");
+        // Issue 20 item 3: the metadata and seek tests' headlines.
+        assert_eq!(
+            metric_label("files_per_s", unit_for("files_per_s", 900.0)),
+            "files/s"
+        );
+        assert_eq!(
+            metric_label("seeks_per_s", unit_for("seeks_per_s", 4e5)),
+            "thousand seeks/s"
+        );
         assert_eq!(metric_name("peak_interval_bps"), "peak interval");
         assert_eq!(unit_for("throughput_bps", 0.0).name, "bit/s");
     }

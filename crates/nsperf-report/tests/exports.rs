@@ -606,3 +606,133 @@ fn an_outage_is_drawn_named_and_exported() {
     assert_eq!(r["events"][0]["kind"], "down");
     assert_eq!(r["findings"][0]["id"], "link_outage");
 }
+
+/// The `<figure>` of each chart of `kind` in a report.
+fn figures<'a>(html: &'a str, kind: &str) -> Vec<&'a str> {
+    html.split("<figure")
+        .filter(|f| f.contains(&format!("data-chart=\"{kind}\"")))
+        .map(|f| f.split("</figure>").next().unwrap_or(f))
+        .collect()
+}
+
+/// Issue 20 item 5: with RTTs of 0 and 50 ms the window/RTT ceiling exists at one point
+/// only, and none was drawn (only the link rate).
+#[test]
+fn a_window_ceiling_at_one_rtt_is_drawn() {
+    const ONE: &str = r#"
+name = "one-rtt"
+repetitions = 2
+
+[lab]
+name = "rptone"
+sites = ["client", "server"]
+rate = "45mbit"
+rtt = "{rtt}"
+
+[matrix]
+rtt = ["0ms", "50ms"]
+
+[[step]]
+name = "tcp"
+type = "net"
+client = "client"
+server = "server"
+window = "128k"
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+    run_plan_into(&mut store, MockExecutor::new(Box::new(value)), ONE);
+    let data = ExperimentData::load(&store, "latest").unwrap();
+    let html = String::from_utf8(exporter("html").unwrap().export(&data).unwrap()).unwrap();
+    let chart = figures(&html, "throughput-vs-parameter");
+    assert_eq!(chart.len(), 1);
+    assert!(
+        chart[0].contains("window/RTT"),
+        "no ceiling named: {}",
+        chart[0]
+    );
+    assert!(
+        chart[0].contains("class=\"ceiling-point\""),
+        "no ceiling drawn: {}",
+        chart[0]
+    );
+}
+
+/// Issue 20 items 7 and 8: the iozone sheets are in the one unit that fits their data, named
+/// in the corner cell (docs/report.md said MiB/s where the sheet was in GiB/s), and the
+/// latency chart of an iozone report with 18 groups names every group whole (it labelled
+/// every other one and cut the first, `workload=seqr…`).
+#[test]
+fn iozone_sheets_name_their_unit_and_every_latency_group_is_named() {
+    const IOZONE: &str = r#"
+name = "iozone"
+repetitions = 1
+
+[matrix]
+workload = ["seqread", "seqwrite"]
+file_size = ["8m", "32m", "128m"]
+record = ["4k", "64k", "1m"]
+
+[[step]]
+name = "io"
+type = "io"
+workload = "{workload}"
+size = "{file_size}"
+bs = "{record}"
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+    // Page-cache figures: GiB/s for reads, hundreds of MiB/s for writes.
+    let gib = |ctx: &nsperf_plan::exec::RunContext<'_>, _: &nsperf_plan::plan::ResolvedStep| {
+        if ctx.cell.contains("seqread") {
+            10.7 * 1073741824.0
+        } else {
+            688.0 * 1048576.0
+        }
+    };
+    run_plan_into(&mut store, MockExecutor::new(Box::new(gib)), IOZONE);
+    let data = ExperimentData::load(&store, "latest").unwrap();
+    let html = String::from_utf8(exporter("html").unwrap().export(&data).unwrap()).unwrap();
+    let lat = figures(&html, "latency");
+    assert_eq!(lat.len(), 1);
+    assert!(!lat[0].contains('…'), "a label was cut: {}", lat[0]);
+    assert_eq!(lat[0].matches(">workload=").count(), 18, "{}", lat[0]);
+
+    let bytes = exporter("xlsx").unwrap().export(&data).unwrap();
+    let path = dir.path().join("x.xlsx");
+    std::fs::write(&path, &bytes).unwrap();
+    let mut wb: Xlsx<_> = open_workbook(&path).unwrap();
+    for (sheet, unit, value) in [
+        ("iozone seqread", "GiB/s", 10.7),
+        ("iozone seqwrite", "MiB/s", 688.0),
+    ] {
+        let s = wb.worksheet_range(sheet).unwrap();
+        let corner = s.get((0, 0)).unwrap().to_string();
+        assert!(corner.ends_with(&format!("({unit})")), "{sheet}: {corner}");
+        let v = match s.get((1, 1)) {
+            Some(calamine::Data::Float(f)) => *f,
+            x => panic!("{sheet}: {x:?}"),
+        };
+        assert!((v - value).abs() < 1e-6, "{sheet}: {v}");
+    }
+    // docs/report.md says what the code does.
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/report.md"))
+            .unwrap();
+    let xlsx = doc
+        .lines()
+        .find(|l| l.starts_with("| XLSX |"))
+        .expect("the XLSX row of docs/report.md");
+    assert!(
+        !xlsx.contains("throughput in MiB/s") && xlsx.contains("the one unit that fits"),
+        "docs/report.md on the iozone sheets: {xlsx}"
+    );
+
+    // In a browser: the charts of this report lay out clean.
+    if let Some(browser) = chromium() {
+        let checked = with_layout_script(dir.path(), "iozone.html", &html);
+        assert_clean_layout(&layout_of(browser, dir.path(), &checked));
+    } else {
+        skip::skip("iozone layout in a browser: no chromium on PATH");
+    }
+}

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use nsperf_core::nic::{NicCounters, parse_proc_net_dev};
-use nsperf_io::IoReport;
+use nsperf_io::{Headline, IoReport};
 use nsperf_net::{Mode, NetReport};
 use nsperf_results::{Measurement, NicDelta, SeriesPoint};
 use serde::Serialize;
@@ -87,18 +87,20 @@ pub(super) fn from_net(r: &NetReport) -> Measurement {
     }
 }
 
-/// An io step's measurement: bytes per second of the measured pass.
+/// An io step's measurement: the measured pass's headline in its workload's unit (bytes,
+/// files or seeks per second: [`Headline`]).
 pub(super) fn from_io(r: &IoReport) -> Measurement {
     let s = &r.summary;
+    let h = Headline::of(r.spec.workload);
     let aggregate = r.intervals.iter().any(|i| i.job.is_none());
     let points = r
         .intervals
         .iter()
         .filter(|i| !aggregate || i.job.is_none())
-        .map(|i| (i.start_s, i.length_s, i.throughput_bytes_per_s));
+        .map(|i| (i.start_s, i.length_s, h.interval_value(i)));
     Measurement {
-        metric: "throughput_bytes_per_s".into(),
-        value: s.throughput_bytes_per_s,
+        metric: h.metric().into(),
+        value: h.value(s),
         metrics: summary_metrics(s),
         series: series(points),
         payload_bytes: Some(s.bytes),
@@ -231,6 +233,44 @@ mod tests {
         );
         assert_eq!(out.len(), 2);
         assert_eq!(out["a.b"], 7.0);
+    }
+
+    /// Issue 20 item 3: a metadata run stored "0.0 KiB/s"; its headline is files per second.
+    #[test]
+    fn io_headline_is_in_the_workloads_unit() {
+        use nsperf_io::{IoInterval, IoSummary, RunConfig, Target, Workload};
+        let report = |w: Workload| {
+            let cfg = RunConfig::new(Target::Dir { path: "/x".into() }, w, 1 << 20, 4096);
+            let mut r = IoReport::new(
+                "io",
+                cfg,
+                IoSummary {
+                    throughput_bytes_per_s: if w == Workload::Meta { 0.0 } else { 5e6 },
+                    iops: 2500.0,
+                    ..Default::default()
+                },
+            );
+            r.intervals = vec![IoInterval {
+                job: None,
+                start_s: 0.0,
+                length_s: 1.0,
+                bytes: 0,
+                ops: 2400,
+                throughput_bytes_per_s: 0.0,
+                iops: 2400.0,
+            }];
+            from_io(&r)
+        };
+        let m = report(Workload::Meta);
+        assert_eq!((m.metric.as_str(), m.value), ("files_per_s", 2500.0));
+        assert_eq!(m.series[0].value, 2400.0);
+        let m = report(Workload::Seeks);
+        assert_eq!((m.metric.as_str(), m.value), ("seeks_per_s", 2500.0));
+        let m = report(Workload::SeqRead);
+        assert_eq!(
+            (m.metric.as_str(), m.value),
+            ("throughput_bytes_per_s", 5e6)
+        );
     }
 
     #[test]

@@ -226,10 +226,12 @@ impl Executor for MockExecutor {
             .collect();
         let payload = (v * 4.0 / 8.0) as u64;
         Ok(Measurement {
-            metric: if step.kind == StepKind::Io {
-                "throughput_bytes_per_s".into()
-            } else {
-                "throughput_bps".into()
+            metric: match &step.action {
+                crate::plan::Action::Io(io) => {
+                    nsperf_io::Headline::of(io.config.workload).metric().into()
+                }
+                _ if step.kind == StepKind::Io => "throughput_bytes_per_s".into(),
+                _ => "throughput_bps".into(),
             },
             value: v,
             metrics,

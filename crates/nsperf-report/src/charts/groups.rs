@@ -14,7 +14,7 @@ use crate::svg::{self, Bars, Heatmap};
 /// Per io workload and phase: file size × record size, the iozone surface from above.
 pub(crate) fn heatmaps(d: &ExperimentData, out: &mut String) {
     for m in crate::data::io_matrices(d) {
-        let unit = unit_for("throughput_bytes_per_s", m.max());
+        let unit = unit_for(&m.metric, m.max());
         let phase = if m.phase == Phase::None {
             String::new()
         } else {
@@ -24,7 +24,7 @@ pub(crate) fn heatmaps(d: &ExperimentData, out: &mut String) {
             title: format!("{}: {}{phase}, file size × record size", m.step, m.workload),
             row_label: "file size".into(),
             col_label: "record size".into(),
-            value_label: metric_label("throughput_bytes_per_s", unit),
+            value_label: metric_label(&m.metric, unit),
             rows: m.sizes.iter().map(|s| bytes(*s as f64)).collect(),
             cols: m.records.iter().map(|s| bytes(*s as f64)).collect(),
             values: m
@@ -38,8 +38,10 @@ pub(crate) fn heatmaps(d: &ExperimentData, out: &mut String) {
             "heatmap",
             &svg::heatmap(&h),
             &format!(
-                "{} {}: mean throughput per file size and record size (darker is faster)",
-                m.step, m.workload
+                "{} {}: mean {} per file size and record size (darker is faster)",
+                m.step,
+                m.workload,
+                crate::labels::metric_name(&m.metric)
             ),
         );
     }

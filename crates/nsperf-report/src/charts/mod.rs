@@ -414,7 +414,8 @@ fn ceilings(
             Some((*x, w * 8.0 / rtt * k * unit.factor))
         })
         .collect();
-    if curve.len() >= 2 {
+    // One point is a ceiling too (RTTs of 0 and 50 ms: window/RTT exists at 50 ms only).
+    if !curve.is_empty() {
         plot.lines.push(Line {
             name: if advertised {
                 format!("window/RTT, the window advertised: {name}")

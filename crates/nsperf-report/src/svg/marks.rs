@@ -169,6 +169,20 @@ pub(super) fn draw_line(
     } else {
         vec![pix.clone()]
     };
+    // A ceiling known at one x only (one non-zero RTT): a short dashed bar at its value, so
+    // it is drawn, not left to a legend entry without a mark.
+    if let [(x, y)] = pix.as_slice()
+        && l.dashed
+        && *y <= ymax
+    {
+        let _ = write!(
+            out,
+            r#"<line class="ceiling-point" x1="{a:.1}" y1="{yy:.1}" x2="{b:.1}" y2="{yy:.1}" stroke="{c}" stroke-width="2"{dash}/>"#,
+            a = (x - 16.0).max(f.x0),
+            b = (x + 16.0).min(f.x1),
+            yy = py(*y)
+        );
+    }
     for part in parts.iter().filter(|p| p.len() >= 2 && !l.unjoined) {
         let pts: Vec<String> = part
             .iter()

@@ -31,6 +31,17 @@ pub(crate) struct TickLayout {
     lines: Vec<Vec<String>>,
 }
 
+impl TickLayout {
+    /// True when every label of `ticks` is drawn whole: none thinned out, none cut.
+    pub(crate) fn shows_all(&self, ticks: &[(f64, String)]) -> bool {
+        self.step == 1
+            && ticks
+                .iter()
+                .zip(&self.lines)
+                .all(|((_, l), lines)| lines.join(" ") == *l)
+    }
+}
+
 /// The lines of a rotated label with `room` px: its parts (split at `, `) joined while they
 /// fit, a line broken after a part ending with its comma; a part wider than the room wrapped
 /// at its spaces.

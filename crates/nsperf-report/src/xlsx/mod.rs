@@ -310,7 +310,7 @@ fn iozone_sheets(
 ) -> Result<Vec<surface::Surface>, ReportError> {
     let mut surfaces = Vec::new();
     for m in io_matrices(data) {
-        let unit = unit_for("throughput_bytes_per_s", m.max());
+        let unit = unit_for(&m.metric, m.max());
         let phase = match m.phase {
             nsperf_results::Phase::None => String::new(),
             p => format!(" {p}"),
@@ -345,13 +345,13 @@ fn iozone_sheets(
                 .set_values((name.as_str(), 1 + ri, 1, 1 + ri, nc));
         }
         chart.title().set_name(&format!(
-            "{} {}{phase}: throughput per file size and record size",
-            m.step, m.workload
+            "{} {}{phase}: {} per file size and record size",
+            m.step,
+            m.workload,
+            metric_name(&m.metric)
         ));
         chart.x_axis().set_name("record size");
-        chart
-            .y_axis()
-            .set_name(&metric_label("throughput_bytes_per_s", unit));
+        chart.y_axis().set_name(&metric_label(&m.metric, unit));
         ws.insert_chart(nr + 3, 0, &chart).map_err(x)?;
         let s = surface::Surface {
             key: format!("nsperf surface placeholder {}", surfaces.len() + 1),
@@ -375,7 +375,7 @@ fn iozone_sheets(
                 .iter()
                 .map(|r| r.iter().map(|v| v.map(|v| v * unit.factor)).collect())
                 .collect(),
-            value_label: metric_label("throughput_bytes_per_s", unit),
+            value_label: metric_label(&m.metric, unit),
         };
         chart.title().set_name(&s.key);
         ws.insert_chart(nr + 20, 0, &chart).map_err(x)?;

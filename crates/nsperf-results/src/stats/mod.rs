@@ -155,12 +155,14 @@ pub struct Comparison {
     pub mean_a: f64,
     /// Mean in experiment B.
     pub mean_b: f64,
-    /// mean B / mean A with its 95 % interval.
-    pub ratio: Ratio,
+    /// mean B / mean A with its 95 % interval; `None` when a mean is not positive (no ratio
+    /// can be formed), the row is kept so that nothing shared is dropped without a word.
+    pub ratio: Option<Ratio>,
 }
 
 /// The groups of experiment B that match one of experiment A by step, resolved parameters,
-/// phase and metric, each with the ratio of means B/A ([`compare`]); in A's order.
+/// phase and metric, each with the ratio of means B/A ([`compare`], absent when a mean is
+/// not positive); in A's order.
 pub fn compare_groups(
     (runs_a, a): (&[RunRecord], &[GroupStats]),
     (runs_b, b): (&[RunRecord], &[GroupStats]),
@@ -178,9 +180,7 @@ pub fn compare_groups(
         }) else {
             continue;
         };
-        let Some(ratio) = compare(&values(runs_a, &x.run_ids), &values(runs_b, &y.run_ids)) else {
-            continue;
-        };
+        let ratio = compare(&values(runs_a, &x.run_ids), &values(runs_b, &y.run_ids));
         out.push(Comparison {
             step: x.step.clone(),
             params: x.params.clone(),
@@ -209,6 +209,14 @@ pub fn format_metric(metric: &str, v: f64) -> String {
         } else {
             format!("{:.1} KiB/s", v / 1024.0)
         }
+    } else if let Some(what) = metric.strip_suffix("_per_s") {
+        // files_per_s: "1235 files/s", "12.5 files/s".
+        let what = what.replace('_', " ");
+        if v.abs() >= 100.0 {
+            format!("{v:.0} {what}/s")
+        } else {
+            format!("{v:.1} {what}/s")
+        }
     } else if metric.ends_with("per_s") {
         format!("{v:.1}/s")
     } else if metric.ends_with("_s") {
@@ -217,5 +225,69 @@ pub fn format_metric(metric: &str, v: f64) -> String {
         nsperf_core::units::format_duration(std::time::Duration::from_nanos(v.max(0.0) as u64))
     } else {
         format!("{v:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(id: i64, metric: &str, value: f64) -> RunRecord {
+        RunRecord {
+            id,
+            experiment_id: 1,
+            cell: "c".into(),
+            params: Params::default(),
+            step: "meta".into(),
+            kind: "io".into(),
+            phase: Phase::None,
+            repetition: id as u32,
+            status: RunStatus::Ok,
+            error: None,
+            started_unix_ns: 0,
+            duration_ns: 0,
+            metric: Some(metric.into()),
+            value: Some(value),
+            payload_bytes: None,
+            wire_bytes: None,
+            metrics: BTreeMap::new(),
+            spec: BTreeMap::new(),
+            conditions: None,
+            lab: None,
+            findings: Vec::new(),
+            capture_path: None,
+        }
+    }
+
+    /// Issue 20 item 3: a group whose mean is 0 (a metadata run stored as 0 bytes/s) was
+    /// dropped from the comparison without a word; it stays, without a ratio.
+    #[test]
+    fn a_shared_group_without_a_ratio_is_kept() {
+        let none = |_| Vec::new();
+        let (ra, rb) = (
+            vec![run(1, "throughput_bytes_per_s", 0.0)],
+            vec![run(2, "throughput_bytes_per_s", 0.0)],
+        );
+        let (ga, gb) = (group_stats(&ra, &none), group_stats(&rb, &none));
+        let rows = compare_groups((&ra, &ga), (&rb, &gb));
+        assert_eq!(rows.len(), 1);
+        assert!(rows[0].ratio.is_none());
+        let (ra, rb) = (
+            vec![run(1, "files_per_s", 2000.0)],
+            vec![run(2, "files_per_s", 1000.0)],
+        );
+        let (ga, gb) = (group_stats(&ra, &none), group_stats(&rb, &none));
+        let rows = compare_groups((&ra, &ga), (&rb, &gb));
+        assert_eq!(rows[0].ratio.map(|r| r.ratio), Some(0.5));
+    }
+
+    #[test]
+    fn rates_of_things_are_named_by_their_unit() {
+        assert_eq!(format_metric("files_per_s", 1234.56), "1235 files/s");
+        assert_eq!(format_metric("seeks_per_s", 25.0), "25.0 seeks/s");
+        assert_eq!(
+            format_metric("throughput_bytes_per_s", 200.0 * 1048576.0),
+            "200 MiB/s"
+        );
     }
 }

@@ -325,8 +325,8 @@ fn compare(
             .map(|c| {
                 serde_json::json!({
                     "step": c.step, "params": c.params, "phase": c.phase, "metric": c.metric,
-                    "mean_a": c.mean_a, "mean_b": c.mean_b, "ratio": c.ratio.ratio,
-                    "ratio_ci95_lo": c.ratio.lo, "ratio_ci95_hi": c.ratio.hi,
+                    "mean_a": c.mean_a, "mean_b": c.mean_b, "ratio": c.ratio.map(|r| r.ratio),
+                    "ratio_ci95_lo": c.ratio.map(|r| r.lo), "ratio_ci95_hi": c.ratio.map(|r| r.hi),
                 })
             })
             .collect();
@@ -366,8 +366,12 @@ fn compare(
             c.phase.to_string(),
             format_metric(&c.metric, c.mean_a),
             format_metric(&c.metric, c.mean_b),
-            format!("{:.3}", c.ratio.ratio),
-            format!("{:.3} .. {:.3}", c.ratio.lo, c.ratio.hi),
+            c.ratio
+                .map(|r| format!("{:.3}", r.ratio))
+                .unwrap_or_else(|| "none".into()),
+            c.ratio
+                .map(|r| format!("{:.3} .. {:.3}", r.lo, r.hi))
+                .unwrap_or_else(|| "a mean is 0".into()),
         ]);
     }
     print!("{}", t.render());

@@ -1,0 +1,111 @@
+//! io and bonnie steps of plans through the real binary, into a temporary store and out
+//! through `results`: each workload's headline in its own unit (issue 20 item 3). No root:
+//! the steps run in a temporary directory with the page cache as it is.
+
+mod common;
+use common::*;
+
+fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+/// Two experiments of one plan, labelled `native` and `replicated`; returns the store's path.
+fn two_experiments(dir: &std::path::Path, plan: &str) -> String {
+    let plan = write(dir, "p.toml", plan);
+    let db = dir.join("r.db").to_string_lossy().into_owned();
+    for label in ["native", "replicated"] {
+        run(&[
+            "run",
+            &plan,
+            "--db",
+            &db,
+            "-q",
+            "--no-report",
+            "--label",
+            label,
+        ])
+        .ok();
+    }
+    db
+}
+
+/// Issue 20 item 3: an io step with `workload = "meta"` stored "0.0 KiB/s" as its headline
+/// and `results compare` dropped its row without a word.
+#[test]
+fn meta_and_seeks_steps_have_their_own_units_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let plan = format!(
+        r#"
+name = "units"
+repetitions = 1
+
+[[step]]
+name = "files"
+type = "io"
+dir = "{d}"
+workload = "meta"
+
+[[step]]
+name = "seek"
+type = "io"
+dir = "{d}"
+workload = "seeks"
+size = "4m"
+bs = "8k"
+
+[[step]]
+name = "read"
+type = "io"
+dir = "{d}"
+workload = "seqread"
+size = "4m"
+"#,
+        d = data.display()
+    );
+    let db = two_experiments(dir.path(), &plan);
+    let j = run(&["results", "show", "native", "--db", &db, "--json", "--runs"])
+        .ok()
+        .json();
+    let runs = j["runs"].as_array().unwrap();
+    let of = |step: &str| runs.iter().find(|r| r["step"] == step).unwrap().clone();
+    for (step, metric) in [
+        ("files", "files_per_s"),
+        ("seek", "seeks_per_s"),
+        ("read", "throughput_bytes_per_s"),
+    ] {
+        let r = of(step);
+        assert_eq!(r["metric"], metric, "{r}");
+        assert!(r["value"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let text = run(&["results", "show", "native", "--db", &db]).ok().stdout;
+    assert!(
+        text.contains(" files/s") && text.contains(" seeks/s"),
+        "{text}"
+    );
+    let cmp = run(&["results", "compare", "native", "replicated", "--db", &db])
+        .ok()
+        .stdout;
+    for step in ["files", "seek", "read"] {
+        assert!(
+            cmp.lines().any(|l| l.starts_with(step)),
+            "no {step} row: {cmp}"
+        );
+    }
+    assert!(cmp.contains(" files/s"), "{cmp}");
+    let j = run(&[
+        "results",
+        "compare",
+        "native",
+        "replicated",
+        "--db",
+        &db,
+        "--json",
+    ])
+    .ok()
+    .json();
+    assert_eq!(j["comparisons"].as_array().unwrap().len(), 3, "{j}");
+}
