@@ -248,9 +248,33 @@ impl Fleet {
         &self.agents
     }
 
-    /// The index of the agent named `name`.
+    /// The index of the agent named `name` (the latest one: an agent started again, in a lab
+    /// site rebuilt, takes the place of the one before).
     pub fn index(&self, name: &str) -> Option<usize> {
-        self.agents.iter().position(|a| a.name == name)
+        self.agents.iter().rposition(|a| a.name == name)
+    }
+
+    /// Ends the sessions of agents `agents` (bye, then their launching processes after up to
+    /// `grace`); they count as lost from then on.
+    pub fn close_agents(&mut self, agents: &[usize], grace: Duration) {
+        for &i in agents {
+            self.send(i, &ToAgent::Bye);
+        }
+        let t0 = Instant::now();
+        for &i in agents {
+            if let Some(p) = self.agents[i].process.as_mut() {
+                while t0.elapsed() < grace {
+                    if let Ok(Some(_)) = p.try_wait() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let _ = p.kill();
+                let _ = p.wait();
+            }
+            self.agents[i].process = None;
+            self.mark_lost(i, "session closed".into());
+        }
     }
 
     /// Adds agents and opens their sessions (all at once), then measures their clocks; fails

@@ -34,6 +34,12 @@ pub enum Launch {
     Ssh(SshTarget),
     /// Started on this host for the plan (a child `nsperf agent --stdio`).
     Local,
+    /// Started in a site of the plan's lab once the lab is up (`ip netns exec` of the site's
+    /// namespace running `nsperf agent --stdio`), stopped before the lab goes down.
+    Site {
+        /// The site's name.
+        site: String,
+    },
     /// One agent of a batch group (Slurm tasks, Kubernetes pods), started with its group.
     Batch {
         /// The group's name in the plan.
@@ -85,7 +91,8 @@ pub struct AgentOptions {
 }
 
 impl AgentOptions {
-    fn args(&self) -> Vec<String> {
+    /// `agent --stdio -q [--allow …]`.
+    pub fn args(&self) -> Vec<String> {
         let mut v = vec!["agent".to_string(), "--stdio".to_string(), "-q".to_string()];
         if !self.allow.is_empty() {
             v.push("--allow".into());
@@ -164,7 +171,7 @@ pub fn ensure_binary(t: &SshTarget, exe: &Path) -> Result<String, String> {
 }
 
 /// A process whose standard input and output carry an agent session.
-fn stdio_link(
+pub(crate) fn stdio_link(
     name: &str,
     mut cmd: Command,
     psk: Option<Vec<u8>>,
@@ -240,6 +247,9 @@ pub fn open(
             c.args(opts.args());
             stdio_link(name, c, psk)
         }
+        Launch::Site { site } => Err(unreachable(format!(
+            "the agent of lab site {site} starts in the lab once it is up, not alone"
+        ))),
         Launch::Batch { group, .. } => Err(unreachable(format!(
             "an agent of batch group {group} starts with its group (slurm or kubernetes), not alone"
         ))),

@@ -26,6 +26,7 @@ pub use batch::{
 };
 pub use clock::{ClockOffset, ClockSample};
 pub use fleet::{Agent, AgentLink, CLOCK_PROBES, Fleet, HostFailure, StepId, StepOutcome};
+pub(crate) use launch::stdio_link;
 pub use launch::{
     AgentOptions, CONNECT_TIMEOUT, Launch, SshTarget, ensure_binary, file_hash, open,
 };

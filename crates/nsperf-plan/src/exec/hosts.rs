@@ -36,6 +36,11 @@ enum BatchGuard {
 pub(super) struct HostRunner {
     fleet: Fleet,
     batch: Vec<BatchGuard>,
+    /// The lab's sites steps run on: their agents start once the lab is up.
+    sites: Vec<crate::plan::HostSpec>,
+    /// The lab whose sites' agents are connected now.
+    sites_in: Option<String>,
+    exe: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for HostRunner {
@@ -53,7 +58,12 @@ impl HostRunner {
         let handles: Vec<_> = hosts
             .hosts
             .iter()
-            .filter(|h| !matches!(h.launch, crate::agent::Launch::Batch { .. }))
+            .filter(|h| {
+                !matches!(
+                    h.launch,
+                    crate::agent::Launch::Batch { .. } | crate::agent::Launch::Site { .. }
+                )
+            })
             .cloned()
             .map(|h| {
                 let exe = exe.to_path_buf();
@@ -112,7 +122,63 @@ impl HostRunner {
             return Err(e.into());
         }
         fleet.connect(links, CONNECT_WAIT)?;
-        Ok(HostRunner { fleet, batch })
+        let sites = hosts
+            .hosts
+            .iter()
+            .filter(|h| matches!(h.launch, crate::agent::Launch::Site { .. }))
+            .cloned()
+            .collect();
+        Ok(HostRunner {
+            fleet,
+            batch,
+            sites,
+            sites_in: None,
+            exe: exe.to_path_buf(),
+        })
+    }
+
+    /// Starts an agent in every lab site steps run on (`ip netns exec` of the site running
+    /// `nsperf agent --stdio`), once per build of the lab, and measures their clocks.
+    fn ensure_sites(&mut self, lab: Option<&super::Lab>) -> Result<(), ExecError> {
+        if self.sites.is_empty() {
+            return Ok(());
+        }
+        let lab = lab.ok_or_else(|| ExecError::Other("the lab is not up".into()))?;
+        if self.sites_in.as_deref() == Some(lab.name.as_str()) {
+            return Ok(());
+        }
+        self.close_sites();
+        let mut links = Vec::with_capacity(self.sites.len());
+        for h in &self.sites {
+            let crate::agent::Launch::Site { site } = &h.launch else {
+                continue;
+            };
+            let opts = AgentOptions {
+                allow: h.allow.clone(),
+            };
+            let mut argv = vec![self.exe.display().to_string()];
+            argv.extend(opts.args());
+            let cmd = nsperf_lab::lab::exec_command(&lab.name, site, &argv).map_err(|e| {
+                ExecError::Other(format!("starting the agent of lab site {site}: {e}"))
+            })?;
+            links.push(crate::agent::stdio_link(&h.name, cmd, None)?);
+        }
+        self.fleet.connect(links, CONNECT_WAIT)?;
+        self.sites_in = Some(lab.name.clone());
+        Ok(())
+    }
+
+    /// Ends the sessions of the agents in the lab's sites (before the lab goes down).
+    pub(super) fn close_sites(&mut self) {
+        if self.sites_in.take().is_none() {
+            return;
+        }
+        let idx: Vec<usize> = self
+            .sites
+            .iter()
+            .filter_map(|h| self.fleet.index(&h.name))
+            .collect();
+        self.fleet.close_agents(&idx, Duration::from_secs(3));
     }
 
     /// The fleet (for its agents' clocks and facts).
@@ -172,6 +238,9 @@ impl HostRunner {
             .on
             .as_ref()
             .ok_or_else(|| ExecError::Other("the step names no hosts".into()))?;
+        if on.in_lab {
+            self.ensure_sites(ctx.lab)?;
+        }
         match &step.action {
             Action::Net(n) => {
                 let server = on.server.as_deref().ok_or_else(|| {

@@ -617,6 +617,10 @@ impl Executor for ProcessExecutor {
     }
 
     fn lab_down(&mut self, lab: &Lab) {
+        // The agents in its sites first: they end their sessions rather than being killed.
+        if let Some(h) = self.hosts.as_mut() {
+            h.close_sites();
+        }
         match lab::down(&lab.name, false) {
             Ok(_) | Err(LabError::NotFound(_)) => {}
             Err(e) => eprintln!("nsperf: lab down {}: {e}", lab.name),

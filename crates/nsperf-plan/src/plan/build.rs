@@ -43,11 +43,17 @@ pub(super) fn build(raw: RawPlan, text: &str) -> Result<Plan, PlanError> {
         return Err(invalid("repetitions must be between 1 and 1000"));
     }
     let lab = raw.lab.as_ref().map(lab_spec).transpose()?;
+    let sites = lab.as_ref().map(|l| super::hosts::LabSites {
+        sites: l.sites.clone(),
+        clients: l.sites
+            [l.sites.len() - raw.lab.as_ref().and_then(|r| r.clients).unwrap_or(0) as usize..]
+            .to_vec(),
+    });
     let mut hosts = super::hosts::hosts(
         &raw.hosts,
         &raw.groups,
-        raw.slurm.as_ref(),
-        raw.kubernetes.as_ref(),
+        (raw.slurm.as_ref(), raw.kubernetes.as_ref()),
+        sites.as_ref(),
     )?;
     let matrix = matrix(&raw.matrix)?;
     if raw.step.is_empty() {
@@ -87,6 +93,7 @@ pub(super) fn build(raw: RawPlan, text: &str) -> Result<Plan, PlanError> {
     if let Some(h) = hosts.as_mut() {
         super::hosts::settle_allow(h, &host_needs(&cells))?;
     }
+    let hosts = super::hosts::settled(hosts);
     super::service::check_used(&services, &raw.step)?;
     let plan = Plan {
         name: raw.name,
@@ -254,10 +261,13 @@ impl Ctx<'_> {
         if name == "bdp" {
             return self.bdp.map(|b| b.to_string());
         }
-        self.params
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
+        let v = self.params.iter().find(|(k, _)| k == name)?.1.clone();
+        // A matrix value may itself hold a derived variable ({bdp}).
+        if v.contains('{') {
+            let derived = |n: &str| (n == "bdp").then(|| self.bdp.map(|b| b.to_string()))?;
+            return substitute(&v, &derived).ok();
+        }
+        Some(v)
     }
 
     /// A matrix value in this cell: its templates (`{bdp}`) resolved, typed as `kind` (or
@@ -272,16 +282,10 @@ impl Ctx<'_> {
         }
     }
 
+    /// `p` with its `{name}` templates replaced (`{{` and `}}` left as literal braces).
     pub(super) fn sub(&self, where_: &str, p: &Param) -> Result<String, PlanError> {
-        let s = p.to_string();
-        let once =
-            substitute(&s, &|n| self.lookup(n)).map_err(|e| invalid(format!("{where_}: {e}")))?;
-        // A matrix value may itself hold a derived variable ({bdp}).
-        if once.contains('{') && once != s {
-            return substitute(&once, &|n| self.lookup(n))
-                .map_err(|e| invalid(format!("{where_}: {e}")));
-        }
-        Ok(once)
+        substitute(&p.to_string(), &|n| self.lookup(n))
+            .map_err(|e| invalid(format!("{where_}: {e}")))
     }
 }
 

@@ -94,6 +94,19 @@ pub struct OnHosts {
     pub concurrent: bool,
     /// A network step's server: the host that runs `nsperf server` for all of them.
     pub server: Option<String>,
+    /// Some of them (or the server) are sites of the plan's lab: the step needs the lab up.
+    pub in_lab: bool,
+}
+
+/// The plan's lab as `[hosts]` sees it: every site may be a host (`on = "c3"`), and the
+/// `clients` sites of `[lab] clients = N` are the group `clients` unless the plan names
+/// something else so.
+#[derive(Debug, Clone, Default)]
+pub(super) struct LabSites {
+    /// Every site, in order (site `i` at `10.77.0.(i+1)`).
+    pub(super) sites: Vec<String>,
+    /// The sites `c1`..`cN` of `[lab] clients = N`.
+    pub(super) clients: Vec<String>,
 }
 
 impl Hosts {
@@ -109,6 +122,55 @@ impl Hosts {
         }
         self.groups.get(name).cloned()
     }
+
+    /// True when host `name` is a site of the plan's lab.
+    pub fn is_site(&self, name: &str) -> bool {
+        self.get(name)
+            .is_some_and(|h| matches!(h.launch, Launch::Site { .. }))
+    }
+
+    /// Drops the lab's sites no step runs on, and the groups left empty by that (a lab's
+    /// sites are hosts only for the steps `on` them).
+    fn prune_unused_sites(&mut self) {
+        self.hosts
+            .retain(|h| !matches!(h.launch, Launch::Site { .. }) || !h.allow.is_empty());
+        let names: BTreeSet<String> = self.hosts.iter().map(|h| h.name.clone()).collect();
+        self.groups
+            .retain(|_, members| members.iter().all(|m| names.contains(m)));
+    }
+
+    /// True when nothing is left to run on.
+    fn is_empty(&self) -> bool {
+        self.hosts.is_empty() && self.batch.is_empty()
+    }
+}
+
+/// The lab's sites as hosts (those `[hosts]` does not name itself), and the group `clients`.
+fn site_hosts(
+    lab: &LabSites,
+    raw: &BTreeMap<String, RawHost>,
+    groups: &mut BTreeMap<String, Vec<String>>,
+) -> Vec<HostSpec> {
+    let hosts: Vec<HostSpec> = lab
+        .sites
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !raw.contains_key(*s))
+        .map(|(i, s)| HostSpec {
+            name: s.clone(),
+            address: nsperf_lab::site_addr(i).to_string(),
+            launch: Launch::Site { site: s.clone() },
+            psk_file: None,
+            allow: Vec::new(),
+            allow_given: false,
+        })
+        .collect();
+    let taken =
+        |n: &str| raw.contains_key(n) || groups.contains_key(n) || lab.sites.iter().any(|s| s == n);
+    if !lab.clients.is_empty() && !taken("clients") {
+        groups.insert("clients".into(), lab.clients.clone());
+    }
+    hosts
 }
 
 /// The host part of `[user@]host[:port]` (an IPv6 address in brackets stays whole).
@@ -167,7 +229,7 @@ fn host_spec(name: &str, h: &RawHost) -> Result<HostSpec, PlanError> {
         (None, Launch::Ssh(t)) => host_of(&t.destination),
         (None, Launch::Tcp { addr }) => host_of(addr),
         (None, Launch::Local) => "127.0.0.1".into(),
-        (None, Launch::Batch { .. }) => String::new(),
+        (None, Launch::Batch { .. } | Launch::Site { .. }) => String::new(),
     };
     let allow = match &h.allow {
         Some(v) => v
@@ -234,18 +296,18 @@ fn batch_groups(
     Ok(v)
 }
 
-/// Builds and checks `[hosts]`, `[groups]`, `[slurm]` and `[kubernetes]`; `None` when the
-/// plan has no hosts.
+/// Builds and checks `[hosts]`, `[groups]`, `[slurm]` and `[kubernetes]`, with the lab's
+/// sites as hosts too; `None` when the plan has neither hosts nor a lab.
 pub(super) fn hosts(
     raw: &BTreeMap<String, RawHost>,
     groups: &BTreeMap<String, Vec<String>>,
-    slurm: Option<&RawSlurm>,
-    k8s: Option<&RawKubernetes>,
+    batch: (Option<&RawSlurm>, Option<&RawKubernetes>),
+    lab: Option<&LabSites>,
 ) -> Result<Option<Hosts>, PlanError> {
-    let batch = batch_groups(slurm, k8s)?;
-    if raw.is_empty() && batch.is_empty() {
+    let batch = batch_groups(batch.0, batch.1)?;
+    if raw.is_empty() && batch.is_empty() && lab.is_none() {
         if !groups.is_empty() {
-            return Err(invalid("[groups] needs [hosts] to group"));
+            return Err(invalid("[groups] needs [hosts] or a [lab] to group"));
         }
         return Ok(None);
     }
@@ -255,6 +317,9 @@ pub(super) fn hosts(
         hosts.push(host_spec(name, h)?);
     }
     let mut groups = groups.clone();
+    if let Some(l) = lab {
+        hosts.extend(site_hosts(l, raw, &mut groups));
+    }
     for b in &batch {
         let g = b.group();
         if raw.contains_key(g) || groups.contains_key(g) {
@@ -310,7 +375,12 @@ pub(super) fn hosts(
         }
         for (i, m) in members.iter().enumerate() {
             if !hosts.iter().any(|h| &h.name == m) {
-                return Err(invalid(format!("[groups] {g}: \"{m}\" is not in [hosts]")));
+                let known = if lab.is_some() {
+                    "neither in [hosts] nor a site of the lab"
+                } else {
+                    "not in [hosts]"
+                };
+                return Err(invalid(format!("[groups] {g}: \"{m}\" is {known}")));
             }
             if members[..i].contains(m) {
                 return Err(invalid(format!("[groups] {g}: \"{m}\" appears twice")));
@@ -343,7 +413,13 @@ pub(super) fn settle_allow(
             h.allow = need.into_iter().collect();
         }
     }
+    hosts.prune_unused_sites();
     Ok(())
+}
+
+/// The hosts left once the lab's unused sites are pruned; `None` when none is.
+pub(super) fn settled(hosts: Option<Hosts>) -> Option<Hosts> {
+    hosts.filter(|h| !h.is_empty())
 }
 
 #[cfg(test)]
@@ -411,24 +487,26 @@ mod tests {
             m.insert("g".to_string(), v.iter().map(|s| s.to_string()).collect());
             m
         };
-        let h = hosts(&rh, &g(&["a", "b"]), None, None).unwrap().unwrap();
+        let h = hosts(&rh, &g(&["a", "b"]), (None, None), None)
+            .unwrap()
+            .unwrap();
         assert_eq!(h.members("g").unwrap(), ["a", "b"]);
         assert_eq!(h.members("a").unwrap(), ["a"]);
         assert!(h.members("zz").is_none());
         assert!(
-            hosts(&rh, &g(&["a", "c"]), None, None)
+            hosts(&rh, &g(&["a", "c"]), (None, None), None)
                 .unwrap_err()
                 .to_string()
                 .contains("not in [hosts]")
         );
         assert!(
-            hosts(&rh, &g(&["a", "a"]), None, None)
+            hosts(&rh, &g(&["a", "a"]), (None, None), None)
                 .unwrap_err()
                 .to_string()
                 .contains("twice")
         );
-        assert!(hosts(&rh, &g(&[]), None, None).is_err());
-        assert!(hosts(&BTreeMap::new(), &g(&["a"]), None, None).is_err());
+        assert!(hosts(&rh, &g(&[]), (None, None), None).is_err());
+        assert!(hosts(&BTreeMap::new(), &g(&["a"]), (None, None), None).is_err());
     }
 
     #[test]
@@ -438,7 +516,9 @@ mod tests {
         let mut with_allow = raw(None, None, true);
         with_allow.allow = Some(vec!["net".into()]);
         rh.insert("b".to_string(), with_allow);
-        let mut h = hosts(&rh, &BTreeMap::new(), None, None).unwrap().unwrap();
+        let mut h = hosts(&rh, &BTreeMap::new(), (None, None), None)
+            .unwrap()
+            .unwrap();
         let mut needs = BTreeMap::new();
         needs.insert("a".to_string(), BTreeSet::from([StepClass::Server]));
         needs.insert("b".to_string(), BTreeSet::from([StepClass::Net]));

@@ -388,8 +388,8 @@ pub struct ResolvedStep {
 impl ResolvedStep {
     /// Whether the step runs in the plan's lab (so it needs the lab up).
     pub fn needs_lab(&self, plan_has_lab: bool) -> bool {
-        if self.on.is_some() {
-            return false;
+        if let Some(on) = &self.on {
+            return on.in_lab;
         }
         match &self.action {
             Action::Net(n) => matches!(n.target, Target::Lab { .. }),
@@ -457,10 +457,13 @@ impl Cell {
     /// for, the shape of its io.
     pub fn conditions(&self, step: &ResolvedStep) -> RunConditions {
         let mut c = RunConditions::default();
+        // A step on lab sites: its clients together (their windows add up).
+        let on_sites = step.on.as_ref().filter(|o| o.in_lab);
+        let clients = on_sites.map_or(1, |o| o.hosts.len() as u64);
         match &step.action {
             Action::Net(n) => {
-                c.in_lab = matches!(n.target, Target::Lab { .. });
-                c.window_bytes = n.params.window;
+                c.in_lab = matches!(n.target, Target::Lab { .. }) || on_sites.is_some();
+                c.window_bytes = n.params.window.map(|w| w.saturating_mul(clients));
                 if c.in_lab
                     && let Some(l) = &self.link
                 {
@@ -477,7 +480,7 @@ impl Cell {
                 // Through a file service across the lab's link: the link's ceilings, and the
                 // protocol's window, the data of the RPCs in flight (iodepth x bs).
                 if io.is_remote()
-                    && io.site.is_some()
+                    && (io.site.is_some() || on_sites.is_some())
                     && let Some(l) = &self.link
                 {
                     c.in_lab = true;
@@ -486,7 +489,8 @@ impl Cell {
                     c.window_bytes = Some(
                         u64::from(io.config.iodepth)
                             .saturating_mul(io.config.bs_bytes)
-                            .saturating_mul(u64::from(io.config.jobs)),
+                            .saturating_mul(u64::from(io.config.jobs))
+                            .saturating_mul(clients),
                     );
                 }
             }

@@ -217,13 +217,15 @@ fn on_hosts(f: &Fields<'_>, s: &RawStep, kind: StepKind) -> Result<Option<OnHost
     let hosts = f.hosts.ok_or_else(|| {
         f.err(
             "on",
-            format!("\"{name}\" names hosts, but the plan has no [hosts]"),
+            format!("\"{name}\" names hosts, but the plan has no [hosts] and no [lab]"),
         )
     })?;
     let members = hosts.members(name).ok_or_else(|| {
         f.err(
             "on",
-            format!("\"{name}\" is neither a host of [hosts] nor a [groups] name"),
+            format!(
+                "\"{name}\" is neither a host of [hosts], a site of the lab nor a [groups] name"
+            ),
         )
     })?;
     for (field, set) in [
@@ -262,11 +264,16 @@ fn on_hosts(f: &Fields<'_>, s: &RawStep, kind: StepKind) -> Result<Option<OnHost
         }
         _ => None,
     };
+    let in_lab = members
+        .iter()
+        .chain(server.iter())
+        .any(|h| hosts.is_site(h));
     Ok(Some(OnHosts {
         name: name.clone(),
         hosts: members,
         concurrent: s.concurrent.unwrap_or(true),
         server,
+        in_lab,
     }))
 }
 
@@ -276,25 +283,30 @@ fn on_hosts_reach_service(f: &Fields<'_>, on: &OnHosts, io: &IoStep) -> Result<(
     let Some(used) = &io.service else {
         return Ok(());
     };
-    let loopback = f
-        .ctx
-        .services
-        .iter()
-        .any(|s| s.name == used.name && s.site.is_none());
-    let remote = on.hosts.iter().find(|h| {
-        f.hosts
-            .and_then(|hs| hs.get(h))
-            .is_some_and(|h| h.launch != crate::agent::Launch::Local)
+    let Some(svc) = f.ctx.services.iter().find(|s| s.name == used.name) else {
+        return Ok(());
+    };
+    let launch = |h: &str| f.hosts.and_then(|hs| hs.get(h)).map(|h| &h.launch);
+    let unfit = on.hosts.iter().find(|h| match (&svc.site, launch(h)) {
+        (None, l) => l != Some(&crate::agent::Launch::Local),
+        (Some(_), l) => !matches!(l, Some(crate::agent::Launch::Site { .. })),
     });
-    match remote {
-        Some(h) if loopback => Err(f.err(
+    match (unfit, &svc.site) {
+        (Some(h), None) => Err(f.err(
             "service",
             format!(
                 "service \"{}\" listens on this host's loopback, which host {h} (not local = true) cannot reach",
                 used.name
             ),
         )),
-        _ => Ok(()),
+        (Some(h), Some(site)) => Err(f.err(
+            "service",
+            format!(
+                "service \"{}\" runs in lab site {site}, which only the lab's sites reach, not host {h}",
+                used.name
+            ),
+        )),
+        (None, _) => Ok(()),
     }
 }
 
@@ -499,7 +511,11 @@ fn io(f: &Fields<'_>, s: &RawStep, phases: &[Phase]) -> Result<IoStep, PlanError
         &f.at,
         f.str("dir", &s.dir)?,
         s.service.as_deref(),
-        site.as_deref(),
+        match (&site, &s.on) {
+            (Some(site), _) => super::service::StepSite::Site(site),
+            (None, Some(_)) => super::service::StepSite::OnHosts,
+            (None, None) => super::service::StepSite::ThisHost,
+        },
         f.ctx.services,
         f.ctx.link_rate_bps,
     )?;

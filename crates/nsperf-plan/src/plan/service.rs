@@ -132,13 +132,24 @@ pub(super) struct IoWhere {
     pub(super) path: NetworkPath,
 }
 
+/// Where an io step runs, as far as reaching a service goes.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum StepSite<'a> {
+    /// On this host (no site, no `on`).
+    ThisHost,
+    /// In a lab site (`site = "…"`).
+    Site(&'a str),
+    /// `on` hosts or lab sites (which of them reach the service is checked with `on`).
+    OnHosts,
+}
+
 /// The target of an io step: a local directory, an `nfs://` URL, or a directory inside a
 /// service's export (`service = "NAME"`, `dir` relative to the export).
 pub(super) fn io_target(
     at: &str,
     dir: Option<String>,
     service: Option<&str>,
-    site: Option<&str>,
+    site: StepSite<'_>,
     services: &[ServiceSpec],
     link_rate_bps: Option<f64>,
 ) -> Result<IoWhere, PlanError> {
@@ -184,7 +195,8 @@ pub(super) fn io_target(
         ));
     }
     match (&svc.site, site) {
-        (Some(s), None) => {
+        (_, StepSite::OnHosts) => {}
+        (Some(s), StepSite::ThisHost) => {
             return Err(err(
                 "site",
                 format!(
@@ -192,7 +204,7 @@ pub(super) fn io_target(
                 ),
             ));
         }
-        (None, Some(_)) => {
+        (None, StepSite::Site(_)) => {
             return Err(err(
                 "site",
                 format!(
@@ -217,7 +229,12 @@ pub(super) fn io_target(
     let url = service_url(&format!("nfs://{host}{}", svc.config.dir.display()), &rel)
         .map_err(|e| err("dir", e))?;
     // Across the lab's link, when the step runs in another site than the server.
-    let crosses = svc.site.as_deref().is_some_and(|s| Some(s) != site);
+    let crosses = match site {
+        StepSite::Site(me) => svc.site.as_deref().is_some_and(|s| s != me),
+        // Sites `on` the step are clients of another site's server.
+        StepSite::OnHosts => svc.site.is_some(),
+        StepSite::ThisHost => false,
+    };
     Ok(IoWhere {
         target: IoTarget::Nfs { url },
         service: Some(ServiceUse {

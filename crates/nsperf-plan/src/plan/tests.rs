@@ -624,3 +624,88 @@ time = "1s"
     let e = err_of(&text.replace("[\"a\", \"b\"]", "[\"a\", \"moon\"]"));
     assert!(e.contains("site: no site \"moon\" in the lab"), "{e}");
 }
+
+/// Issue 21 item 1: a lab's sites are hosts a step runs `on` (the `clients` sites of `[lab]
+/// clients = N` as the group `clients`, or `[groups]` of sites without `[hosts]`); only the
+/// sites steps run on get an agent, and a plan whose steps run on none has no hosts.
+#[test]
+fn lab_sites_are_hosts_a_step_runs_on() {
+    let text = r#"
+name = "many"
+repetitions = 1
+[lab]
+sites = ["srv"]
+clients = 3
+topology = "star"
+rate = "200mbit"
+[groups]
+pair = ["c1", "c2"]
+[[service]]
+name = "nas"
+site = "srv"
+dir = "/tmp"
+[[step]]
+name = "write"
+type = "io"
+on = "clients"
+service = "nas"
+workload = "seqwrite"
+size = "1m"
+[[step]]
+name = "tcp"
+type = "net"
+on = "pair"
+server = "srv"
+"#;
+    let p = Plan::parse(text.as_bytes()).unwrap();
+    let h = p.hosts.as_ref().unwrap();
+    let names: Vec<&str> = h.hosts.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(names, ["srv", "c1", "c2", "c3"]);
+    assert_eq!(h.get("c3").unwrap().address, "10.77.0.4");
+    assert_eq!(
+        h.get("srv").unwrap().allow,
+        [crate::agent::StepClass::Server]
+    );
+    assert_eq!(
+        h.get("c3").unwrap().launch,
+        crate::agent::Launch::Site { site: "c3".into() }
+    );
+    let write = &p.cells[0].steps[0];
+    let on = write.on.as_ref().unwrap();
+    assert_eq!(on.hosts, ["c1", "c2", "c3"]);
+    assert!(on.in_lab && write.needs_lab(true));
+    let Action::Io(io) = &write.action else {
+        panic!()
+    };
+    assert!(io.service.is_some());
+    // Through the server's port: the link's ceilings, the three clients' windows together.
+    let c = p.cells[0].conditions(write);
+    assert!(c.in_lab && c.link_rate_bps == Some(200e6));
+    assert_eq!(c.window_bytes, Some(3 * 128 * 1024));
+    let tcp = &p.cells[0].steps[1];
+    let Action::Net(n) = &tcp.action else {
+        panic!()
+    };
+    assert_eq!(n.target, Target::Host("10.77.0.1".into()));
+    // A lab's sites are not hosts of a plan no step of which runs on them.
+    let plain = "name = \"p\"\n[lab]\nsites = [\"a\", \"b\"]\n[[step]]\nname = \"x\"\ntype = \"exec\"\nsite = \"a\"\ncommand = [\"true\"]\n";
+    assert!(Plan::parse(plain.as_bytes()).unwrap().hosts.is_none());
+    // A service on this host's loopback is not reached from a lab site.
+    let e = err_of(&text.replace("site = \"srv\"\ndir", "dir"));
+    assert!(
+        e.contains("which host c1 (not local = true) cannot reach"),
+        "{e}"
+    );
+}
+
+/// `{{` and `}}` are literal braces in a step value (an awk program in a command); a matrix
+/// value holding `{bdp}` is still resolved.
+#[test]
+fn doubled_braces_stay_literal_braces() {
+    let text = "name = \"b\"\n[lab]\nsites = [\"a\", \"b\"]\nrate = \"45mbit\"\nrtt = \"100ms\"\n[matrix]\nw = [\"{bdp}\"]\n[[step]]\nname = \"x\"\ntype = \"exec\"\ncommand = [\"awk\", \"{{print $1}}\", \"{w}\"]\n";
+    let p = Plan::parse(text.as_bytes()).unwrap();
+    let Action::Exec(e) = &p.cells[0].steps[0].action else {
+        panic!()
+    };
+    assert_eq!(e.command, ["awk", "{print $1}", "563200"]);
+}

@@ -385,6 +385,8 @@ fn print_dry_run(plan: &Plan) {
                     nsperf_plan::agent::Launch::Local => "started on this host".into(),
                     nsperf_plan::agent::Launch::Batch { group, index } =>
                         format!("{index} of batch group {group}"),
+                    nsperf_plan::agent::Launch::Site { site } =>
+                        format!("started in lab site {site} once the lab is up"),
                 },
                 allow.join(", ")
             );
