@@ -21,11 +21,11 @@ mod error;
 pub mod fuzz;
 mod pipeline;
 pub mod proto;
-mod rpc;
+pub mod rpc;
 pub mod server;
 mod sock;
 pub mod url;
-mod xdr;
+pub mod xdr;
 
 pub use client::{NfsClient, Session};
 pub use error::NfsError;

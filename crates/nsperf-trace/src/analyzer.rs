@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 use crate::decode::{Decoded, TcpSegment, decode};
 use crate::filter::Filter;
 use crate::model::{SeriesBins, TcpConnection, TraceInterval, TraceSummary, UdpFlow};
+use crate::proto::ProtoState;
 use crate::reader::{RawPacket, ReadStats};
 use crate::series::{Bins, Cell, Series};
 use crate::store::ConnectionStore;
@@ -79,6 +80,8 @@ struct Live {
     conn: TcpConn,
     bins: Bins,
     wire_bytes: u64,
+    /// The storage protocol the connection carries, decoded.
+    proto: ProtoState,
 }
 
 struct UdpState {
@@ -195,6 +198,7 @@ impl<S: ConnectionStore> Analyzer<S> {
                 ),
                 bins: Bins::default(),
                 wire_bytes: 0,
+                proto: ProtoState::default(),
             }
         });
         let dir = if fwd == flow.a_is_lo { 0 } else { 1 };
@@ -203,6 +207,8 @@ impl<S: ConnectionStore> Analyzer<S> {
         flow.wire_bytes += u64::from(p.orig_len);
         if sent.is_none() {
             self.summary.duplicated_frames += 1;
+        } else {
+            flow.proto.segment(dir, seg, seg.payload(p.data), p.ts_ns);
         }
         if let Some(b) = bin {
             let (unique, rexmit) = sent.map_or((0, 0), |s| (s.unique, u64::from(s.rexmit)));
@@ -305,7 +311,9 @@ impl<S: ConnectionStore> Analyzer<S> {
     }
 
     fn release(&mut self, mut l: Live) {
-        self.store.push(l.conn.summary());
+        let mut c = l.conn.summary();
+        c.protocol = l.proto.summary();
+        self.store.push(c);
         let n = self.cfg.series_connections;
         if n > 0 && l.bins.len() > 0 {
             self.kept_series.push((l.wire_bytes, l.conn.id, l.bins));

@@ -55,6 +55,20 @@ pub struct TcpSegment {
     pub options: TcpOptions,
     /// IPv4 identification field (None for IPv6, which has none outside fragments).
     pub ip_id: Option<u16>,
+    /// Where the payload starts in the captured frame, bytes.
+    pub payload_at: u32,
+    /// Payload bytes captured (fewer than `payload_len` when the snapshot length cut them).
+    pub payload_captured: u32,
+}
+
+impl TcpSegment {
+    /// The payload bytes captured, out of the frame this segment was decoded from.
+    pub fn payload<'a>(&self, frame: &'a [u8]) -> &'a [u8] {
+        let at = self.payload_at as usize;
+        frame
+            .get(at..at.saturating_add(self.payload_captured as usize))
+            .unwrap_or(&[])
+    }
 }
 
 /// The fields of one UDP datagram the analysis uses.
@@ -126,6 +140,10 @@ pub fn decode(link: LinkType, frame: &[u8]) -> Decoded {
             let Ok(t) = TcpPacket::new_checked(l4) else {
                 return Decoded::Unusable;
             };
+            let payload_len = l4_len.saturating_sub(t.header_len());
+            // The transport bytes are a slice of the frame: their distance from its start.
+            let l4_at = (l4.as_ptr() as usize).saturating_sub(frame.as_ptr() as usize);
+            let captured = l4.len().saturating_sub(t.header_len()).min(payload_len);
             Decoded::Tcp(TcpSegment {
                 src,
                 dst,
@@ -135,9 +153,11 @@ pub fn decode(link: LinkType, frame: &[u8]) -> Decoded {
                 ack: t.ack(),
                 flags: t.flags(),
                 window: t.window(),
-                payload_len: l4_len.saturating_sub(t.header_len()) as u32,
+                payload_len: payload_len as u32,
                 options: t.options(),
                 ip_id,
+                payload_at: (l4_at + t.header_len()) as u32,
+                payload_captured: captured as u32,
             })
         }
         PROTO_UDP => {

@@ -4,7 +4,9 @@
 //! compressed); [`wire`] holds checked zero-copy views of the protocol headers (nothing can
 //! panic after `new_checked`); [`decode`] walks a frame to its TCP or UDP header; [`tcp`]
 //! tracks each connection (retransmissions, duplicate ACKs, windows with scaling, RTT, bytes
-//! in flight) and diagnoses what limited it, wherever the capture was taken; [`analyzer`]
+//! in flight) and diagnoses what limited it, wherever the capture was taken; [`proto`]
+//! decodes the storage protocol above it (ONC RPC: NFS, MOUNT; calls matched to replies,
+//! per-operation response times, requests in flight); [`analyzer`]
 //! ties them together into the [`model`] that `--json` prints, and [`findings`] says what the
 //! figures mean.
 //!
@@ -20,6 +22,7 @@ mod error;
 mod filter;
 pub mod findings;
 pub mod model;
+pub mod proto;
 pub mod reader;
 mod series;
 mod store;

@@ -9,7 +9,7 @@ use clap::Args;
 use nsperf_core::report::Report;
 use nsperf_core::table::Table;
 use nsperf_core::units::{BitRate, Bytes};
-use nsperf_trace::model::{DirectionStats, TcpConnection};
+use nsperf_trace::model::{DirectionStats, ProtocolStats, TcpConnection};
 use nsperf_trace::{
     ConnectionSpool, ConnectionStore, Filter, TraceConfig, TraceInterval, TraceSpec, TraceSummary,
 };
@@ -431,6 +431,82 @@ fn detail(c: &TcpConnection) -> String {
         BitRate(d.goodput_bps)
     ));
     s.push_str(&format!("diagnosis: {}\n", d.message));
+    if let Some(p) = &c.protocol {
+        s.push_str(&protocol_table(p));
+    }
+    s
+}
+
+/// The storage protocol of a connection: requests in flight, then one row per operation
+/// (service response times as tshark's `-z rpc,srt` times them).
+fn protocol_table(p: &ProtocolStats) -> String {
+    let versions: Vec<String> = p.nfs_versions.iter().map(|v| format!("NFSv{v}")).collect();
+    let mut s = format!(
+        "\nONC RPC{}, client {}: requests in flight max {}, mean {:.2} ({:.2} while any, {:.3} s of {:.3} s); {} unanswered, {} replies without their call{}\n",
+        if versions.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", versions.join(", "))
+        },
+        p.client,
+        p.in_flight_max,
+        p.in_flight_mean,
+        p.in_flight_busy_mean,
+        p.busy_s,
+        p.span_s,
+        p.unanswered_calls,
+        p.unmatched_replies,
+        if p.missing_bytes > 0 {
+            format!(
+                "; {} not captured ({} resyncs)",
+                Bytes(p.missing_bytes),
+                p.resyncs
+            )
+        } else {
+            String::new()
+        }
+    );
+    let mut t = Table::new([
+        "program", "op", "calls", "replies", "srt min", "median", "p99", "max", "mean", "data",
+        "size", "errors",
+    ]);
+    for o in &p.ops {
+        let r = &o.srt;
+        let timed = |ns: u64| if r.samples > 0 { ms(ns) } else { "-".into() };
+        let errors: Vec<String> = o
+            .errors
+            .iter()
+            .map(|e| format!("{} {}", e.count, e.name))
+            .chain((o.rpc_errors > 0).then(|| format!("{} rpc", o.rpc_errors)))
+            .collect();
+        t.row([
+            format!("{} v{}", o.program, o.version),
+            o.op.clone(),
+            o.calls.to_string(),
+            o.replies.to_string(),
+            timed(r.min_ns),
+            timed(r.median_ns),
+            timed(r.p99_ns),
+            timed(r.max_ns),
+            timed(r.mean_ns),
+            if o.data_bytes > 0 {
+                Bytes(o.data_bytes).to_string()
+            } else {
+                "-".into()
+            },
+            match (o.size_min, o.size_max) {
+                (Some(a), Some(b)) if a == b => Bytes(u64::from(a)).to_string(),
+                (Some(a), Some(b)) => format!("{}..{}", Bytes(u64::from(a)), Bytes(u64::from(b))),
+                _ => "-".into(),
+            },
+            if errors.is_empty() {
+                "-".into()
+            } else {
+                errors.join(", ")
+            },
+        ]);
+    }
+    s.push_str(&t.render());
     s
 }
 

@@ -1,0 +1,240 @@
+//! NFS (and the RPC programs around it: MOUNT, the portmapper) over ONC RPC: calls matched to
+//! replies by XID, both directions, and per-operation figures. An I/O-free state machine fed
+//! with complete records and their capture times; the RPC header is decoded by
+//! `nsperf_nfs::rpc`, the arguments and results by `nsperf_nfs::proto` (the codecs of nsperf's
+//! own NFSv3 client and server), never by a second XDR.
+
+use nsperf_nfs::proto::{self as nfs3, MOUNT_PROG, NFS_PROG, PMAP_PROG, proc3};
+use nsperf_nfs::rpc::{self, CALL, REPLY};
+use nsperf_nfs::xdr::XdrReader;
+
+use super::ops::{OpKey, OpTable};
+use super::rpc::Record;
+
+/// Calls waiting for their reply, per connection, at most; an older one is then counted as
+/// unanswered (a client that gave up, or a reply the capture missed).
+pub const MAX_PENDING: usize = 4096;
+
+/// A call seen, waiting for its reply.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    xid: u32,
+    /// The side that sent it (0 = a).
+    from: usize,
+    op: OpKey,
+    /// When its last byte passed the capture point.
+    t: i64,
+}
+
+/// The RPC state of one connection.
+#[derive(Debug, Default)]
+pub struct RpcSession {
+    pending: Vec<Pending>,
+    /// Per-operation figures.
+    pub ops: OpTable,
+    /// Replies whose call was not seen.
+    pub unmatched_replies: u64,
+    /// Calls dropped from the pending table unanswered.
+    pub unanswered_calls: u64,
+    /// Records that were neither a well-formed call nor a reply.
+    pub malformed: u64,
+    /// Calls per side (to tell the client).
+    pub calls_by_side: [u64; 2],
+    /// NFS versions seen in calls, as a bit set (bit v).
+    pub nfs_versions: u32,
+    in_flight: InFlight,
+}
+
+/// Requests in flight over time: the protocol's window.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct InFlight {
+    now: u32,
+    /// Most in flight at once.
+    pub max: u32,
+    since: Option<i64>,
+    first: Option<i64>,
+    /// ∫ in-flight dt, request·ns.
+    pub area: f64,
+    /// Time with at least one in flight, ns.
+    pub busy_ns: i64,
+    /// From the first call to the last change, ns.
+    pub span_ns: i64,
+}
+
+impl InFlight {
+    fn step(&mut self, t: i64, delta: i32) {
+        let first = *self.first.get_or_insert(t);
+        if let Some(s) = self.since {
+            let dt = (t - s).max(0);
+            self.area += f64::from(self.now) * dt as f64;
+            if self.now > 0 {
+                self.busy_ns += dt;
+            }
+        }
+        self.since = Some(t.max(self.since.unwrap_or(t)));
+        self.span_ns = (t - first).max(self.span_ns);
+        self.now = self.now.saturating_add_signed(delta);
+        self.max = self.max.max(self.now);
+    }
+}
+
+/// The name of an RPC procedure of the programs decoded.
+pub fn op_name(prog: u32, vers: u32, proc_: u32) -> &'static str {
+    const NFS3: [&str; 22] = [
+        "NULL",
+        "GETATTR",
+        "SETATTR",
+        "LOOKUP",
+        "ACCESS",
+        "READLINK",
+        "READ",
+        "WRITE",
+        "CREATE",
+        "MKDIR",
+        "SYMLINK",
+        "MKNOD",
+        "REMOVE",
+        "RMDIR",
+        "RENAME",
+        "LINK",
+        "READDIR",
+        "READDIRPLUS",
+        "FSSTAT",
+        "FSINFO",
+        "PATHCONF",
+        "COMMIT",
+    ];
+    const NFS4: [&str; 2] = ["NULL", "COMPOUND"];
+    const MOUNT3: [&str; 6] = ["NULL", "MNT", "DUMP", "UMNT", "UMNTALL", "EXPORT"];
+    const PMAP2: [&str; 6] = ["NULL", "SET", "UNSET", "GETPORT", "DUMP", "CALLIT"];
+    let table: &[&str] = match (prog, vers) {
+        (NFS_PROG, 2 | 3) => &NFS3,
+        (NFS_PROG, 4) => &NFS4,
+        (MOUNT_PROG, _) => &MOUNT3,
+        (PMAP_PROG, _) => &PMAP2,
+        _ => &[],
+    };
+    table.get(proc_ as usize).copied().unwrap_or("unknown")
+}
+
+/// The short name of an RPC program.
+pub fn program_name(prog: u32) -> &'static str {
+    match prog {
+        NFS_PROG => "nfs",
+        MOUNT_PROG => "mount",
+        PMAP_PROG => "portmap",
+        100_021 => "nlm",
+        100_024 => "nsm",
+        100_227 => "nfs_acl",
+        _ => "rpc",
+    }
+}
+
+impl RpcSession {
+    /// One complete record sent by side `from`.
+    pub fn record(&mut self, from: usize, r: &Record<'_>) {
+        let mut x = XdrReader::new(r.head);
+        let (Ok(xid), Ok(kind)) = (x.u32(), x.u32()) else {
+            self.malformed += 1;
+            return;
+        };
+        match kind {
+            CALL => self.call(from, xid, r),
+            REPLY => self.reply(from, xid, r),
+            _ => self.malformed += 1,
+        }
+    }
+
+    fn call(&mut self, from: usize, xid: u32, r: &Record<'_>) {
+        let mut x = XdrReader::new(r.head);
+        let Ok(h) = rpc::parse_call(&mut x) else {
+            self.malformed += 1;
+            return;
+        };
+        let op = OpKey {
+            prog: h.prog,
+            vers: h.vers,
+            proc_: h.proc_,
+        };
+        // WRITE3args: file handle, offset, count.
+        let written = (h.prog == NFS_PROG && h.vers == 3 && h.proc_ == proc3::WRITE)
+            .then(|| {
+                let fh = nfs3::FileHandle::decode(&mut x).ok();
+                fh.and_then(|_| x.u64().ok()).and_then(|_| x.u32().ok())
+            })
+            .flatten();
+        if h.prog == NFS_PROG && h.vers < 32 {
+            self.nfs_versions |= 1 << h.vers;
+        }
+        self.calls_by_side[from] += 1;
+        let s = self.ops.get(op);
+        s.calls += 1;
+        s.call_bytes += r.len;
+        if let Some(n) = written {
+            s.note_size(n);
+        }
+        if self.pending.iter().any(|p| p.xid == xid && p.from == from) {
+            // A retransmitted call (same XID): the reply answers the first one, as tshark
+            // matches it.
+            return;
+        }
+        if self.pending.len() >= MAX_PENDING {
+            self.pending.remove(0);
+            self.unanswered_calls += 1;
+            self.in_flight.step(r.last_ns, -1);
+        }
+        self.pending.push(Pending {
+            xid,
+            from,
+            op,
+            t: r.last_ns,
+        });
+        self.in_flight.step(r.last_ns, 1);
+    }
+
+    fn reply(&mut self, from: usize, xid: u32, r: &Record<'_>) {
+        let Some(i) = self
+            .pending
+            .iter()
+            .position(|p| p.xid == xid && p.from != from)
+        else {
+            self.unmatched_replies += 1;
+            return;
+        };
+        let p = self.pending.remove(i);
+        self.in_flight.step(r.last_ns, -1);
+        let mut x = XdrReader::new(r.head);
+        let accepted = rpc::parse_reply(&mut x);
+        let s = self.ops.get(p.op);
+        s.replies += 1;
+        s.reply_bytes += r.len;
+        s.srt.record((r.last_ns - p.t).max(0) as u64);
+        let status = match accepted {
+            // Every result of NFS (v2, v3, v4 COMPOUND) and MOUNT v3 starts with a status.
+            Ok(_) if matches!(p.op.prog, NFS_PROG | MOUNT_PROG) => x.clone().u32().ok(),
+            Ok(_) => Some(0),
+            Err(_) => None,
+        };
+        match status {
+            Some(0) => {
+                if p.op.prog == NFS_PROG && p.op.vers == 3 && p.op.proc_ == proc3::READ {
+                    if let Ok(Ok(h)) = nfs3::decode_read_head(&mut x) {
+                        s.note_size(h.count);
+                    }
+                }
+            }
+            Some(st) => s.note_error(st),
+            None => s.rpc_errors += 1,
+        }
+    }
+
+    /// Requests in flight over time.
+    pub fn in_flight(&self) -> InFlight {
+        self.in_flight
+    }
+
+    /// Calls still waiting at the end.
+    pub fn waiting(&self) -> usize {
+        self.pending.len()
+    }
+}

@@ -1,0 +1,310 @@
+//! The protocol layer of `nsperf trace` against tshark: captures made here of NFS traffic
+//! (nsperf's embedded NFSv3 server under nsperf's own nfs engine), decoded by nsperf and by
+//! tshark's `-z rpc,srt,100003,3` and per-procedure call counts; a test per capture kind,
+//! skipped with a printed reason where root, tcpdump or tshark is missing.
+
+mod common;
+use common::*;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// `nsperf lab nfsd DIR` on loopback, killed on drop; returns its URL and port.
+fn embedded(dir: &Path) -> (KillOnDrop, String, u16) {
+    let mut c = nsperf(["lab", "nfsd", dir.to_str().unwrap()]);
+    c.stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("ready ")
+        .expect("ready line")
+        .to_string();
+    let port = url
+        .trim_start_matches("nfs://")
+        .split(['/', ':'])
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .expect("port in the URL");
+    (KillOnDrop(child), url, port)
+}
+
+/// Captures TCP port `port` on lo (whole frames, a large buffer) while `work` runs; returns
+/// tcpdump's report of packets dropped by the kernel.
+fn capture(pcap: &Path, port: u16, work: impl FnOnce()) -> u64 {
+    let mut dump = Command::new("tcpdump")
+        .args(["-i", "lo", "-s", "0", "-B", "65536", "-U", "-w"])
+        .arg(pcap)
+        .args(["tcp", "port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(dump.stderr.take().unwrap());
+    let mut line = String::new();
+    let _ = err.read_line(&mut line);
+    let dump = KillOnDrop(dump);
+    work();
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: SIGINT to our own child; tcpdump then flushes, reports and exits.
+    unsafe { libc::kill(dump.0.id() as i32, libc::SIGINT) };
+    let mut rest = String::new();
+    let _ = err.read_to_string(&mut rest);
+    drop(dump);
+    rest.lines()
+        .find(|l| l.contains("dropped by kernel"))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// One procedure as tshark's `-z rpc,srt` reports it: calls timed, min, max, mean (s).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Srt {
+    calls: u64,
+    min: f64,
+    max: f64,
+    avg: f64,
+}
+
+/// tshark's `-z rpc,srt,100003,3` table, by procedure name.
+fn tshark_srt(pcap: &Path, port: u16) -> BTreeMap<String, Srt> {
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(pcap)
+        .args([
+            "-d",
+            &format!("tcp.port=={port},rpc"),
+            "-q",
+            "-z",
+            "rpc,srt,100003,3",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut m = BTreeMap::new();
+    for l in text.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() == 7 && f[0].parse::<u32>().is_ok() {
+            m.insert(
+                f[1].to_string(),
+                Srt {
+                    calls: f[2].parse().unwrap(),
+                    min: f[3].parse().unwrap(),
+                    max: f[4].parse().unwrap(),
+                    avg: f[5].parse().unwrap(),
+                },
+            );
+        }
+    }
+    m
+}
+
+/// NFSv3 calls per procedure number, as tshark dissects them.
+fn tshark_calls(pcap: &Path, port: u16) -> BTreeMap<u32, u64> {
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(pcap)
+        .args([
+            "-d",
+            &format!("tcp.port=={port},rpc"),
+            "-Y",
+            "nfs",
+            "-T",
+            "fields",
+            "-E",
+            "occurrence=a",
+            "-e",
+            "rpc.msgtyp",
+            "-e",
+            "nfs.procedure_v3",
+        ])
+        .output()
+        .unwrap();
+    let mut m = BTreeMap::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let f: Vec<&str> = l.split('\t').collect();
+        let (Some(kinds), Some(procs)) = (f.first(), f.get(1)) else {
+            continue;
+        };
+        for (k, p) in kinds.split(',').zip(procs.split(',')) {
+            if k == "0" {
+                *m.entry(p.parse().unwrap()).or_insert(0) += 1;
+            }
+        }
+    }
+    m
+}
+
+/// nsperf's figures of every NFSv3 procedure, summed over the connections: (calls, Srt).
+fn nsperf_ops(pcap: &Path) -> BTreeMap<String, (u32, u64, Srt)> {
+    let j = run(&["trace", pcap.to_str().unwrap(), "--json"])
+        .ok()
+        .json();
+    let mut m: BTreeMap<String, (u32, u64, Srt, f64)> = BTreeMap::new();
+    for c in j["summary"]["connections"].as_array().unwrap() {
+        let Some(ops) = c["protocol"]["ops"].as_array() else {
+            continue;
+        };
+        for o in ops {
+            if o["program"] != "nfs" || o["version"] != 3 {
+                continue;
+            }
+            let s = &o["srt"];
+            let n = s["samples"].as_u64().unwrap();
+            let e = m.entry(o["op"].as_str().unwrap().to_string()).or_insert((
+                o["procedure"].as_u64().unwrap() as u32,
+                0,
+                Srt {
+                    min: f64::MAX,
+                    ..Srt::default()
+                },
+                0.0,
+            ));
+            e.1 += o["calls"].as_u64().unwrap();
+            if n > 0 {
+                e.2.calls += n;
+                e.2.min = e.2.min.min(s["min_ns"].as_f64().unwrap() / 1e9);
+                e.2.max = e.2.max.max(s["max_ns"].as_f64().unwrap() / 1e9);
+                e.3 += s["mean_ns"].as_f64().unwrap() * n as f64 / 1e9;
+            }
+        }
+    }
+    m.into_iter()
+        .map(|(k, (p, calls, mut srt, sum))| {
+            srt.avg = if srt.calls > 0 {
+                sum / srt.calls as f64
+            } else {
+                0.0
+            };
+            (k, (p, calls, srt))
+        })
+        .collect()
+}
+
+/// Per-procedure calls equal tshark's, and the replies timed, min, max and mean service
+/// response times equal tshark's `-z rpc,srt` within its printed resolution (1 µs; the
+/// capture's timestamps are µs too).
+fn check_against_tshark(pcap: &Path, port: u16) {
+    let ours = nsperf_ops(pcap);
+    let srt = tshark_srt(pcap, port);
+    let calls = tshark_calls(pcap, port);
+    assert!(!srt.is_empty(), "tshark found no NFSv3 calls");
+    for (name, t) in &srt {
+        let (_, _, n) = ours
+            .get(name)
+            .unwrap_or_else(|| panic!("{name}: tshark {t:?}, nsperf none"));
+        eprintln!(
+            "{name}: calls timed tshark {} nsperf {}; min {:.6}/{:.6} max {:.6}/{:.6} mean {:.6}/{:.6} s",
+            t.calls, n.calls, t.min, n.min, t.max, n.max, t.avg, n.avg
+        );
+        assert_eq!(n.calls, t.calls, "{name}");
+        assert!((n.min - t.min).abs() < 1.5e-6, "{name} min {n:?} {t:?}");
+        assert!((n.max - t.max).abs() < 1.5e-6, "{name} max {n:?} {t:?}");
+        assert!((n.avg - t.avg).abs() < 1.5e-6, "{name} mean {n:?} {t:?}");
+    }
+    for (name, (proc_, c, _)) in &ours {
+        assert_eq!(
+            Some(c),
+            calls.get(proc_),
+            "{name}: calls nsperf {c}, tshark {:?}",
+            calls.get(proc_)
+        );
+    }
+    assert_eq!(ours.len(), calls.len(), "{ours:?} {calls:?}");
+}
+
+fn tools(what: &str) -> bool {
+    require_root(what) && require_program("tcpdump", what) && require_program("tshark", what)
+}
+
+/// NFSv3 through nsperf's embedded server, nsperf's own nfs engine: writes, reads (4 in
+/// flight, 64 KiB) and the metadata workload (LOOKUP, CREATE, REMOVE, …, errors included).
+#[test]
+fn nfs3_embedded_server_nsperf_engine_agrees_with_tshark() {
+    let what = "NFSv3 decoding against tshark -z rpc,srt";
+    if !tools(what) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let export = d.path().join("export");
+    std::fs::create_dir(&export).unwrap();
+    let (_server, url, port) = embedded(&export);
+    let pcap = d.path().join("nfs3.pcap");
+    let mut dropped = 0;
+    for _attempt in 0..3 {
+        dropped = capture(&pcap, port, || {
+            for (w, extra) in [
+                ("seqwrite", &["-s", "2m", "--fsync", "end"][..]),
+                ("seqread", &["-s", "2m"][..]),
+                ("meta", &["--files", "16", "--file-size", "4k"][..]),
+            ] {
+                let mut a = vec![
+                    "io",
+                    "run",
+                    &url,
+                    "-w",
+                    w,
+                    "-b",
+                    "64k",
+                    "--iodepth",
+                    "4",
+                    "-q",
+                ];
+                a.extend_from_slice(extra);
+                run(&a).ok();
+            }
+        });
+        if dropped == 0 {
+            break;
+        }
+    }
+    if dropped > 0 {
+        skip(&format!(
+            "{what}: tcpdump's kernel buffer dropped {dropped} packets three times"
+        ));
+        return;
+    }
+    check_against_tshark(&pcap, port);
+    let j = run(&["trace", pcap.to_str().unwrap(), "--json"])
+        .ok()
+        .json();
+    let reads = |p: &serde_json::Value| {
+        p["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["op"] == "READ")
+            .map_or(0, |o| o["calls"].as_u64().unwrap())
+    };
+    // the measured pass's connection: the most READs (the warm-up before it reads 1 MiB
+    // at a time on a connection of its own)
+    let p = j["summary"]["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c.get("protocol"))
+        .max_by_key(|p| reads(p))
+        .expect("a connection with READs")
+        .clone();
+    assert_eq!(p["protocol"], "onc_rpc");
+    assert_eq!(p["nfs_versions"], serde_json::json!([3]));
+    assert_eq!(p["missing_bytes"], 0);
+    let max = p["in_flight_max"].as_u64().unwrap();
+    assert!((1..=4).contains(&max), "{p}");
+    let read = p["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["op"] == "READ")
+        .unwrap();
+    assert_eq!(read["size_max"], 65536, "{read}");
+    assert!(read["data_bytes"].as_u64().unwrap() >= 2 << 20, "{read}");
+    let r = run(&["trace", pcap.to_str().unwrap(), "--top", "20"]).ok();
+    assert!(r.stdout.contains("ONC RPC (NFSv3)"), "{}", r.stdout);
+}
