@@ -36,6 +36,8 @@ have_zigbuild() {
   command -v cargo-zigbuild >/dev/null && { command -v zig >/dev/null || python3 -m ziglang version >/dev/null 2>&1; }
 }
 
+# The dist profile's `strip = true` does not take on every path (the musl-gcc one kept the
+# symbol table, issue 20): dist/strip.sh strips every binary, whatever built it, and checks.
 for t in "${targets[@]}"; do
   if ! rustup target list --installed 2>/dev/null | grep -qx "$t"; then
     rustup target add "$t"
@@ -50,6 +52,7 @@ for t in "${targets[@]}"; do
   fi
   bin="$out/nsperf-$version-$t"
   cp "target/$t/dist/nsperf" "$bin"
+  dist/strip.sh "$t" "$bin"
   size=$(stat -c %s "$bin")
   echo "$bin: $size bytes"
   if [ "$size" -gt "$limit" ]; then

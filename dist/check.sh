@@ -24,6 +24,7 @@ for bin in nsperf-*-*; do
   fi
   echo "== $bin (${run[*]})"
   if readelf -l "$bin" 2>/dev/null | grep -q INTERP; then fail "$bin asks for a program interpreter: not static"; fi
+  if readelf -S "$bin" 2>/dev/null | grep -q '\.symtab'; then fail "$bin is not stripped (a .symtab is left)"; fi
   if [ "$arch" = "$host" ]; then
     ldd "./$bin" 2>&1 | tee "$tmp/ldd" || true
     grep -Eq "not a dynamic executable|statically linked" "$tmp/ldd" || fail "$bin: ldd does not call it static"

@@ -6,8 +6,14 @@
 //! first packet that entered after it, with that packet's timestamp — so every direction's
 //! records keep the order the packets entered in and stay in time order (written at drop
 //! time it would sit ahead of the packets still on the link, and read to `nsperf trace` as a
-//! reordering per drop). Each direction is one pcapng interface (`a -> b`),
-//! raw IP (`LINKTYPE_RAW`), nanosecond timestamps; the section header says the capture was
+//! reordering per drop). Each direction is one pcapng interface (`a -> b`) of link type
+//! Ethernet, nanosecond timestamps: every record is the IP packet behind a made-up Ethernet
+//! header (02:6e:73:00:00:01 is the link's first site, …:02 the second). Raw IP
+//! (`LINKTYPE_RAW`, 101) would need no header, but libpcap (hence tcptrace, tcpdump and
+//! every tool built on it) refuses a second raw-IP interface in a pcapng file: it compares
+//! the interface's link type (101) with the DLT it mapped the first one to (`DLT_RAW`, 12 or
+//! 14), "an interface has a type 101 different from the type of the first interface".
+//! Ethernet's link type and DLT are both 1. The section header says the capture was
 //! taken in the middle of the path, and an interface statistics block per direction gives
 //! the packets that entered and the drops.
 //!
@@ -30,8 +36,26 @@ use crate::model::{DirectionCounters, DropReason};
 
 /// Most bytes waiting for the writer before records are lost.
 pub const MAX_PENDING: usize = 64 << 20;
-/// pcapng `LINKTYPE_RAW`: the packet starts with its IPv4 or IPv6 header.
-pub const LINKTYPE_RAW: u16 = 101;
+/// pcapng `LINKTYPE_ETHERNET`: each record starts with an Ethernet header.
+pub const LINKTYPE_ETHERNET: u16 = 1;
+/// The made-up Ethernet header in front of each recorded IP packet.
+pub const ETHERNET_HEADER_BYTES: usize = 14;
+
+/// Appends the made-up Ethernet header of a packet on interface `iface` (direction 0 goes
+/// from the link's first site to its second): locally administered addresses naming the
+/// sites, the EtherType of the IP version.
+fn ethernet_header(out: &mut Vec<u8>, iface: u32, ip: &[u8]) {
+    let site = |n: u8| [0x02, 0x6e, 0x73, 0x00, 0x00, n];
+    let (from, to) = if iface == 0 { (1, 2) } else { (2, 1) };
+    out.extend_from_slice(&site(to));
+    out.extend_from_slice(&site(from));
+    let ethertype: u16 = if ip.first().is_some_and(|b| b >> 4 == 6) {
+        0x86DD
+    } else {
+        0x0800
+    };
+    out.extend_from_slice(&ethertype.to_be_bytes());
+}
 /// The section header's comment, which `nsperf trace` reads to know the vantage point.
 pub const VANTAGE_COMMENT: &str = "vantage: link (middle of the path)";
 
@@ -119,10 +143,10 @@ pub fn section_header(out: &mut Vec<u8>, comment: &str) {
     end(out, at, true);
 }
 
-/// An interface description block: raw IP, no snapshot limit, nanosecond timestamps.
+/// An interface description block: Ethernet, no snapshot limit, nanosecond timestamps.
 pub fn interface(out: &mut Vec<u8>, name: &str) {
     let at = begin(out, 1);
-    out.extend_from_slice(&LINKTYPE_RAW.to_le_bytes());
+    out.extend_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
     out.extend_from_slice(&0u16.to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes()); // snaplen 0: no limit
     option(out, 2, name.as_bytes());
@@ -130,9 +154,9 @@ pub fn interface(out: &mut Vec<u8>, name: &str) {
     end(out, at, true);
 }
 
-/// An enhanced packet block of `ip` (the packet from its IP header on) on interface
-/// `iface` at `ts_unix_ns`, with `fate` as its comment. `fix` may complete a checksum in
-/// the copied bytes.
+/// An enhanced packet block of `ip` (the packet from its IP header on, behind the made-up
+/// Ethernet header) on interface `iface` at `ts_unix_ns`, with `fate` as its comment. `fix`
+/// may complete a checksum in the copied IP bytes.
 pub fn packet(
     out: &mut Vec<u8>,
     iface: u32,
@@ -145,8 +169,10 @@ pub fn packet(
     out.extend_from_slice(&iface.to_le_bytes());
     out.extend_from_slice(&((ts_unix_ns >> 32) as u32).to_le_bytes());
     out.extend_from_slice(&(ts_unix_ns as u32).to_le_bytes());
-    out.extend_from_slice(&(ip.len() as u32).to_le_bytes());
-    out.extend_from_slice(&(ip.len() as u32).to_le_bytes());
+    let frame = (ETHERNET_HEADER_BYTES + ip.len()) as u32;
+    out.extend_from_slice(&frame.to_le_bytes());
+    out.extend_from_slice(&frame.to_le_bytes());
+    ethernet_header(out, iface, ip);
     let data = out.len();
     out.extend_from_slice(ip);
     fix(&mut out[data..]);
@@ -530,16 +556,20 @@ mod tests {
                             assert_eq!(c.unwrap().as_bytes().unwrap(), VANTAGE_COMMENT.as_bytes());
                         }
                         PcapBlockOwned::NG(Block::InterfaceDescription(i)) => {
-                            assert_eq!(i.linktype.0, 101);
+                            assert_eq!(i.linktype.0, 1);
                             ifaces += 1;
                         }
                         PcapBlockOwned::NG(Block::EnhancedPacket(e)) => {
                             packets += 1;
-                            assert_eq!(e.data[1], 7, "fix applied to the copy");
+                            let ip = &e.data[ETHERNET_HEADER_BYTES..];
+                            assert_eq!(ip[1], 7, "fix applied to the copy");
+                            assert_eq!(&e.data[12..14], &[0x08, 0x00], "IPv4 EtherType");
+                            let from = if e.if_id == 0 { 1 } else { 2 };
+                            assert_eq!(e.data[11], from, "source MAC names the site");
                             // the queue drop (62 bytes, nothing entered after it) is
                             // written when the capture stops, after the in-flight drop
                             let (len, at) = [(61, 1000), (63, 1002), (62, 1002)][packets - 1];
-                            assert_eq!(e.caplen as usize, len);
+                            assert_eq!(e.caplen as usize, ETHERNET_HEADER_BYTES + len);
                             let ts = (u64::from(e.ts_high) << 32) | u64::from(e.ts_low);
                             assert_eq!(ts, 1_000_000_000 + at);
                             for o in &e.options {

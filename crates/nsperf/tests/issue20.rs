@@ -155,3 +155,135 @@ fn nfs_server_killed_mid_write_is_peer_lost_every_time() {
         assert!(!line.contains("io_uring"), "{line}");
     }
 }
+
+/// A `lab capture` file is read by tcptrace and tcpdump (libpcap refused the raw-IP pcapng
+/// with two interfaces: "an interface has a type 101 different from the type of the first
+/// interface"), and tcptrace sees the TCP transfer that crossed the link, as nsperf trace.
+#[test]
+fn lab_capture_is_read_by_tcptrace_and_tcpdump() {
+    let what = "lab capture tcptrace test";
+    if !require_lab(what) || !require_program("tcptrace", what) {
+        return;
+    }
+    let lab = format!("t{}i20c", std::process::id() % 100_000);
+    let _g = LabGuard(lab.clone());
+    run(&[
+        "lab", "up", &lab, "--sites", "a,b", "--rate", "100mbit", "--rtt", "4ms",
+    ])
+    .ok();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("link.pcapng");
+    let mut cap = KillOnDrop(
+        nsperf([
+            "lab",
+            "capture",
+            &lab,
+            "a-b",
+            "-w",
+            file.to_str().unwrap(),
+            "-t",
+            "5s",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap(),
+    );
+    let t0 = std::time::Instant::now();
+    while std::fs::metadata(&file).map_or(0, |m| m.len()) == 0
+        && t0.elapsed() < Duration::from_secs(5)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let bin = nsperf_bin();
+    let _srv = KillOnDrop(
+        nsperf(["lab", "exec", &lab, "b", "--", bin, "server", "-1", "-q"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    run(&[
+        "lab",
+        "exec",
+        &lab,
+        "a",
+        "--",
+        bin,
+        "net",
+        "10.77.0.2",
+        "-t",
+        "1",
+        "-q",
+    ])
+    .ok();
+    let status = cap.0.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let f = file.to_str().unwrap();
+    let t = std::process::Command::new("tcptrace")
+        .args(["-n", "-l", f])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&t.stdout);
+    let err = String::from_utf8_lossy(&t.stderr);
+    assert!(t.status.success(), "tcptrace failed: {err}\n{out}");
+    assert!(!err.contains("different from the type"), "{err}");
+    assert!(out.contains("TCP connection 1:"), "{out}\n{err}");
+    // The data connection moved megabytes: tcptrace counts its bytes.
+    let most = out
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("unique bytes sent:"))
+        .filter_map(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0);
+    assert!(most > 1 << 20, "{out}");
+    if require_program("tcpdump", what) {
+        let d = std::process::Command::new("tcpdump")
+            .args(["-n", "-r", f, "-c", "5"])
+            .output()
+            .unwrap();
+        assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
+        assert!(String::from_utf8_lossy(&d.stdout).contains("10.77.0.1"));
+    }
+    let r = run(&["trace", f, "--json"]).ok();
+    assert!(r.stdout.contains("10.77.0.2"), "{}", r.stdout);
+}
+
+/// dist/strip.sh (which dist/build.sh runs on every binary, whatever built it: the musl-gcc
+/// path kept the symbol table, issue 20) leaves no `.symtab` and a smaller file.
+#[test]
+fn dist_strip_leaves_no_symbol_table() {
+    let what = "dist/strip.sh test";
+    if !require_program("readelf", what) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("nsperf-unstripped");
+    std::fs::copy(nsperf_bin(), &bin).unwrap();
+    let has_symtab = |p: &std::path::Path| {
+        let o = std::process::Command::new("readelf")
+            .arg("-S")
+            .arg(p)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).contains(".symtab")
+    };
+    assert!(has_symtab(&bin), "the test binary should start unstripped");
+    let before = std::fs::metadata(&bin).unwrap().len();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../dist/strip.sh");
+    let target = format!("{}-unknown-linux-musl", std::env::consts::ARCH);
+    let o = std::process::Command::new(script)
+        .arg(&target)
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!has_symtab(&bin));
+    assert!(std::fs::metadata(&bin).unwrap().len() < before);
+    let v = std::process::Command::new(&bin)
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&v.stdout).starts_with("nsperf "));
+}
