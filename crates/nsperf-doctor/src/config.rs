@@ -83,6 +83,8 @@ pub struct DoctorConfig {
     /// the server on this host) or remote-warm; `None`: cold where possible, else
     /// remote-warm.
     pub read_cache: Option<CacheMode>,
+    /// How long connecting to the server (file protocol and nsperf server) may take.
+    pub connect_timeout: Duration,
 }
 
 impl DoctorConfig {
@@ -100,6 +102,7 @@ impl DoctorConfig {
             pass_time: Duration::from_secs(5),
             net_time: Duration::from_secs(3),
             read_cache: None,
+            connect_timeout: nsperf_io::DEFAULT_CONNECT_TIMEOUT,
         }
     }
 

@@ -49,6 +49,32 @@ fn is_root() -> bool {
     nsperf_lab::netns::is_root()
 }
 
+/// Why a layer has no figures when Ctrl-C came before it.
+const NOT_REACHED: &str = "interrupted (Ctrl-C) before this layer was measured";
+
+/// Runs one layer's test unless Ctrl-C already stopped the run: a test that Ctrl-C stops
+/// before its figures (`DoctorError::Interrupted`) is "not measured", one it stops during
+/// its measured pass keeps what that pass measured; either way the layers after it are not
+/// run and `stopped` is set, so the report still says what was measured.
+fn layer<T>(
+    stopped: &mut bool,
+    test: impl FnOnce() -> Result<Layer<T>, DoctorError>,
+) -> Result<Layer<T>, DoctorError> {
+    let not_reached = || Layer::NotMeasured {
+        reason: NOT_REACHED.into(),
+    };
+    if *stopped || nsperf_core::signal::interrupted() {
+        *stopped = true;
+        return Ok(not_reached());
+    }
+    let r = match test() {
+        Err(DoctorError::Interrupted) => Ok(not_reached()),
+        r => r,
+    };
+    *stopped |= nsperf_core::signal::interrupted();
+    r
+}
+
 /// Measures the three layers of `cfg.target` and diagnoses them. `progress` hears one line
 /// as each test starts.
 pub fn run(
@@ -77,11 +103,12 @@ pub fn run(
     let client_ns = client_ns.as_deref();
     let url = &cfg.target;
     let mut findings: Vec<Finding> = Vec::new();
+    let mut stopped = false;
 
     progress(&format!("protocol: mounting {url}"));
     let (pre, facts) = on_client(client_ns, || {
         Ok((
-            probe::preflight(url)?,
+            probe::preflight(url, cfg.connect_timeout)?,
             nsperf_core::host::HostFacts::collect(),
         ))
     })?;
@@ -94,7 +121,7 @@ pub fn run(
                 Bytes(cfg.size_bytes),
                 s.dir.display()
             ));
-            probe::storage(cfg, s, &mut findings)?
+            layer(&mut stopped, || probe::storage(cfg, s, &mut findings))?
         }
         None => Layer::NotMeasured {
             reason: format!(
@@ -113,16 +140,27 @@ pub fn run(
         "network: TCP both ways ({} each after 1 s warm-up) and the idle RTT",
         nsperf_core::units::format_duration(cfg.net_time)
     ));
-    let network = on_client(client_ns, || probe::network(cfg, at, &mut findings))?;
+    let network = layer(&mut stopped, || {
+        on_client(client_ns, || probe::network(cfg, at, &mut findings))
+    })?;
 
     progress(&format!(
         "protocol: write and {} read of {} through {url}",
         read_cache.name(),
         Bytes(cfg.size_bytes)
     ));
-    let protocol = on_client(client_ns, || {
-        probe::protocol(cfg, url, srv.as_ref(), pre, read_cache, &mut findings)
+    let protocol = layer(&mut stopped, || {
+        on_client(client_ns, || {
+            probe::protocol(cfg, url, srv.as_ref(), pre, read_cache, &mut findings)
+        })
     })?;
+    if stopped {
+        findings.push(Finding::new(
+            "interrupted",
+            Severity::Warning,
+            "interrupted by Ctrl-C: the figures are what was measured before it (a pass it stopped is shorter); the layers after it were not measured".to_string(),
+        ));
+    }
 
     let figures = Figures {
         storage,

@@ -67,6 +67,7 @@ fn timed_pass(
 fn io_config(cfg: &DoctorConfig, target: Target, w: Workload) -> RunConfig {
     let mut rc = RunConfig::new(target, w, cfg.size_bytes, cfg.bs_bytes);
     rc.time = Some(cfg.pass_time);
+    rc.connect_timeout = cfg.connect_timeout;
     rc
 }
 
@@ -134,13 +135,18 @@ pub enum NetServer<'a> {
     Probe(String),
 }
 
-fn one_test(host: &str, port: u16, params: TestParams) -> Result<NetReport, nsperf_net::NetError> {
+fn one_test(
+    host: &str,
+    port: u16,
+    params: TestParams,
+    connect_timeout: Duration,
+) -> Result<NetReport, nsperf_net::NetError> {
     let cc = ClientConfig {
         host: host.to_string(),
         port,
         params: params.clone(),
         psk: None,
-        connect_timeout: Duration::from_secs(3),
+        connect_timeout,
         server_kind: nsperf_net::ServerKind::Nsperf,
         local: nsperf_net::LocalEnd::default(),
     };
@@ -230,9 +236,10 @@ pub fn network(
         ..TestParams::default()
     };
     let result = (|| {
-        let down = one_test(&host, port, bulk(NetDir::Down))?;
-        let up = one_test(&host, port, bulk(NetDir::Up))?;
-        let rtt = one_test(&host, port, rr)?;
+        let t = cfg.connect_timeout;
+        let down = one_test(&host, port, bulk(NetDir::Down), t)?;
+        let up = one_test(&host, port, bulk(NetDir::Up), t)?;
+        let rtt = one_test(&host, port, rr, t)?;
         Ok::<_, nsperf_net::NetError>((down, up, rtt))
     })();
     stop.store(true, std::sync::atomic::Ordering::Release);
@@ -278,7 +285,10 @@ pub fn network(
 /// Connects to the target and times empty round trips (NFS NULL, SMB ECHO): fails `doctor`
 /// at once when the server cannot be reached, refuses the logon, or the export or share is
 /// missing (with the protocol's exit code).
-pub fn preflight(target: &ServerTarget) -> Result<(String, u64), DoctorError> {
+pub fn preflight(
+    target: &ServerTarget,
+    connect_timeout: Duration,
+) -> Result<(String, u64), DoctorError> {
     let mut rtts: Vec<u64> = Vec::with_capacity(NULL_CALLS);
     let mut time = |f: &mut dyn FnMut() -> Result<(), DoctorError>| {
         f()?;
@@ -292,15 +302,23 @@ pub fn preflight(target: &ServerTarget) -> Result<(String, u64), DoctorError> {
     };
     let server = match target {
         ServerTarget::Nfs(url) => {
-            let mut s = Session::open(url, nsperf_nfs::client::DEFAULT_TIMEOUT)?;
+            let t = nsperf_nfs::Timeouts {
+                connect: connect_timeout,
+                reply: nsperf_nfs::client::DEFAULT_TIMEOUT,
+            };
+            let mut s = Session::open_within(url, t)?;
             time(&mut || Ok(s.client.null()?))?;
             s.nfs_addr.to_string()
         }
         ServerTarget::Smb { url, credentials } => {
             let (creds, _) = nsperf_smb::Credentials::resolve(credentials.as_deref())
                 .map_err(nsperf_smb::SmbError::from)?;
-            let mut c =
-                nsperf_smb::Client::connect(url, &creds, nsperf_smb::client::DEFAULT_TIMEOUT)?;
+            let mut c = nsperf_smb::Client::connect_within(
+                url,
+                &creds,
+                connect_timeout,
+                nsperf_smb::client::DEFAULT_TIMEOUT,
+            )?;
             time(&mut || Ok(c.echo()?))?;
             c.server_addr()
         }

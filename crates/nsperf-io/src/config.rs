@@ -176,6 +176,17 @@ pub struct RunConfig {
     /// server runs, the link's rate), for the findings.
     #[serde(default, skip_serializing_if = "NetworkPath::is_unknown")]
     pub network_path: NetworkPath,
+    /// How long connecting to an `nfs://` or `smb://` server may take (`--connect-timeout`);
+    /// not a figure of the run, so not in its JSON.
+    #[serde(skip, default = "default_connect_timeout")]
+    pub connect_timeout: Duration,
+}
+
+/// The connect timeout of every protocol unless `--connect-timeout` says otherwise.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn default_connect_timeout() -> Duration {
+    DEFAULT_CONNECT_TIMEOUT
 }
 
 /// Rate limits of one job, each direction on its own (fio's `rate=R,W` and
@@ -283,6 +294,7 @@ impl RunConfig {
             space_check: true,
             clean_stale: false,
             network_path: NetworkPath::default(),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         }
     }
 

@@ -38,7 +38,7 @@ mod target;
 mod verify;
 mod workload;
 
-pub use config::{CacheMode, FsyncMode, RateLimit, RunConfig, VerifyMode};
+pub use config::{CacheMode, DEFAULT_CONNECT_TIMEOUT, FsyncMode, RateLimit, RunConfig, VerifyMode};
 pub use engine::EngineKind;
 pub use error::IoError;
 pub use job::{LIVE_LATENCY_BOUNDS_NS, LIVE_LATENCY_BUCKETS, LatencyBuckets};

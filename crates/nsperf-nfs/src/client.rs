@@ -16,6 +16,28 @@ use crate::xdr::{XdrReader, put_bool, put_opaque, put_u32, put_u64};
 
 /// How long a control call or a connect may take before the server counts as gone.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a connection (portmapper, MOUNT, NFS) may take to be made, by default: an
+/// unreachable server fails in seconds, not after the reply timeout.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The two waits of a session: for a connection to be made, and for each reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Connecting (TCP handshake).
+    pub connect: Duration,
+    /// Each reply on an established connection.
+    pub reply: Duration,
+}
+
+impl Timeouts {
+    /// `reply` for replies, and [`DEFAULT_CONNECT_TIMEOUT`] (at most `reply`) to connect.
+    pub fn new(reply: Duration) -> Timeouts {
+        Timeouts {
+            connect: DEFAULT_CONNECT_TIMEOUT.min(reply),
+            reply,
+        }
+    }
+}
 
 /// One blocking RPC connection.
 #[derive(Debug)]
@@ -35,13 +57,30 @@ impl RpcConn {
         addr: SocketAddr,
         timeout: Duration,
     ) -> Result<RpcConn, NfsError> {
-        let sock = crate::sock::connect(addr, timeout).map_err(|source| NfsError::Connect {
+        RpcConn::connect_within(
+            what,
+            addr,
+            Timeouts {
+                connect: timeout,
+                reply: timeout,
+            },
+        )
+    }
+
+    /// Connects to the `what` service at `addr` within `t.connect`; replies may take
+    /// `t.reply`.
+    pub fn connect_within(
+        what: &'static str,
+        addr: SocketAddr,
+        t: Timeouts,
+    ) -> Result<RpcConn, NfsError> {
+        let sock = crate::sock::connect(addr, t.connect).map_err(|source| NfsError::Connect {
             what,
             addr: addr.to_string(),
             source,
         })?;
-        sock.set_read_timeout(Some(timeout)).ok();
-        sock.set_write_timeout(Some(timeout)).ok();
+        sock.set_read_timeout(Some(t.reply)).ok();
+        sock.set_write_timeout(Some(t.reply)).ok();
         Ok(RpcConn {
             sock,
             addr,
@@ -169,8 +208,21 @@ pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, NfsError> {
 
 /// Asks the portmapper at `host` for the TCP port of `prog`/`vers`.
 pub fn getport(host: &str, prog: u32, vers: u32, timeout: Duration) -> Result<u16, NfsError> {
+    getport_within(
+        host,
+        prog,
+        vers,
+        Timeouts {
+            connect: timeout,
+            reply: timeout,
+        },
+    )
+}
+
+/// [`getport`] with separate connect and reply timeouts.
+pub fn getport_within(host: &str, prog: u32, vers: u32, t: Timeouts) -> Result<u16, NfsError> {
     let addr = resolve(host, proto::PMAP_PORT)?;
-    let mut c = RpcConn::connect("portmapper", addr, timeout)?;
+    let mut c = RpcConn::connect_within("portmapper", addr, t)?;
     let mut r = c.call(
         "GETPORT",
         proto::PMAP_PROG,
@@ -491,18 +543,25 @@ pub struct Session {
 }
 
 impl Session {
-    /// Finds the services, mounts the export and looks up the directory of `url`.
+    /// Finds the services, mounts the export and looks up the directory of `url`; replies
+    /// may take `timeout`, connects [`Timeouts::new`] allows.
     pub fn open(url: &NfsUrl, timeout: Duration) -> Result<Session, NfsError> {
+        Session::open_within(url, Timeouts::new(timeout))
+    }
+
+    /// [`Session::open`] with its connect and reply timeouts given.
+    pub fn open_within(url: &NfsUrl, t: Timeouts) -> Result<Session, NfsError> {
+        let timeout = t.reply;
         let (mount_port, nfs_port) = match url.port {
             Some(p) => (p, p),
             None => (
-                getport(&url.host, proto::MOUNT_PROG, proto::MOUNT_VERS, timeout)?,
-                getport(&url.host, proto::NFS_PROG, proto::NFS_VERS, timeout)?,
+                getport_within(&url.host, proto::MOUNT_PROG, proto::MOUNT_VERS, t)?,
+                getport_within(&url.host, proto::NFS_PROG, proto::NFS_VERS, t)?,
             ),
         };
         let mount_addr = resolve(&url.host, mount_port)?;
         let nfs_addr = resolve(&url.host, nfs_port)?;
-        let mut m = RpcConn::connect("MOUNT", mount_addr, timeout)?;
+        let mut m = RpcConn::connect_within("MOUNT", mount_addr, t)?;
         let export = match exports(&mut m) {
             Ok(list) => pick_export(&list, &url.path)
                 .map(str::to_string)
@@ -514,7 +573,9 @@ impl Session {
             Err(_) => url.path.clone(),
         };
         let root = mnt(&mut m, &export)?;
-        let mut client = NfsClient::connect(nfs_addr, timeout)?;
+        let mut client = NfsClient {
+            conn: RpcConn::connect_within("NFS", nfs_addr, t)?,
+        };
         let mut dir = root;
         let mut walked = export.trim_end_matches('/').to_string();
         let rest = url.path[export.len().min(url.path.len())..].to_string();

@@ -27,7 +27,7 @@ mod sock;
 pub mod url;
 pub mod xdr;
 
-pub use client::{NfsClient, Session};
+pub use client::{NfsClient, Session, Timeouts};
 pub use error::NfsError;
 pub use pipeline::{DataOp, Done, Pipeline};
 pub use proto::{FileHandle, FsInfo, NfsStat, Stable};

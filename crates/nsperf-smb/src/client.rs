@@ -24,6 +24,9 @@ use crate::url::SmbUrl;
 
 /// How long a silent server is waited for by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the TCP connection may take to be made, by default: an unreachable server fails
+/// in seconds, not after the reply timeout.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often a wait looks at the Ctrl-C flag.
 const TICK: Duration = Duration::from_millis(200);
 const FILE_NON_DIRECTORY_FILE: u32 = 0x0000_0040;
@@ -93,6 +96,17 @@ impl Client {
         creds: &Credentials,
         timeout: Duration,
     ) -> Result<Client, SmbError> {
+        Client::connect_within(url, creds, DEFAULT_CONNECT_TIMEOUT.min(timeout), timeout)
+    }
+
+    /// [`Client::connect`] with the TCP connection made within `connect` and each reply
+    /// waited for `timeout`.
+    pub fn connect_within(
+        url: &SmbUrl,
+        creds: &Credentials,
+        connect: Duration,
+        timeout: Duration,
+    ) -> Result<Client, SmbError> {
         let addr = url.addr();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -103,7 +117,7 @@ impl Client {
             })?;
         let cfg = ClientConfig {
             addr: addr.clone(),
-            timeout,
+            timeout: connect,
             username: creds.username.clone(),
             password: creds.password.clone(),
             domain: creds.domain.clone(),

@@ -287,3 +287,136 @@ fn dist_strip_leaves_no_symbol_table() {
         .unwrap();
     assert!(String::from_utf8_lossy(&v.stdout).starts_with("nsperf "));
 }
+
+/// Runs `nsperf ARGS` in site `site` of `lab`; returns the run and how long it took.
+fn timed_in_site(lab: &str, site: &str, args: &[&str]) -> (Run, Duration) {
+    let mut a = vec!["lab", "exec", lab, site, "--", nsperf_bin()];
+    a.extend_from_slice(args);
+    let t0 = std::time::Instant::now();
+    let r = run_with_limit(nsperf(&a), Duration::from_secs(120));
+    (r, t0.elapsed())
+}
+
+/// A server behind a link that drops every packet (no reply, no refusal): every protocol
+/// gives up connecting within its connect timeout, 5 s by default or `--connect-timeout`,
+/// with exit 5 (NFS took 270 s: 30 s for each of nine source ports tried as root).
+#[test]
+fn unreachable_servers_fail_within_the_connect_timeout() {
+    let what = "connect timeout test";
+    if !require_lab(what) {
+        return;
+    }
+    let lab = format!("t{}i20t", std::process::id() % 100_000);
+    let _g = LabGuard(lab.clone());
+    run(&["lab", "up", &lab, "--sites", "a,b"]).ok();
+    run(&["lab", "set", &lab, "--loss", "100%"]).ok();
+    let cases: [(&[&str], &str, u64); 6] = [
+        (
+            &["io", "run", "nfs://10.77.0.2/x", "-s", "1m"],
+            "portmapper",
+            5,
+        ),
+        (
+            &[
+                "io",
+                "run",
+                "nfs://10.77.0.2:2049/x",
+                "-s",
+                "1m",
+                "--connect-timeout",
+                "1s",
+            ],
+            "MOUNT",
+            1,
+        ),
+        (
+            &[
+                "io",
+                "run",
+                "smb://10.77.0.2/share",
+                "-s",
+                "1m",
+                "--connect-timeout",
+                "1s",
+            ],
+            "10.77.0.2",
+            1,
+        ),
+        (
+            &["net", "10.77.0.2", "-t", "1", "--connect-timeout", "1s"],
+            "10.77.0.2",
+            1,
+        ),
+        (
+            &["doctor", "nfs://10.77.0.2/x", "--connect-timeout", "1s"],
+            "portmapper",
+            1,
+        ),
+        (
+            &["doctor", "smb://10.77.0.2/share", "--connect-timeout", "1s"],
+            "10.77.0.2",
+            1,
+        ),
+    ];
+    for (args, want, limit_s) in cases {
+        let (r, took) = timed_in_site(&lab, "a", args);
+        assert_eq!(r.code, Some(5), "{args:?}: {}", r.stderr);
+        assert!(r.stderr.starts_with("nsperf: "), "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(want), "{args:?}: {}", r.stderr);
+        // The timeout, plus start-up and a loaded machine's slack.
+        assert!(
+            took < Duration::from_secs(limit_s + 4),
+            "{args:?} took {took:?}: {}",
+            r.stderr
+        );
+        assert!(
+            took >= Duration::from_secs(limit_s),
+            "{args:?} gave up before the timeout ({took:?}): {}",
+            r.stderr
+        );
+    }
+}
+
+/// Ctrl-C during doctor's protocol test prints what was measured before it (the network
+/// figures, the layers not reached named) and exits 130.
+#[test]
+fn ctrl_c_on_doctor_prints_what_was_measured() {
+    let dir = Scratch::new(&disk_base(), "i20-doctor-int");
+    let (_nfs, url) = embedded_nfs(dir.path());
+    let (_srv, port) = spawn_server_quiet(&[]);
+    let net = format!("127.0.0.1:{port}");
+    let mut c = KillOnDrop(
+        nsperf(["doctor", &url, "--net-server", &net, "--net-time", "1s"])
+            .args(["-s", "4g", "-b", "1m", "-t", "30s"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // Network: 2 × (1 s warm-up + 1 s) + 1 s RTT; then the protocol's write pass runs.
+    std::thread::sleep(Duration::from_secs(9));
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(c.0.id() as i32, libc::SIGINT) };
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = c.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "doctor did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (mut out, mut err) = (String::new(), String::new());
+    std::io::Read::read_to_string(c.0.stdout.as_mut().unwrap(), &mut out).unwrap();
+    std::io::Read::read_to_string(c.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{out}\n{err}");
+    assert!(
+        out.contains("Mbit/s") || out.contains("Gbit/s"),
+        "no network figures:\n{out}\n{err}"
+    );
+    assert!(out.contains("interrupted"), "{out}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(dir.leftovers().is_empty(), "{:?}", dir.leftovers());
+}

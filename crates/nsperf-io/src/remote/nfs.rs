@@ -109,7 +109,13 @@ pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
         return Err(IoError::Config("not an nfs:// target".into()));
     };
     let started = Started::new(cfg);
-    let session = Session::open(url, TIMEOUT)?;
+    let session = Session::open_within(
+        url,
+        nsperf_nfs::Timeouts {
+            connect: cfg.connect_timeout,
+            reply: TIMEOUT,
+        },
+    )?;
     let fsi = session.fsinfo;
     let (eff, clamp) = super::clamp_bs(cfg, fsi.rtmax, fsi.wtmax);
     let remote = RemoteFacts {

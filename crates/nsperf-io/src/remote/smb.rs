@@ -105,7 +105,7 @@ pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
     let started = Started::new(cfg);
     let (creds, _) =
         Credentials::resolve(credentials.as_deref()).map_err(|e| IoError::Smb(e.into()))?;
-    let mut client = Client::connect(url, &creds, TIMEOUT)?;
+    let mut client = Client::connect_within(url, &creds, cfg.connect_timeout, TIMEOUT)?;
     client.write_through = cfg.fsync == FsyncMode::Each;
     let n = client.negotiated.clone();
     let (eff, clamp) = super::clamp_bs(cfg, n.max_read, n.max_write);

@@ -52,6 +52,10 @@ pub struct DoctorArgs {
     /// Measured time of each network direction (after a 1 s warm-up).
     #[arg(long, default_value = "3s", value_parser = nsperf_core::parse_duration)]
     pub net_time: Duration,
+    /// Give up connecting to a server (the file server's portmapper, MOUNT, NFS or SMB
+    /// service, the nsperf server) after this long.
+    #[arg(long, default_value = "5s", value_parser = nsperf_core::parse_duration)]
+    pub connect_timeout: Duration,
     /// Cache phase of the protocol read: cold (the server's copy evicted: its storage is in
     /// the path; needs root and a lab server) or remote-warm (the server's cache holds it).
     /// Default: cold where possible.
@@ -112,6 +116,7 @@ fn config(a: &DoctorArgs) -> anyhow::Result<DoctorConfig> {
     c.iodepth = a.iodepth;
     c.pass_time = a.time;
     c.net_time = a.net_time;
+    c.connect_timeout = a.connect_timeout;
     c.read_cache = a.cache;
     Ok(c)
 }
@@ -126,11 +131,17 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<()> {
         }
     })?;
     if a.json {
-        crate::output::print_json(&rep)
+        crate::output::print_json(&rep)?;
     } else {
         print!("{}", render(&rep));
-        Ok(())
     }
+    if rep.findings.iter().any(|f| f.id == "interrupted") {
+        return Err(crate::exit::classified(
+            nsperf_core::Failure::Interrupted,
+            "interrupted: the figures above are what was measured before Ctrl-C",
+        ));
+    }
+    Ok(())
 }
 
 fn cell<T>(l: &Layer<T>, f: impl Fn(&T) -> String) -> String {

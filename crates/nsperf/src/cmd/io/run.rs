@@ -113,6 +113,10 @@ pub struct RunArgs {
     /// (nfs, smb).
     #[arg(long, default_value_t = 1)]
     pub iodepth: u32,
+    /// nfs:// and smb:// targets: give up connecting to the server (portmapper, MOUNT, NFS,
+    /// SMB) after this long.
+    #[arg(long, default_value = "5s", value_parser = nsperf_core::parse_duration)]
+    pub connect_timeout: Duration,
     /// Percentage of reads in randrw and seqrw.
     #[arg(long, visible_alias = "rwmixread", default_value_t = 70)]
     pub rwmix: u8,
@@ -291,6 +295,10 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
     };
     let nfs = proto.is_some();
     let mut c = RunConfig::new(target, a.workload, a.size.0, a.bs.0);
+    if a.connect_timeout.is_zero() {
+        return Err(usage("--connect-timeout must be more than 0"));
+    }
+    c.connect_timeout = a.connect_timeout;
     c.jobs = a.jobs;
     c.shared_file = a.shared_file;
     if a.time.is_some_and(|t| t.is_zero()) {
