@@ -125,6 +125,11 @@ command = ["sh", "-c", "ip -o -4 addr show dev wan0 | awk '{{{{print $4}}}}' >> 
     let sum: u64 = parts.iter().filter_map(|h| h.payload_bytes).sum();
     assert_eq!(nfs.payload_bytes, Some(sum));
     assert!(!store.series(nfs.id).unwrap().is_empty());
+    // How evenly the clients shared the port: Jain's index, each one's share.
+    let jain = nfs.metrics["fairness_jain"];
+    assert!((0.25..=1.0).contains(&jain), "{jain}");
+    let shares: f64 = parts.iter().map(|p| p.metrics["share_pct"]).sum();
+    assert!((shares - 100.0).abs() < 1e-6, "{shares}");
     for p in &parts {
         // Each client wrote through its own site's link: its wan0 sent at least its data.
         assert!(

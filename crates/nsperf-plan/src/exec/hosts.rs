@@ -676,12 +676,80 @@ fn merge(p: Parts, role: &str) -> Measurement {
         }
     }
     m.metrics.extend(sums);
+    let rates: Vec<(&str, f64)> = ok
+        .iter()
+        .map(|(h, _, _)| (h.host.as_str(), h.value))
+        .collect();
+    let fair = (m.metric != "elapsed_s")
+        .then(|| fairness(&rates))
+        .flatten();
+    if let Some(f) = &fair {
+        m.metrics.insert("fairness_jain".into(), f.jain);
+        m.findings.push(f.finding(&m.metric, rates.len()));
+    }
     for (mut h, _, cpu) in p.parts {
         h.role = role.to_string();
+        if fair.is_some() && h.error.is_none() && m.value > 0.0 {
+            h.metrics
+                .insert("share_pct".into(), h.value / m.value * 100.0);
+        }
         m.cpu.extend(cpu);
         m.hosts.push(h);
     }
     m
+}
+
+/// How evenly the hosts shared the aggregate.
+#[derive(Debug, Clone, PartialEq)]
+struct Fairness {
+    /// Jain's fairness index: 1 when every host had the same rate, 1/n when one had it all.
+    jain: f64,
+    /// The slowest host and its rate.
+    slowest: (String, f64),
+    /// The sum of the rates.
+    sum: f64,
+}
+
+/// Jain's index of the hosts' rates (Jain, Chiu and Hawe, DEC-TR-301, 1984:
+/// (Σx)² / (n·Σx²)) and the slowest host; `None` for fewer than two hosts or no rate.
+fn fairness(rates: &[(&str, f64)]) -> Option<Fairness> {
+    if rates.len() < 2 {
+        return None;
+    }
+    let sum: f64 = rates.iter().map(|r| r.1).sum();
+    let squares: f64 = rates.iter().map(|r| r.1 * r.1).sum();
+    if squares <= 0.0 {
+        return None;
+    }
+    let slowest = rates.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
+    Some(Fairness {
+        jain: sum * sum / (rates.len() as f64 * squares),
+        slowest: (slowest.0.to_string(), slowest.1),
+        sum,
+    })
+}
+
+impl Fairness {
+    /// The finding that names the slowest host beside the fairness index.
+    fn finding(&self, metric: &str, n: usize) -> nsperf_core::Finding {
+        let share = self.slowest.1 / self.sum * 100.0;
+        let fmt = |v: f64| nsperf_results::stats::format_metric(metric, v);
+        nsperf_core::Finding::new(
+            "host_shares",
+            nsperf_core::report::Severity::Info,
+            format!(
+                "{n} hosts shared {}: Jain's fairness index {:.3} (1 = equal shares); the slowest, {}, had {} ({share:.1} % of the aggregate, an equal share being {:.1} %)",
+                fmt(self.sum),
+                self.jain,
+                self.slowest.0,
+                fmt(self.slowest.1),
+                100.0 / n as f64
+            ),
+        )
+        .with("fairness_jain", self.jain)
+        .with("slowest_share_pct", share)
+        .with("equal_share_pct", 100.0 / n as f64)
+    }
 }
 
 /// The hosts' errors when no host measured (the server's count aside): such a run failed.
@@ -807,6 +875,10 @@ mod tests {
         assert_eq!(m.metrics["sent_bytes"], 1500.0);
         assert_eq!(m.metrics["peak_interval"], 150.0);
         assert_eq!(m.payload_bytes, Some(1500));
+        // The hosts that measured: 100 and 50, Jain 150² / (2 · 12500) = 0.9.
+        assert!((m.metrics["fairness_jain"] - 0.9).abs() < 1e-12);
+        assert!((m.hosts[1].metrics["share_pct"] - 100.0 / 3.0).abs() < 1e-9);
+        assert!(m.findings.iter().any(|f| f.id == "host_shares"));
         assert!(m.partial());
         assert_eq!(every_part_failed(&m), None);
         assert_eq!(m.hosts.len(), 3);
@@ -832,6 +904,26 @@ mod tests {
         assert_eq!(m.metrics["server.received_bytes"], 999.0);
         assert_eq!(m.metrics["clients.sent_bytes"], 1000.0);
         assert!((m.metrics["server_vs_clients_pct"] + 0.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn jains_index_and_the_slowest_host() {
+        let f = fairness(&[("c1", 10.0), ("c2", 10.0), ("c3", 10.0)]).unwrap();
+        assert!((f.jain - 1.0).abs() < 1e-12);
+        // One host with everything: 1/n.
+        let f = fairness(&[("c1", 0.0), ("c2", 30.0), ("c3", 0.0)]).unwrap();
+        assert!((f.jain - 1.0 / 3.0).abs() < 1e-12);
+        // 1, 2, 3: 36 / (3 * 14).
+        let f = fairness(&[("c1", 2.0), ("c2", 1.0), ("c3", 3.0)]).unwrap();
+        assert!((f.jain - 36.0 / 42.0).abs() < 1e-12);
+        assert_eq!(f.slowest, ("c2".to_string(), 1.0));
+        let msg = f.finding("throughput_bps", 3).message;
+        assert!(
+            msg.contains("the slowest, c2") && msg.contains("16.7 %"),
+            "{msg}"
+        );
+        assert_eq!(fairness(&[("c1", 5.0)]), None);
+        assert_eq!(fairness(&[("c1", 0.0), ("c2", 0.0)]), None);
     }
 
     #[test]
