@@ -17,7 +17,7 @@ use crate::target::Target;
 use crate::workload::Workload;
 
 /// Parameters of the suite.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BonnieConfig {
     /// Directory for the test files.
     pub dir: PathBuf,
@@ -67,6 +67,71 @@ impl BonnieConfig {
             clean_stale: false,
         }
     }
+
+    /// The tests of the suite in bonnie++'s order: its name for each, and the workload.
+    pub fn tests(&self) -> Vec<(&'static str, Workload)> {
+        let mut steps: Vec<(&str, Workload)> = Vec::new();
+        if !self.fast {
+            steps.push(("per-char output", Workload::CharWrite));
+        }
+        steps.push(("block output", Workload::SeqWrite));
+        steps.push(("rewrite", Workload::Rewrite));
+        if !self.fast {
+            steps.push(("per-char input", Workload::CharRead));
+        }
+        steps.push(("block input", Workload::SeqRead));
+        steps.push(("random seeks", Workload::Seeks));
+        steps.push(("metadata", Workload::Meta));
+        steps
+    }
+
+    /// The run of one test of the suite.
+    pub fn test_config(&self, w: Workload) -> RunConfig {
+        let mut c = RunConfig::new(
+            Target::Dir {
+                path: self.dir.clone(),
+            },
+            w,
+            self.size_bytes,
+            self.chunk_bytes,
+        );
+        c.engine = if w.is_block() {
+            self.engine
+        } else {
+            EngineKind::Psync
+        };
+        c.cache = match (w, self.cache) {
+            (Workload::Meta, _) => CacheMode::Warm,
+            (w, CacheMode::Direct) if !w.is_block() => CacheMode::Cold,
+            (_, m) => m,
+        };
+        c.fsync = if w.writes() && w != Workload::Meta {
+            self.fsync
+        } else {
+            FsyncMode::None
+        };
+        c.meta_files = self.files;
+        c.meta_file_bytes = self.file_bytes;
+        c.seed = self.seed;
+        c.space_check = self.space_check;
+        c.clean_stale = self.clean_stale;
+        if w == Workload::Seeks {
+            c.jobs = self.seekers.max(1);
+            c.shared_file = true;
+            c.size_bytes = (self.size_bytes / c.jobs as u64).max(self.chunk_bytes);
+        }
+        c
+    }
+
+    /// Checks every test's run with the engine's own rules; the message is one line.
+    pub fn validate(&self) -> Result<(), IoError> {
+        for (name, w) in self.tests() {
+            self.test_config(w)
+                .validate()
+                .map_err(|e| IoError::Config(format!("bonnie {name}: {e}")))?;
+        }
+        Ok(())
+    }
 }
 
 /// One line of the suite's table.
@@ -115,52 +180,8 @@ pub fn run_bonnie_observed(
 ) -> Result<BonnieReport, IoError> {
     let t0 = Instant::now();
     let mut rep = BonnieReport::new("io", cfg.clone(), BonnieSummary::default());
-    let mut steps: Vec<(&str, Workload)> = Vec::new();
-    if !cfg.fast {
-        steps.push(("per-char output", Workload::CharWrite));
-    }
-    steps.push(("block output", Workload::SeqWrite));
-    steps.push(("rewrite", Workload::Rewrite));
-    if !cfg.fast {
-        steps.push(("per-char input", Workload::CharRead));
-    }
-    steps.push(("block input", Workload::SeqRead));
-    steps.push(("random seeks", Workload::Seeks));
-    steps.push(("metadata", Workload::Meta));
-    for (name, w) in steps {
-        let mut c = RunConfig::new(
-            Target::Dir {
-                path: cfg.dir.clone(),
-            },
-            w,
-            cfg.size_bytes,
-            cfg.chunk_bytes,
-        );
-        c.engine = if w.is_block() {
-            cfg.engine
-        } else {
-            EngineKind::Psync
-        };
-        c.cache = match (w, cfg.cache) {
-            (Workload::Meta, _) => CacheMode::Warm,
-            (w, CacheMode::Direct) if !w.is_block() => CacheMode::Cold,
-            (_, m) => m,
-        };
-        c.fsync = if w.writes() && w != Workload::Meta {
-            cfg.fsync
-        } else {
-            FsyncMode::None
-        };
-        c.meta_files = cfg.files;
-        c.meta_file_bytes = cfg.file_bytes;
-        c.seed = cfg.seed;
-        c.space_check = cfg.space_check;
-        c.clean_stale = cfg.clean_stale;
-        if w == Workload::Seeks {
-            c.jobs = cfg.seekers.max(1);
-            c.shared_file = true;
-            c.size_bytes = (cfg.size_bytes / c.jobs as u64).max(cfg.chunk_bytes);
-        }
+    for (name, w) in cfg.tests() {
+        let c = cfg.test_config(w);
         let r = crate::runner::run(&c)?;
         let s = &r.summary;
         if rep.hosts.is_empty() {

@@ -15,6 +15,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use nsperf_io::bonnie::{BonnieConfig, BonnieReport};
 use nsperf_io::{IoReport, RunConfig};
 use nsperf_lab::service::ServiceConfig;
 use nsperf_net::{ClientConfig, NetReport, ServerConfig, ServerTotals, TestParams};
@@ -84,6 +85,14 @@ pub enum StepSpec {
         site: Option<SiteRef>,
         /// The run.
         config: RunConfig,
+    },
+    /// The bonnie++-style suite in a directory; answers [`StepReport::Bonnie`].
+    Bonnie {
+        /// The site to run in.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        site: Option<SiteRef>,
+        /// The suite.
+        config: BonnieConfig,
     },
     /// A packet capture of TCP headers on every interface of a site, written to `file` until
     /// the child is interrupted (tcpdump, which must be installed).
@@ -160,6 +169,8 @@ pub enum StepReport {
     Net(Box<NetReport>),
     /// The io engine's report (`nsperf io run --json`).
     Io(Box<IoReport>),
+    /// The suite's report (`nsperf io bonnie --json`).
+    Bonnie(Box<BonnieReport>),
     /// A server step is ready for its client.
     Listening {
         /// Where it listens.
@@ -184,6 +195,7 @@ impl StepSpec {
             StepSpec::Net { site, .. }
             | StepSpec::NetServer { site, .. }
             | StepSpec::Io { site, .. }
+            | StepSpec::Bonnie { site, .. }
             | StepSpec::Service { site, .. }
             | StepSpec::Exec { site, .. } => site.as_ref(),
             StepSpec::Capture { site, .. } => Some(site),
@@ -200,6 +212,7 @@ impl StepSpec {
             StepSpec::Net { client, .. } => client.params().validate(),
             StepSpec::NetServer { .. } => Ok(()),
             StepSpec::Io { config, .. } => config.validate().map_err(|e| e.to_string()),
+            StepSpec::Bonnie { config, .. } => config.validate().map_err(|e| e.to_string()),
             StepSpec::Service { site, service } => {
                 service.validate(site.is_some()).map_err(|e| e.to_string())
             }
@@ -267,6 +280,10 @@ mod tests {
             StepSpec::Exec {
                 site: None,
                 command: vec!["true".into()],
+            },
+            StepSpec::Bonnie {
+                site: None,
+                config: BonnieConfig::new("/tmp".into()),
             },
         ];
         for s in specs {

@@ -63,7 +63,7 @@ impl StepClass {
         match spec {
             StepSpec::Net { .. } => StepClass::Net,
             StepSpec::NetServer { .. } => StepClass::Server,
-            StepSpec::Io { .. } => StepClass::Io,
+            StepSpec::Io { .. } | StepSpec::Bonnie { .. } => StepClass::Io,
             StepSpec::Capture { .. } => StepClass::Capture,
             // Serving a directory of the agent's host over the network gives as much away as
             // a command: allowed only where commands are.

@@ -270,6 +270,9 @@ impl HostRunner {
                 let parts = self.run_parts(on, &spec, step.timeout)?;
                 Ok(merge(parts, "host"))
             }
+            Action::Bonnie(_) => Err(ExecError::Other(
+                "a bonnie step runs on this host or in a lab site, not on [hosts]".into(),
+            )),
             Action::Exec(e) => {
                 let spec = StepSpec::Exec {
                     site: None,

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use nsperf_core::nic::{NicCounters, parse_proc_net_dev};
+use nsperf_io::bonnie::BonnieReport;
 use nsperf_io::{Headline, IoReport};
 use nsperf_net::{Mode, NetReport};
 use nsperf_results::{Measurement, NicDelta, SeriesPoint};
@@ -104,6 +105,45 @@ pub(super) fn from_io(r: &IoReport) -> Measurement {
         metrics: summary_metrics(s),
         series: series(points),
         payload_bytes: Some(s.bytes),
+        duration_ns: r.duration_ns,
+        started_unix_ns: Some(r.started_unix_ns),
+        report_json: serde_json::to_string(r).ok(),
+        ..Default::default()
+    }
+}
+
+/// The headline metric of a bonnie step: the block output test's throughput (a replicated
+/// device's cost shows first in its writes); every figure of every test is in `metrics`
+/// ([`nsperf_results::stats::bonnie`]).
+pub(crate) const BONNIE_HEADLINE: &str = "throughput_bytes_per_s";
+
+/// A bonnie step's measurement: each test's figures as `TEST.FIELD` metrics (its throughput,
+/// operations per second, p99 latency and %CP; the metadata test's files per second per
+/// phase), block output's throughput the headline.
+pub(super) fn from_bonnie(r: &BonnieReport) -> Measurement {
+    use nsperf_results::stats::bonnie::metric_key;
+    let mut metrics = BTreeMap::new();
+    let mut value = 0.0;
+    for row in &r.summary.rows {
+        let key = |field: &str| metric_key(&row.test, field);
+        if row.throughput_bytes_per_s > 0.0 {
+            metrics.insert(key("throughput_bytes_per_s"), row.throughput_bytes_per_s);
+        }
+        if row.test == "block output" {
+            value = row.throughput_bytes_per_s;
+        }
+        metrics.insert(key("ops_per_s"), row.ops_per_s);
+        metrics.insert(key("cpu_process_pct"), row.cpu_process_pct);
+        metrics.insert(key("lat_p99_ns"), row.lat_p99_ns as f64);
+        metrics.insert(key("elapsed_s"), row.elapsed_s);
+        for p in &row.phases {
+            metrics.insert(key(&format!("{}.files_per_s", p.name)), p.ops_per_s);
+        }
+    }
+    Measurement {
+        metric: BONNIE_HEADLINE.into(),
+        value,
+        metrics,
         duration_ns: r.duration_ns,
         started_unix_ns: Some(r.started_unix_ns),
         report_json: serde_json::to_string(r).ok(),

@@ -230,6 +230,7 @@ impl Executor for MockExecutor {
                 crate::plan::Action::Io(io) => {
                     nsperf_io::Headline::of(io.config.workload).metric().into()
                 }
+                crate::plan::Action::Bonnie(_) => super::measure::BONNIE_HEADLINE.into(),
                 _ if step.kind == StepKind::Io => "throughput_bytes_per_s".into(),
                 _ => "throughput_bps".into(),
             },

@@ -26,8 +26,8 @@ use super::measure;
 use super::{CommandRole, Executor, Lab, Measurement, RunContext};
 use crate::error::ExecError;
 use crate::plan::{
-    Action, CapturePoint, ExecStep, Hosts, IoStep, LinkSettings, NetStep, Payload, Phase,
-    ResolvedStep, ServiceSpec, Target,
+    Action, BonnieStep, CapturePoint, ExecStep, Hosts, IoStep, LinkSettings, NetStep, Payload,
+    Phase, ResolvedStep, ServiceSpec, Target,
 };
 use crate::step::{NetClient, SiteRef, StepReport, StepRequest, StepSpec};
 
@@ -310,6 +310,26 @@ impl ProcessExecutor {
             return Err(unexpected(&what, &report));
         };
         let mut m = measure::from_io(&report);
+        m.cpu = child.cpu;
+        Ok(m)
+    }
+
+    fn bonnie(
+        &mut self,
+        ctx: &RunContext<'_>,
+        step: &ResolvedStep,
+        b: &BonnieStep,
+    ) -> Result<Measurement, ExecError> {
+        let spec = StepSpec::Bonnie {
+            site: site_ref(ctx.lab, b.site.as_deref()),
+            config: b.config.clone(),
+        };
+        let what = format!("bonnie step {}", step.name);
+        let (report, child) = self.run_step(&spec, &what, step.timeout, ctx.record.cpu)?;
+        let StepReport::Bonnie(report) = report else {
+            return Err(unexpected(&what, &report));
+        };
+        let mut m = measure::from_bonnie(&report);
         m.cpu = child.cpu;
         Ok(m)
     }
@@ -761,6 +781,7 @@ impl Executor for ProcessExecutor {
                 .measure(ctx, step)?,
             Action::Net(n) => self.net(ctx, step, n)?,
             Action::Io(io) => self.io(ctx, step, io)?,
+            Action::Bonnie(b) => self.bonnie(ctx, step, b)?,
             Action::Exec(e) => self.exec(ctx, step, e)?,
         };
         if m.duration_ns == 0 {

@@ -127,7 +127,7 @@ fn host_needs(cells: &[Cell]) -> BTreeMap<String, BTreeSet<StepClass>> {
         let Some(on) = &step.on else { continue };
         let class = match &step.action {
             Action::Net(_) => StepClass::Net,
-            Action::Io(_) => StepClass::Io,
+            Action::Io(_) | Action::Bonnie(_) => StepClass::Io,
             Action::Exec(_) => StepClass::Exec,
         };
         for h in &on.hosts {

@@ -166,6 +166,8 @@ pub enum StepKind {
     Sweep,
     /// File-system I/O.
     Io,
+    /// The bonnie++-style suite (`nsperf io bonnie`).
+    Bonnie,
     /// A user's command.
     Exec,
 }
@@ -178,6 +180,7 @@ impl StepKind {
             StepKind::Rr => "rr",
             StepKind::Sweep => "sweep",
             StepKind::Io => "io",
+            StepKind::Bonnie => "bonnie",
             StepKind::Exec => "exec",
         }
     }
@@ -197,10 +200,11 @@ impl FromStr for StepKind {
             "rr" => StepKind::Rr,
             "sweep" => StepKind::Sweep,
             "io" => StepKind::Io,
+            "bonnie" => StepKind::Bonnie,
             "exec" => StepKind::Exec,
             _ => {
                 return Err(format!(
-                    "unknown type \"{s}\" (use net, rr, sweep, io or exec)"
+                    "unknown type \"{s}\" (use net, rr, sweep, io, bonnie or exec)"
                 ));
             }
         })
@@ -268,6 +272,17 @@ impl IoStep {
     pub fn is_remote(&self) -> bool {
         matches!(self.config.target, nsperf_io::Target::Nfs { .. })
     }
+}
+
+/// A bonnie++-style suite (`type = "bonnie"`), resolved for one cell: per-char and block
+/// output, rewrite, per-char and block input, random seeks and the metadata test in one
+/// directory, as `nsperf io bonnie` runs them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BonnieStep {
+    /// Lab site to run in, if any.
+    pub site: Option<String>,
+    /// The suite, as the io engine takes it.
+    pub config: nsperf_io::bonnie::BonnieConfig,
 }
 
 /// An io step's use of a service: which one, and the directory inside its export.
@@ -353,6 +368,8 @@ pub enum Action {
     Net(NetStep),
     /// File-system test.
     Io(IoStep),
+    /// The bonnie++-style suite.
+    Bonnie(BonnieStep),
     /// External command.
     Exec(ExecStep),
 }
@@ -394,6 +411,7 @@ impl ResolvedStep {
         match &self.action {
             Action::Net(n) => matches!(n.target, Target::Lab { .. }),
             Action::Io(io) => io.site.is_some(),
+            Action::Bonnie(b) => b.site.is_some(),
             Action::Exec(e) => e.site.is_some() || e.prime.is_some() && plan_has_lab,
         }
     }
@@ -406,6 +424,7 @@ impl ResolvedStep {
                 _ => None,
             },
             Action::Io(io) => io.site.as_deref(),
+            Action::Bonnie(b) => b.site.as_deref(),
             Action::Exec(e) => e.site.as_deref(),
         }
     }
@@ -494,7 +513,7 @@ impl Cell {
                     );
                 }
             }
-            Action::Exec(_) => {}
+            Action::Bonnie(_) | Action::Exec(_) => {}
         }
         c
     }

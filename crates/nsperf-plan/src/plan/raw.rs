@@ -204,6 +204,7 @@ pub(super) struct RawStep {
     pub(super) iodepth: Option<Param>,
     pub(super) ramp: Option<Param>,
     pub(super) verify: Option<Param>,
+    pub(super) files: Option<Param>,
     pub(super) service: Option<String>,
     // exec (site also for io)
     pub(super) site: Option<Param>,
@@ -255,6 +256,7 @@ pub(super) fn used_variables(s: &RawStep, raw: &RawPlan) -> Vec<String> {
         &s.iodepth,
         &s.ramp,
         &s.verify,
+        &s.files,
         &s.payload,
         &s.client,
         &s.server,
@@ -428,6 +430,9 @@ pub(super) fn allowed(kind: StepKind) -> &'static [&'static str] {
             "concurrent",
             "schedule",
         ],
+        StepKind::Bonnie => &[
+            "dir", "size", "bs", "cache", "fsync", "engine", "files", "site", "schedule",
+        ],
         StepKind::Exec => &[
             "site",
             "command",
@@ -472,6 +477,7 @@ pub(super) fn present_fields(s: &RawStep) -> Vec<&'static str> {
         iodepth,
         ramp,
         verify,
+        files,
         service,
         site,
         command,

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use nsperf_core::units::{Bytes, parse_duration};
+use nsperf_io::bonnie::BonnieConfig;
 use nsperf_io::{CacheMode, EngineKind, FsyncMode, RunConfig, VerifyMode, Workload};
 use nsperf_lab::Schedule;
 use nsperf_lab::topology::{Layout, LinkKind};
@@ -13,8 +14,8 @@ use super::build::{Ctx, invalid};
 use super::raw::{Param, RawStep, allowed, present_fields};
 use super::service::{io_engine, io_phases, io_target};
 use super::{
-    Action, CapturePoint, ExecStep, Hosts, IoStep, LabSpec, NetStep, OnHosts, Payload, Phase,
-    ResolvedStep, StepKind, Target,
+    Action, BonnieStep, CapturePoint, ExecStep, Hosts, IoStep, LabSpec, NetStep, OnHosts, Payload,
+    Phase, ResolvedStep, StepKind, Target,
 };
 use crate::error::PlanError;
 
@@ -162,6 +163,15 @@ pub(super) fn resolve_step(
             Action::Net(net(&f, s, kind)?)
         }
         StepKind::Io => Action::Io(io(&f, s, &phases)?),
+        StepKind::Bonnie => {
+            if !phases.is_empty() {
+                return Err(f.err(
+                    "phases",
+                    "a bonnie step sets its own cache states (cache = \"cold\" for its reads); phases apply to io and exec steps",
+                ));
+            }
+            Action::Bonnie(bonnie(&f, s)?)
+        }
         StepKind::Exec => Action::Exec(exec(&f, s, &phases)?),
     };
     if let (Some(on), Action::Io(io)) = (&on, &action) {
@@ -564,6 +574,52 @@ fn io(f: &Fields<'_>, s: &RawStep, phases: &[Phase]) -> Result<IoStep, PlanError
         site,
         config,
         service: place.service,
+    })
+}
+
+/// A bonnie step: the suite of `nsperf io bonnie` in a directory (of this host, or of a lab
+/// site's view of it), its defaults bonnie's (8 KiB chunks, cold reads, fsync at the end).
+fn bonnie(f: &Fields<'_>, s: &RawStep) -> Result<BonnieStep, PlanError> {
+    let dir = f
+        .str("dir", &s.dir)?
+        .ok_or_else(|| invalid(format!("{}: a bonnie step needs a dir", f.at)))?;
+    if dir.contains("://") {
+        return Err(f.err(
+            "dir",
+            "the bonnie suite runs in a directory (a mount), not a URL",
+        ));
+    }
+    let mut config = BonnieConfig::new(dir.into());
+    if let Some(b) = f.size("size", &s.size)? {
+        config.size_bytes = b.0;
+    }
+    if let Some(b) = f.size("bs", &s.bs)? {
+        config.chunk_bytes = b.0;
+    }
+    if let Some(c) = f.parsed::<CacheMode, _>("cache", &s.cache, str::parse)? {
+        if c == CacheMode::RemoteWarm {
+            return Err(f.err(
+                "cache",
+                "remote-warm needs a server; use cold, warm or direct",
+            ));
+        }
+        config.cache = c;
+    }
+    if let Some(m) = f.parsed::<FsyncMode, _>("fsync", &s.fsync, str::parse)? {
+        config.fsync = m;
+    }
+    if let Some(e) = f.parsed::<EngineKind, _>("engine", &s.engine, str::parse)? {
+        config.engine = e;
+    }
+    if let Some(n) = f.int("files", &s.files, 10_000_000)? {
+        config.files = n as u32;
+    }
+    config
+        .validate()
+        .map_err(|e| invalid(format!("{}: {e}", f.at)))?;
+    Ok(BonnieStep {
+        site: f.site("site", &s.site)?,
+        config,
     })
 }
 

@@ -709,3 +709,58 @@ fn doubled_braces_stay_literal_braces() {
     };
     assert_eq!(e.command, ["awk", "{print $1}", "563200"]);
 }
+
+/// Issue 20 item 16: a `bonnie` step, with its fields checked as the suite's.
+#[test]
+fn bonnie_steps_resolve_with_the_suites_rules() {
+    let text = r#"
+name = "b"
+[matrix]
+chunk = ["8k", "64k"]
+[[step]]
+name = "disk"
+type = "bonnie"
+dir = "/var/tmp"
+size = "64m"
+bs = "{chunk}"
+files = 128
+fsync = "none"
+"#;
+    let p = Plan::parse(text.as_bytes()).unwrap();
+    assert_eq!(p.cells.len(), 2);
+    let Action::Bonnie(b) = &p.cells[1].steps[0].action else {
+        panic!("{:?}", p.cells[1].steps[0].action)
+    };
+    assert_eq!(p.cells[1].steps[0].kind, StepKind::Bonnie);
+    assert_eq!(
+        (b.config.size_bytes, b.config.chunk_bytes, b.config.files),
+        (64 << 20, 64 << 10, 128)
+    );
+    assert_eq!(b.config.fsync, nsperf_io::FsyncMode::None);
+    assert_eq!(
+        b.config.cache,
+        nsperf_io::CacheMode::Cold,
+        "bonnie's default"
+    );
+    for (from, to, want) in [
+        ("dir = \"/var/tmp\"", "dir = \"nfs://h/x\"", "not a URL"),
+        (
+            "files = 128",
+            "workload = \"seqread\"",
+            "does not apply to a bonnie step",
+        ),
+        (
+            "files = 128",
+            "phases = [\"cold\"]",
+            "sets its own cache states",
+        ),
+        (
+            "fsync = \"none\"",
+            "cache = \"remote-warm\"",
+            "remote-warm needs a server",
+        ),
+    ] {
+        let e = err_of(&text.replace(from, to));
+        assert!(e.contains(want), "{e}");
+    }
+}

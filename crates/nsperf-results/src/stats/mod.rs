@@ -5,6 +5,7 @@
 //!   [`interval`] (sources cited there);
 //! - outliers (Tukey) and the steady state of a series (MSER): [`series`].
 
+pub mod bonnie;
 mod interval;
 mod series;
 

@@ -303,6 +303,7 @@ fn compare(
     let ga = group_stats(&ra, &|id| store.series(id).unwrap_or_default());
     let gb = group_stats(&rb, &|id| store.series(id).unwrap_or_default());
     let rows = nsperf_results::stats::compare_groups((&ra, &ga), (&rb, &gb));
+    let bonnie = bonnie_tables((&ra, &ga), (&rb, &gb));
     if let Some(path) = output {
         let doc = match path.extension().and_then(|e| e.to_str()) {
             Some("svg") => nsperf_report::compare_svg(&ea, &eb, &rows),
@@ -330,8 +331,17 @@ fn compare(
                 })
             })
             .collect();
+        let bonnie: Vec<_> = bonnie
+            .iter()
+            .map(|(g, cols)| {
+                serde_json::json!({
+                    "step": g.step, "params": g.params, "phase": g.phase, "columns": cols,
+                })
+            })
+            .collect();
         return print_json(&serde_json::json!({
             "a": ea.id, "a_label": ea.label, "b": eb.id, "b_label": eb.label, "comparisons": v,
+            "bonnie": bonnie,
         }));
     }
     if rows.is_empty() {
@@ -375,5 +385,130 @@ fn compare(
         ]);
     }
     print!("{}", t.render());
+    for (g, cols) in &bonnie {
+        println!(
+            "\nbonnie step {}{}{}: A = experiment {}{}, B = experiment {}{}",
+            g.step,
+            match params_text(&g.params).as_str() {
+                "-" => String::new(),
+                p => format!(", {p}"),
+            },
+            match g.phase {
+                nsperf_results::Phase::None => String::new(),
+                p => format!(" ({p})"),
+            },
+            ea.id,
+            label_of(&ea),
+            eb.id,
+            label_of(&eb)
+        );
+        print!("{}", bonnie_layout(cols, &side_name(&ea), &side_name(&eb)));
+    }
     Ok(())
+}
+
+/// `A native` / `B 2`: a line's name in a bonnie table.
+fn side_name(e: &nsperf_results::ExperimentRecord) -> String {
+    e.label.clone().unwrap_or_else(|| e.id.to_string())
+}
+
+/// The bonnie steps the two experiments share (same step, parameters and phase), each with
+/// its columns side by side.
+fn bonnie_tables<'a>(
+    (ra, ga): (
+        &[nsperf_results::RunRecord],
+        &'a [nsperf_results::stats::GroupStats],
+    ),
+    (rb, gb): (
+        &[nsperf_results::RunRecord],
+        &[nsperf_results::stats::GroupStats],
+    ),
+) -> Vec<(
+    &'a nsperf_results::stats::GroupStats,
+    Vec<nsperf_results::stats::bonnie::BonnieColumn>,
+)> {
+    let of = |rs: &'_ [nsperf_results::RunRecord], ids: &[i64]| -> Vec<nsperf_results::RunRecord> {
+        rs.iter().filter(|r| ids.contains(&r.id)).cloned().collect()
+    };
+    ga.iter()
+        .filter(|x| x.kind == "bonnie")
+        .filter_map(|x| {
+            let y = gb
+                .iter()
+                .find(|y| y.step == x.step && y.params == x.params && y.phase == x.phase)?;
+            let (a, b) = (of(ra, &x.run_ids), of(rb, &y.run_ids));
+            let cols = nsperf_results::stats::bonnie::compare(
+                &a.iter().collect::<Vec<_>>(),
+                &b.iter().collect::<Vec<_>>(),
+            );
+            Some((x, cols))
+        })
+        .collect()
+}
+
+/// bonnie++'s layout: the throughput tests (K/sec and %CP each) and random seeks (/sec and
+/// %CP) in one table, the metadata phases (files/sec) in a second, a line per experiment and
+/// the ratio B/A per column.
+fn bonnie_layout(cols: &[nsperf_results::stats::bonnie::BonnieColumn], a: &str, b: &str) -> String {
+    use nsperf_results::stats::bonnie::ColumnUnit;
+    let mut out = String::new();
+    let meta = |c: &&nsperf_results::stats::bonnie::BonnieColumn| c.group.ends_with("Create");
+    let parts: [Vec<&nsperf_results::stats::bonnie::BonnieColumn>; 2] = [
+        cols.iter().filter(|c| !meta(c)).collect(),
+        cols.iter().filter(meta).collect(),
+    ];
+    for part in parts.iter().filter(|p| !p.is_empty()) {
+        let mut head = vec![String::new()];
+        let mut sub = vec![String::new()];
+        for c in part {
+            let group = match c.group.as_str() {
+                "Sequential Output" => "Seq Out",
+                "Sequential Input" => "Seq In",
+                "Sequential Create" => "Seq Create",
+                "Random Create" => "Rnd Create",
+                g => g,
+            };
+            head.push(match c.unit {
+                ColumnUnit::CpuPct => String::new(),
+                _ => format!("{group} {}", c.test),
+            });
+            sub.push(
+                match c.unit {
+                    ColumnUnit::BytesPerS => "K/sec",
+                    ColumnUnit::PerS => "/sec",
+                    ColumnUnit::CpuPct => "%CP",
+                }
+                .into(),
+            );
+        }
+        let mut t = Table::new(head);
+        t.row(sub);
+        let value = |c: &nsperf_results::stats::bonnie::BonnieColumn, v: Option<f64>| {
+            v.map(|v| match c.unit {
+                ColumnUnit::BytesPerS => format!("{:.0}", v / 1024.0),
+                ColumnUnit::PerS | ColumnUnit::CpuPct => format!("{v:.0}"),
+            })
+            .unwrap_or_else(|| "-".into())
+        };
+        for (name, pick) in [
+            (format!("A {a}"), 0),
+            (format!("B {b}"), 1),
+            ("B/A".to_string(), 2),
+        ] {
+            let mut row = vec![name];
+            for c in part {
+                row.push(match pick {
+                    0 => value(c, c.a),
+                    1 => value(c, c.b),
+                    _ => c
+                        .ratio
+                        .map(|r| format!("{r:.2}"))
+                        .unwrap_or_else(|| "-".into()),
+                });
+            }
+            t.row(row);
+        }
+        out.push_str(&t.render());
+    }
+    out
 }

@@ -59,6 +59,11 @@ pub fn run() -> anyhow::Result<()> {
             report.started_unix_ns = started;
             print_json(&StepReport::Io(Box::new(report)))
         }
+        StepSpec::Bonnie { config, .. } => {
+            let mut report = nsperf_io::bonnie::run_bonnie(&config).context("io bonnie")?;
+            report.started_unix_ns = started;
+            print_json(&StepReport::Bonnie(Box::new(report)))
+        }
         StepSpec::Service { site, service } => {
             let site = site.as_ref().map(|s| (s.lab.as_str(), s.site.as_str()));
             super::lab_serve::run_service(&service, site, &mut |url| {
