@@ -44,7 +44,7 @@ pub struct BonnieConfig {
     pub seed: u64,
     /// Refuse to start a test whose files do not fit in the free space.
     pub space_check: bool,
-    /// Remove stale `.nsperf-PID-*` files of dead processes first.
+    /// Also remove the stale `.nsperf-*` files nsperf cannot prove dead (`--clean`).
     pub clean_stale: bool,
 }
 

@@ -170,7 +170,7 @@ pub struct RunConfig {
     pub meta_file_bytes: u64,
     /// Refuse to start when the target's file system has less room than the run needs.
     pub space_check: bool,
-    /// Remove stale `.nsperf-PID-*` files of dead processes from the directory first.
+    /// Also remove the stale `.nsperf-*` files nsperf cannot prove dead (`--clean`).
     pub clean_stale: bool,
     /// What the caller knows about the network path to an `nfs://` server (where the
     /// server runs, the link's rate), for the findings.

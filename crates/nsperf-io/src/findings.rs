@@ -6,7 +6,7 @@ use nsperf_core::units::Bytes;
 use crate::config::{CacheMode, FsyncMode, RunConfig};
 use crate::fsinfo::FsInfo;
 use crate::result::IoSummary;
-use crate::stale::StaleFile;
+use crate::stale::{StaleFile, Sweep};
 
 /// A measured pass shorter than this is flagged: start-up, one scheduler stall or one burst
 /// of writeback weigh too much on it, and the CPU figures (10 ms ticks) say nothing.
@@ -23,10 +23,8 @@ pub struct RunFacts {
     pub device: bool,
     /// The target's file system when the run ended (compared with `summary.target_fs`).
     pub fs_after: Option<FsInfo>,
-    /// Stale nsperf files found in the directory, and whether they were removed.
-    pub stale: Vec<StaleFile>,
-    /// True when the stale files were removed (`--clean`).
-    pub stale_removed: bool,
+    /// Stale nsperf files found in the directory, and which were removed.
+    pub stale: Sweep,
 }
 
 /// The findings of one run.
@@ -192,35 +190,49 @@ fn cold_in_memory(cfg: &RunConfig, s: &IoSummary) -> Option<Finding> {
     )
 }
 
-/// Stale files of dead runs, named (or reported removed).
-pub(crate) fn stale_findings(facts: &RunFacts) -> Option<Finding> {
-    if facts.stale.is_empty() {
-        return None;
-    }
-    let bytes: u64 = facts.stale.iter().map(|f| f.bytes).sum();
-    let dir = facts
-        .stale
-        .first()
-        .and_then(|f| f.path.parent())
-        .unwrap_or(std::path::Path::new("."));
-    let line = crate::stale::describe(dir, &facts.stale);
-    let f = if facts.stale_removed {
-        Finding::new(
+/// Stale files of dead runs: those removed (`stale_files_removed`), those left
+/// (`stale_files`, with what removes them), and a directory that could not be listed.
+pub(crate) fn stale_findings(facts: &RunFacts) -> Vec<Finding> {
+    let sw = &facts.stale;
+    let mut out = Vec::new();
+    let group = |removed: bool| -> Vec<&StaleFile> {
+        sw.files.iter().filter(|f| f.removed == removed).collect()
+    };
+    let evidence = |f: Finding, files: &[&StaleFile]| {
+        f.with("stale_files", files.len() as f64).with(
+            "stale_bytes",
+            files.iter().filter_map(|f| f.bytes).sum::<u64>() as f64,
+        )
+    };
+    let removed = group(true);
+    if !removed.is_empty() {
+        let line = crate::stale::describe(&sw.dir, &removed);
+        let f = Finding::new(
             "stale_files_removed",
             Severity::Info,
             format!("removed {line}"),
-        )
-    } else {
-        Finding::new(
-            "stale_files",
-            Severity::Warning,
-            format!("{line}; --clean removes them"),
-        )
-    };
-    Some(
-        f.with("stale_files", facts.stale.len() as f64)
-            .with("stale_bytes", bytes as f64),
-    )
+        );
+        out.push(evidence(f, &removed));
+    }
+    let left = group(false);
+    if !left.is_empty() {
+        let line = crate::stale::describe(&sw.dir, &left);
+        let why = if left.iter().all(|f| f.whose == crate::stale::Whose::Dead) {
+            "they could not be removed"
+        } else {
+            "nsperf cannot tell whether their runs are over; --clean removes them"
+        };
+        let f = Finding::new("stale_files", Severity::Warning, format!("{line}; {why}"));
+        out.push(evidence(f, &left));
+    }
+    if let Some(why) = &sw.unlisted {
+        out.push(Finding::new(
+            "stale_files_unknown",
+            Severity::Info,
+            format!("could not look for stale nsperf files in {}: {why}", sw.dir),
+        ));
+    }
+    out
 }
 
 /// A pass too short to be a stable figure.

@@ -6,7 +6,8 @@
 //! Safety invariant: in a directory, only files this crate created (`.nsperf-*`, `O_EXCL`)
 //! are ever opened for writing, and they are removed on every exit path; a device is used only
 //! with explicit consent (see [`target`]). Files of runs that died (SIGKILL) are named by the
-//! next run in that directory and removed only when asked (`clean_stale`).
+//! next run in that directory, local or through NFS or SMB, which removes those it can prove
+//! dead (this host's) and the others only when asked (`clean_stale`): see `stale`.
 #![deny(missing_docs)]
 
 mod aggregate;

@@ -68,7 +68,7 @@ pub struct MatrixConfig {
     pub seed: u64,
     /// Refuse to start when the largest file does not fit in the free space.
     pub space_check: bool,
-    /// Remove stale `.nsperf-PID-*` files of dead processes first.
+    /// Also remove the stale `.nsperf-*` files nsperf cannot prove dead (`--clean`).
     pub clean_stale: bool,
 }
 
@@ -312,7 +312,6 @@ pub fn run_matrix_observed(
     }
     let rf = crate::findings::RunFacts {
         stale: pre.stale,
-        stale_removed: pre.removed,
         ..Default::default()
     };
     rep.findings.extend(crate::findings::stale_findings(&rf));

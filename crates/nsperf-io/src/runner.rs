@@ -378,7 +378,6 @@ fn run_block(
             .as_ref()
             .and_then(|_| crate::fsinfo::of_path(cfg.target.path())),
         stale: pre.stale,
-        stale_removed: pre.removed,
     };
     summary.target_fs = target_fs;
     rep.findings = findings(cfg, &summary, &cpu, &rf);

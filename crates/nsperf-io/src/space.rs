@@ -127,16 +127,14 @@ mod tests {
 /// What the checks before a run found in its directory.
 #[derive(Debug, Clone, Default)]
 pub struct Preflight {
-    /// Stale nsperf files of dead processes.
-    pub stale: Vec<crate::stale::StaleFile>,
-    /// True when they were removed (`clean`).
-    pub removed: bool,
+    /// Stale nsperf files of dead runs, and which were removed.
+    pub stale: crate::stale::Sweep,
 }
 
-/// Before a run in `dir`: names (and with `clean` removes) stale nsperf files, then checks
-/// that `need` fits unless `check` is off. A mapped engine (`mapped`) is always checked: a
-/// write through a mapping past the end of the space kills the process with SIGBUS, leaving
-/// its files behind.
+/// Before a run in `dir`: names stale nsperf files and removes the dead ones (with `clean`
+/// all of them, [`crate::stale::sweep`]), then checks that `need` fits unless `check` is off.
+/// A mapped engine (`mapped`) is always checked: a write through a mapping past the end of
+/// the space kills the process with SIGBUS, leaving its files behind.
 pub fn preflight(
     dir: &Path,
     need: Need,
@@ -144,14 +142,7 @@ pub fn preflight(
     clean: bool,
     mapped: bool,
 ) -> Result<Preflight, IoError> {
-    let stale = crate::stale::scan(dir);
-    let mut removed = false;
-    if clean && !stale.is_empty() {
-        if let Some((p, e)) = crate::stale::remove(&stale).into_iter().next() {
-            return Err(IoError::os("remove stale file", &p, e));
-        }
-        removed = true;
-    }
+    let stale = crate::stale::sweep(&mut crate::stale::LocalDir(dir), clean)?;
     if check_space || mapped {
         let r = check(dir, need, free_space(dir));
         if let (Err(IoError::NoSpace(m)), false) = (&r, check_space) {
@@ -159,13 +150,14 @@ pub fn preflight(
                 "{m} (not with --engine mmap: a mapped write past the free space is SIGBUS)"
             )));
         }
-        if let (Err(IoError::NoSpace(m)), false) = (&r, removed || stale.is_empty()) {
+        let held = stale.left_bytes();
+        if let (Err(IoError::NoSpace(m)), true) = (&r, held > 0) {
             return Err(IoError::NoSpace(format!(
                 "{m}; {} of it is held by stale nsperf files (--clean removes them)",
-                Bytes(stale.iter().map(|f| f.bytes).sum())
+                Bytes(held)
             )));
         }
         r?;
     }
-    Ok(Preflight { stale, removed })
+    Ok(Preflight { stale })
 }

@@ -71,7 +71,6 @@ pub(crate) fn run_special(cfg: &RunConfig, pre: Preflight) -> Result<IoReport, I
             .as_ref()
             .and_then(|_| crate::fsinfo::of_path(path)),
         stale: pre.stale,
-        stale_removed: pre.removed,
     };
     s.target_fs = target_fs;
     rep.findings = findings(cfg, &s, &cpu, &rf);

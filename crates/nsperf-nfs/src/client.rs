@@ -19,6 +19,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a connection (portmapper, MOUNT, NFS) may take to be made, by default: an
 /// unreachable server fails in seconds, not after the reply timeout.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Most READDIR calls one listing makes (a server whose listing never ends is an error).
+pub const READDIR_MAX_CALLS: usize = 4096;
 
 /// The two waits of a session: for a connection to be made, and for each reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -408,6 +410,42 @@ impl NfsClient {
             return Err(NfsError::nfs(op, name, st));
         }
         Ok(())
+    }
+
+    /// READDIR: the names in directory `dir` (`name` for messages), without "." and "..",
+    /// one call per page of at most 64 KiB. Bounded: at most [`READDIR_MAX_CALLS`] calls.
+    pub fn readdir(&mut self, dir: &FileHandle, name: &str) -> Result<Vec<String>, NfsError> {
+        let (mut cookie, mut verifier) = (0u64, 0u64);
+        let mut out = Vec::new();
+        for _ in 0..READDIR_MAX_CALLS {
+            let mut r = self.call("READDIR", proc3::READDIR, |b| {
+                dir.encode(b);
+                put_u64(b, cookie);
+                put_u64(b, verifier);
+                put_u32(b, 64 << 10);
+            })?;
+            let page = proto::decode_readdir(&mut r)
+                .map_err(xdr("READDIR"))?
+                .map_err(|st| NfsError::nfs("READDIR", name, st))?;
+            let Some(last) = page.entries.last() else {
+                return Ok(out);
+            };
+            cookie = last.cookie;
+            verifier = page.verifier;
+            out.extend(
+                page.entries
+                    .into_iter()
+                    .map(|e| e.name)
+                    .filter(|n| n != "." && n != ".."),
+            );
+            if page.eof {
+                return Ok(out);
+            }
+        }
+        Err(NfsError::Rpc {
+            what: "READDIR",
+            source: RpcError::Bad("directory listing does not end"),
+        })
     }
 
     /// SETATTR the size (truncate or extend).

@@ -21,6 +21,7 @@ pub fn reply(data: &[u8]) {
     let _ = FsInfo::decode(&mut XdrReader::new(rest));
     let _ = proto::decode_post_op_attr(&mut XdrReader::new(rest));
     let _ = proto::skip_wcc_data(&mut XdrReader::new(rest));
+    let _ = proto::decode_readdir(&mut XdrReader::new(rest));
     let _ = proto::FileHandle::decode(&mut XdrReader::new(rest));
     let _ = proto::SetAttr::decode(&mut XdrReader::new(rest));
 }
@@ -90,6 +91,28 @@ mod tests {
         put_u32(&mut b, 5);
         put_u32(&mut b, 1);
         put_opaque(&mut b, b"hello");
+        rpc::finish_record(&mut b, s, 0);
+        mutate(&b[4..], reply);
+    }
+
+    #[test]
+    fn readdir_reply_survives_mutations() {
+        let mut b = Vec::new();
+        let s = rpc::begin_reply(&mut b, 9, rpc::AcceptStat::Success);
+        put_u32(&mut b, 0);
+        proto::encode_post_op_attr(&mut b, None);
+        put_u64(&mut b, 7);
+        for (i, name) in [".nsperf-1@0a1b2c3d4e5f-seqwrite-1", "x"]
+            .iter()
+            .enumerate()
+        {
+            put_u32(&mut b, 1);
+            put_u64(&mut b, 40 + i as u64);
+            put_opaque(&mut b, name.as_bytes());
+            put_u64(&mut b, i as u64 + 1);
+        }
+        put_u32(&mut b, 0);
+        put_u32(&mut b, 1);
         rpc::finish_record(&mut b, s, 0);
         mutate(&b[4..], reply);
     }

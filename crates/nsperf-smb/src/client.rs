@@ -46,6 +46,17 @@ pub struct Negotiated {
     pub guest: bool,
 }
 
+/// One entry of a directory listing ([`Client::list`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// Its name.
+    pub name: String,
+    /// True for a directory.
+    pub is_dir: bool,
+    /// Its size in bytes (0 for a directory).
+    pub size: u64,
+}
+
 /// A connection to a share, with the target directory inside it.
 pub struct Client {
     pub(crate) rt: tokio::runtime::Runtime,
@@ -351,6 +362,25 @@ impl Client {
             path,
         )
         .map(|i| i.size)
+    }
+
+    /// The entries of directory `path` (CREATE, QUERY_DIRECTORY until the end, CLOSE),
+    /// without "." and "..".
+    pub fn list(&mut self, path: &str) -> Result<Vec<Listed>, SmbError> {
+        let p = path.to_string();
+        let v = self.run(
+            |t, c| async move { t.list_directory(c, &p).await },
+            "QUERY_DIRECTORY",
+            path,
+        )?;
+        Ok(v.into_iter()
+            .filter(|e| e.name != "." && e.name != "..")
+            .map(|e| Listed {
+                name: e.name,
+                is_dir: e.is_directory,
+                size: e.size,
+            })
+            .collect())
     }
 
     /// Creates a small file with `data` (CREATE exclusive, WRITE, CLOSE in one compound).

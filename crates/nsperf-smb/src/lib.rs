@@ -23,7 +23,7 @@ mod error;
 mod pipeline;
 pub mod url;
 
-pub use client::{Client, Negotiated};
+pub use client::{Client, Listed, Negotiated};
 pub use creds::{CredError, CredentialSource, Credentials};
 pub use error::SmbError;
 pub use pipeline::{DataOp, Done, Pipeline, fuzz_read_reply, read_reply_into};

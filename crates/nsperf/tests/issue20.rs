@@ -420,3 +420,166 @@ fn ctrl_c_on_doctor_prints_what_was_measured() {
     assert!(err.contains("interrupted"), "{err}");
     assert!(dir.leftovers().is_empty(), "{:?}", dir.leftovers());
 }
+
+/// Starts `client` (an `io run` writing into `dir`), SIGKILLs it once its file holds a few
+/// MiB (it cannot clean up), and returns that file's name.
+fn kill_mid_write(mut client: std::process::Command, dir: &Scratch) -> String {
+    client
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = KillOnDrop(client.spawn().unwrap());
+    let t0 = std::time::Instant::now();
+    let grown = || {
+        dir.leftovers()
+            .into_iter()
+            .find(|n| std::fs::metadata(dir.0.join(n)).is_ok_and(|m| m.len() >= 4 << 20))
+    };
+    let name = loop {
+        if let Some(n) = grown() {
+            break n;
+        }
+        assert!(
+            child.0.try_wait().unwrap().is_none(),
+            "the client ended before it was killed"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no file grew in {}",
+            dir.path()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    assert_eq!(dir.leftovers(), std::slice::from_ref(&name));
+    name
+}
+
+/// The files a later run cannot prove dead: another host's (a host tag not ours) and a name
+/// without host tag (seen through a protocol, its PID means nothing here).
+const FOREIGN: [&str; 2] = [
+    ".nsperf-4242@000000000000-seqwrite-1",
+    ".nsperf-4243-seqread-1",
+];
+
+/// After a client of this host was killed mid-write (`killed`, its file left in `dir`):
+/// plants [`FOREIGN`] files; the next run (`next`, given extra arguments) removes the killed
+/// run's file and names the foreign ones; then a metadata directory of another dead run of
+/// this host and `--clean` remove everything.
+fn stale_files_cleaned_or_named(dir: &Scratch, killed: &str, next: &dyn Fn(&[&str]) -> Run) {
+    for (i, f) in FOREIGN.iter().enumerate() {
+        std::fs::write(dir.0.join(f), vec![7u8; 1000 * (i + 1)]).unwrap();
+    }
+    let r = next(&[]).ok();
+    let left = dir.leftovers();
+    assert!(
+        !left.iter().any(|n| n == killed),
+        "the killed run's {killed} is still there: {left:?}\nstderr: {}",
+        r.stderr
+    );
+    let j = r.json();
+    let f = j["findings"].as_array().unwrap();
+    let by_id = |id: &str| f.iter().find(|f| f["id"] == id).cloned();
+    let removed = by_id("stale_files_removed").unwrap_or_else(|| panic!("{f:?}"));
+    assert_eq!(removed["evidence"]["stale_files"], 1.0, "{removed}");
+    assert!(removed["evidence"]["stale_bytes"].as_f64().unwrap() >= (4 << 20) as f64);
+    let named = by_id("stale_files").unwrap_or_else(|| panic!("{f:?}"));
+    assert_eq!(named["evidence"]["stale_files"], 2.0, "{named}");
+    assert_eq!(named["evidence"]["stale_bytes"], 3000.0, "{named}");
+    // Said on stderr too: what was removed, what is left and what removes it.
+    assert!(r.stderr.contains(killed), "{}", r.stderr);
+    assert!(
+        FOREIGN.iter().all(|n| r.stderr.contains(n)) && r.stderr.contains("--clean"),
+        "{}",
+        r.stderr
+    );
+    let mut want: Vec<String> = FOREIGN.iter().map(|s| s.to_string()).collect();
+    want.sort();
+    let mut left = dir.leftovers();
+    left.sort();
+    assert_eq!(left, want);
+
+    // A metadata test's directory of another dead run of this host (a PID that has exited,
+    // the killed run's host tag), and --clean: everything goes, the foreign files included.
+    let tag = killed
+        .split_once('@')
+        .and_then(|(_, t)| t.split_once('-'))
+        .map(|(t, _)| t)
+        .unwrap_or_else(|| panic!("{killed}: no host tag"));
+    let mut c = std::process::Command::new("true").spawn().unwrap();
+    let gone = c.id();
+    c.wait().unwrap();
+    let meta = dir.0.join(format!(".nsperf-{gone}@{tag}-meta-2"));
+    std::fs::create_dir(&meta).unwrap();
+    for i in 0..3 {
+        std::fs::write(meta.join(format!("f{i:08}")), b"abcd").unwrap();
+    }
+    let r = next(&["--clean"]).ok();
+    assert!(dir.leftovers().is_empty(), "{:?}", dir.leftovers());
+    let j = r.json();
+    let removed = j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "stale_files_removed")
+        .cloned()
+        .unwrap_or_else(|| panic!("{}", j["findings"]));
+    assert_eq!(removed["evidence"]["stale_files"], 3.0, "{removed}");
+}
+
+/// Issue 20 item 9: a client SIGKILLed mid-write through `nfs://` leaves its file in the
+/// export; the next `io run nfs://` from this host removes it (its process is certainly
+/// dead), names the files whose runs it cannot prove over, and `--clean` removes those.
+#[test]
+fn nfs_stale_files_of_a_killed_client_are_removed_or_named() {
+    let dir = Scratch::new(&disk_base(), "i20-stale-nfs");
+    let (_srv, url) = embedded_nfs(dir.path());
+    let mut c = nsperf([
+        "io", "run", &url, "-w", "seqwrite", "-s", "256m", "-b", "1m",
+    ]);
+    c.args(["-t", "30", "--iodepth", "4", "-q"]);
+    let killed = kill_mid_write(c, &dir);
+    let next = |extra: &[&str]| {
+        let mut a = vec!["io", "run", url.as_str(), "-s", "1m", "-b", "64k", "--json"];
+        a.extend_from_slice(extra);
+        run(&a)
+    };
+    stale_files_cleaned_or_named(&dir, &killed, &next);
+}
+
+/// The same through `smb://`, against smbd in a lab (root and smbd needed).
+#[test]
+fn smb_stale_files_of_a_killed_client_are_removed_or_named() {
+    let what = "issue 20 smb stale files test";
+    if !require_lab(what) || !require_program("smbd", what) {
+        return;
+    }
+    let lab = format!("t{}i20s", std::process::id() % 100_000);
+    let _g = LabGuard(lab.clone());
+    run(&["lab", "up", &lab, "--sites", "a,b"]).ok();
+    let dir = Scratch::new(&disk_base(), "i20-stale-smb");
+    let r = run(&["lab", "serve", &lab, "b", "smb", dir.path()]).ok();
+    let creds = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("credentials: "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no credentials line: {}", r.stdout))
+        .to_string();
+    let url = format!("smb://10.77.0.2/{}", nsperf_lab::samba::share_name(&dir.0));
+    let in_a = ["lab", "exec", lab.as_str(), "a", "--", nsperf_bin()];
+    let mut c = nsperf(in_a);
+    c.args([
+        "io", "run", &url, "-w", "seqwrite", "-s", "256m", "-b", "1m",
+    ]);
+    c.args(["-t", "30", "--iodepth", "4", "-q", "--credentials", &creds]);
+    let killed = kill_mid_write(c, &dir);
+    let next = |extra: &[&str]| {
+        let mut a = in_a.to_vec();
+        a.extend_from_slice(&["io", "run", &url, "-s", "1m", "-b", "64k", "--json"]);
+        a.extend_from_slice(&["--credentials", &creds]);
+        a.extend_from_slice(extra);
+        run(&a)
+    };
+    stale_files_cleaned_or_named(&dir, &killed, &next);
+}

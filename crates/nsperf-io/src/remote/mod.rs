@@ -382,6 +382,8 @@ struct Started {
     memory: crate::memory::MemoryFacts,
     started_unix_ns: u64,
     start: Instant,
+    /// Stale nsperf files found in the target directory before the run.
+    stale: crate::stale::Sweep,
 }
 
 impl Started {
@@ -392,6 +394,7 @@ impl Started {
             memory,
             started_unix_ns: nsperf_core::clock::unix_time_ns(),
             start: Instant::now(),
+            stale: crate::stale::Sweep::default(),
         }
     }
 
@@ -439,8 +442,7 @@ impl Started {
             engine_fallback: None,
             device: false,
             fs_after: None,
-            stale: Vec::new(),
-            stale_removed: false,
+            stale: self.stale,
         };
         let mut f = findings(cfg, &summary, &cpu, &rf);
         f.extend(findings::remote_findings(cfg, &summary, &remote, clamp));

@@ -2,7 +2,9 @@
 //! `--iodepth` RPCs in flight on each, `--bs` the RPC size (clamped to what the server's
 //! FSINFO allows, with a finding).
 //!
-//! Order of a run: mount → create `.nsperf-*` files (CREATE GUARDED: never an existing file)
+//! Order of a run: mount → stale `.nsperf-*` files of earlier runs named, the dead ones
+//! removed (READDIR, LOOKUP, REMOVE: [`crate::stale`]) → create `.nsperf-*` files (CREATE
+//! GUARDED: never an existing file)
 //! → lay them out with unmeasured WRITEs and a COMMIT → set the cache phase (remote-warm:
 //! read through once so the server's cache holds the data; cold: drop this host's page
 //! cache, which is the server's in a lab) → measured pass → files removed (REMOVE), also on
@@ -10,7 +12,8 @@
 
 use std::time::Duration;
 
-use nsperf_nfs::{FileHandle, NfsError, Pipeline, Session, Stable};
+use nsperf_nfs::proto::FileType;
+use nsperf_nfs::{FileHandle, NfsError, NfsStat, Pipeline, Session, Stable};
 
 use super::suite::{MetaOp, RemoteFs};
 use super::{JobOpener, RemoteFacts, Started};
@@ -40,7 +43,7 @@ impl RemoteFiles {
         RemoteFiles {
             session,
             stable,
-            tag: std::process::id().to_string(),
+            tag: crate::stale::remote_owner(),
             seq: 0,
             created: Vec::new(),
         }
@@ -108,14 +111,15 @@ pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
     let Target::Nfs { url } = &cfg.target else {
         return Err(IoError::Config("not an nfs:// target".into()));
     };
-    let started = Started::new(cfg);
-    let session = Session::open_within(
+    let mut started = Started::new(cfg);
+    let mut session = Session::open_within(
         url,
         nsperf_nfs::Timeouts {
             connect: cfg.connect_timeout,
             reply: TIMEOUT,
         },
     )?;
+    started.stale = crate::stale::sweep(&mut NfsDir(&mut session), cfg.clean_stale)?;
     let fsi = session.fsinfo;
     let (eff, clamp) = super::clamp_bs(cfg, fsi.rtmax, fsi.wtmax);
     let remote = RemoteFacts {
@@ -167,6 +171,85 @@ pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
         link: server_ip.and_then(crate::fsinfo::link_to),
     };
     Ok(started.finish(cfg, &eff, run, cpu, remote, fs, "nfs", clamp))
+}
+
+/// The target directory through the control connection, for [`crate::stale::sweep`].
+struct NfsDir<'a>(&'a mut Session);
+
+/// An NFS error as an I/O error, Ctrl-C as [`IoError::Interrupted`].
+fn io_err(e: NfsError) -> IoError {
+    match e {
+        NfsError::Interrupted => IoError::Interrupted,
+        e => IoError::Nfs(e),
+    }
+}
+
+/// True for an NFS status saying the object is not there (any more).
+fn gone(e: &NfsError) -> bool {
+    matches!(e, NfsError::Nfs { stat, .. } if *stat == NfsStat::NOENT || *stat == NfsStat::STALE)
+}
+
+impl crate::stale::Listing for NfsDir<'_> {
+    fn dir(&self) -> String {
+        self.0.url.to_string()
+    }
+
+    fn local(&self) -> bool {
+        false
+    }
+
+    fn entries(&mut self) -> Result<Vec<crate::stale::Entry>, IoError> {
+        let s = &mut *self.0;
+        let dir = s.dir;
+        let names = s.client.readdir(&dir, &s.url.path).map_err(io_err)?;
+        let mut out = Vec::new();
+        for name in names {
+            if crate::stale::Owner::of(&name).is_none() {
+                continue;
+            }
+            let attr = match s.client.lookup(&dir, &name) {
+                Ok((_, Some(a))) => a,
+                Ok((fh, None)) => s.client.getattr(&fh, &name).map_err(io_err)?,
+                Err(e) if gone(&e) => continue,
+                Err(e) => return Err(io_err(e)),
+            };
+            out.push(crate::stale::Entry {
+                name,
+                is_dir: attr.ftype == FileType::Directory,
+                bytes: attr.size,
+                changed_s: None,
+            });
+        }
+        Ok(out)
+    }
+
+    fn dir_bytes(&mut self, _name: &str) -> Option<u64> {
+        // READDIR gives names only: a LOOKUP per file of a metadata test's directory (many
+        // thousands) only to count bytes is not worth its round trips.
+        None
+    }
+
+    fn remove(&mut self, e: &crate::stale::Entry) -> Result<(), IoError> {
+        let s = &mut *self.0;
+        let dir = s.dir;
+        let r = if e.is_dir {
+            s.client.lookup(&dir, &e.name).and_then(|(sub, _)| {
+                for f in s.client.readdir(&sub, &e.name)? {
+                    match s.client.remove(&sub, &f) {
+                        Err(err) if !gone(&err) => return Err(err),
+                        _ => {}
+                    }
+                }
+                s.client.rmdir(&dir, &e.name)
+            })
+        } else {
+            s.client.remove(&dir, &e.name)
+        };
+        match r {
+            Err(err) if !gone(&err) => Err(io_err(err)),
+            _ => Ok(()),
+        }
+    }
 }
 
 fn stable_of(cfg: &RunConfig) -> Stable {

@@ -2,12 +2,16 @@
 //! per job, `--iodepth` requests in flight on each, `--bs` the request size (clamped to the
 //! server's MaxReadSize/MaxWriteSize, with a finding).
 //!
-//! Order of a run: connect, log on, connect to the share → create `.nsperf-*` files
+//! Order of a run: connect, log on, connect to the share → stale `.nsperf-*` files of earlier
+//! runs named, the dead ones removed (QUERY_DIRECTORY, DELETE: [`crate::stale`]) → create
+//! `.nsperf-*` files
 //! (`FILE_CREATE`: never an existing file) → lay them out with unmeasured WRITEs and a FLUSH
 //! → set the cache phase → measured pass → files closed and removed, also on error and
 //! after Ctrl-C.
 
-use nsperf_smb::{Client, Credentials, Pipeline, SmbUrl};
+use nsperf_core::Failure;
+use nsperf_core::failure::Classify;
+use nsperf_smb::{Client, Credentials, Pipeline, SmbError, SmbUrl};
 use smb2::types::FileId;
 
 use super::suite::{MetaOp, RemoteFs};
@@ -102,11 +106,12 @@ pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
     let Target::Smb { url, credentials } = &cfg.target else {
         return Err(IoError::Config("not an smb:// target".into()));
     };
-    let started = Started::new(cfg);
+    let mut started = Started::new(cfg);
     let (creds, _) =
         Credentials::resolve(credentials.as_deref()).map_err(|e| IoError::Smb(e.into()))?;
     let mut client = Client::connect_within(url, &creds, cfg.connect_timeout, TIMEOUT)?;
     client.write_through = cfg.fsync == FsyncMode::Each;
+    started.stale = crate::stale::sweep(&mut SmbDir(&mut client), cfg.clean_stale)?;
     let n = client.negotiated.clone();
     let (eff, clamp) = super::clamp_bs(cfg, n.max_read, n.max_write);
     let remote = RemoteFacts {
@@ -129,7 +134,7 @@ pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
     let mut files = SmbFiles {
         client,
         creds,
-        tag: std::process::id().to_string(),
+        tag: crate::stale::remote_owner(),
         seq: 0,
         created: Vec::new(),
         open: Vec::new(),
@@ -161,6 +166,70 @@ pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
         link: server_ip.and_then(crate::fsinfo::link_to),
     };
     Ok(started.finish(cfg, &eff, run, cpu, remote, fs, "smb", clamp))
+}
+
+/// The target directory through the client's tree, for [`crate::stale::sweep`].
+struct SmbDir<'a>(&'a mut Client);
+
+/// An SMB error as an I/O error, Ctrl-C as [`IoError::Interrupted`].
+fn io_err(e: SmbError) -> IoError {
+    match e {
+        SmbError::Interrupted => IoError::Interrupted,
+        e => IoError::Smb(e),
+    }
+}
+
+impl crate::stale::Listing for SmbDir<'_> {
+    fn dir(&self) -> String {
+        self.0.url.to_string()
+    }
+
+    fn local(&self) -> bool {
+        false
+    }
+
+    fn entries(&mut self) -> Result<Vec<crate::stale::Entry>, IoError> {
+        let path = self.0.url.path.clone();
+        let list = self.0.list(&path).map_err(io_err)?;
+        Ok(list
+            .into_iter()
+            .filter(|e| crate::stale::Owner::of(&e.name).is_some())
+            .map(|e| crate::stale::Entry {
+                name: e.name,
+                is_dir: e.is_dir,
+                bytes: e.size,
+                changed_s: None,
+            })
+            .collect())
+    }
+
+    fn dir_bytes(&mut self, name: &str) -> Option<u64> {
+        let path = self.0.join(name);
+        let list = self.0.list(&path).ok()?;
+        Some(list.iter().filter(|e| !e.is_dir).map(|e| e.size).sum())
+    }
+
+    fn remove(&mut self, e: &crate::stale::Entry) -> Result<(), IoError> {
+        let path = self.0.join(&e.name);
+        let c = &mut *self.0;
+        let r = if e.is_dir {
+            c.list(&path).and_then(|files| {
+                for f in files {
+                    match c.remove(&format!("{path}/{}", f.name)) {
+                        Err(err) if err.failure() != Failure::NotFound => return Err(err),
+                        _ => {}
+                    }
+                }
+                c.rmdir(&path)
+            })
+        } else {
+            c.remove(&path)
+        };
+        match r {
+            Err(err) if err.failure() != Failure::NotFound => Err(io_err(err)),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl RemoteFs for SmbFiles {

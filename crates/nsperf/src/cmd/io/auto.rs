@@ -105,11 +105,12 @@ pub fn run(a: AutoArgs) -> anyhow::Result<()> {
         }
     })
     .context("io auto")?;
-    for why in rep
-        .findings
-        .iter()
-        .filter(|f| matches!(f.id.as_str(), "engine_fallback" | "stale_files"))
-    {
+    for why in rep.findings.iter().filter(|f| {
+        matches!(
+            f.id.as_str(),
+            "engine_fallback" | "stale_files" | "stale_files_removed"
+        )
+    }) {
         eprintln!("nsperf: {}", why.message);
     }
     let csv_of: fn(&MatrixReport) -> String = if a.iozone_csv {

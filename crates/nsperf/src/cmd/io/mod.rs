@@ -31,7 +31,8 @@ pub enum IoCommand {
 /// What a run does about the directory before it starts.
 #[derive(Debug, Clone, Args)]
 pub struct DirCareArgs {
-    /// Remove stale `.nsperf-PID-*` files left in the directory by runs that died.
+    /// Also remove the stale `.nsperf-*` files nsperf cannot prove dead (another host's, or
+    /// a local PID not running here); those of this host's dead runs are always removed.
     #[arg(long)]
     pub clean: bool,
     /// Start even when the file system has less free space than the run needs.

@@ -378,7 +378,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
     for f in rep.findings.iter().filter(|f| {
         matches!(
             f.id.as_str(),
-            "engine_fallback" | "stale_files" | "mount_changed"
+            "engine_fallback"
+                | "stale_files"
+                | "stale_files_removed"
+                | "stale_files_unknown"
+                | "mount_changed"
         )
     }) {
         eprintln!("nsperf: {}", f.message);
