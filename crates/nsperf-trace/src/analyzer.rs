@@ -208,7 +208,9 @@ impl<S: ConnectionStore> Analyzer<S> {
         if sent.is_none() {
             self.summary.duplicated_frames += 1;
         } else {
-            flow.proto.segment(dir, seg, seg.payload(p.data), p.ts_ns);
+            let rtt = flow.conn.round_trips();
+            flow.proto
+                .segment(dir, seg, seg.payload(p.data), p.ts_ns, rtt);
         }
         if let Some(b) = bin {
             let (unique, rexmit) = sent.map_or((0, 0), |s| (s.unique, u64::from(s.rexmit)));
@@ -312,7 +314,10 @@ impl<S: ConnectionStore> Analyzer<S> {
 
     fn release(&mut self, mut l: Live) {
         let mut c = l.conn.summary();
-        c.protocol = l.proto.summary();
+        c.protocol = l.proto.summary(&c.diagnosis);
+        if let Some(d) = c.protocol.as_ref().and_then(|p| p.diagnosis.as_ref()) {
+            crate::proto::verdict::amend_tcp(&mut c.diagnosis, d);
+        }
         self.store.push(c);
         let n = self.cfg.series_connections;
         if n > 0 && l.bins.len() > 0 {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use nsperf_core::report::{Finding, Severity};
 
-use crate::model::{Limit, TcpConnection, TraceSummary};
+use crate::model::{Limit, ProtocolLimit, TcpConnection, TraceSummary};
 use crate::store::ConnectionStore;
 
 /// The finding id of a verdict.
@@ -115,6 +115,9 @@ pub fn findings<S: ConnectionStore>(
         if let Some(f) = connection_finding(&c) {
             out.push(f);
         }
+        if let Some(f) = protocol_finding(&c) {
+            out.push(f);
+        }
     }
     if s.connection_count as usize > top.max(1) {
         let text: Vec<String> = verdicts.iter().map(|(k, v)| format!("{v} {k}")).collect();
@@ -168,6 +171,50 @@ pub fn connection_finding(c: &TcpConnection) -> Option<Finding> {
         if let Some(v) = v {
             f = f.with(name, v);
         }
+    }
+    Some(f)
+}
+
+/// The finding id of a protocol verdict.
+pub fn protocol_finding_id(limit: ProtocolLimit) -> &'static str {
+    match limit {
+        ProtocolLimit::RequestsInFlight => "protocol_bound",
+        ProtocolLimit::Server => "server_bound",
+        ProtocolLimit::Client => "client_bound",
+        ProtocolLimit::Transfer => "network_bound",
+        ProtocolLimit::TooShort => "protocol_too_short",
+    }
+}
+
+/// The finding of what set a connection's storage protocol's pace (none when too few
+/// requests).
+pub fn protocol_finding(c: &TcpConnection) -> Option<Finding> {
+    let d = c.protocol.as_ref()?.diagnosis.as_ref()?;
+    if d.limit == ProtocolLimit::TooShort {
+        return None;
+    }
+    let mut f = Finding::new(
+        protocol_finding_id(d.limit),
+        Severity::Limit,
+        format!(
+            "connection {} ({} -> {}), {}: {}",
+            c.id, c.a, c.b, d.op, d.message
+        ),
+    )
+    .with("connection", f64::from(c.id))
+    .with("requests", d.requests as f64)
+    .with("in_flight", d.in_flight)
+    .with("size_mean_bytes", d.size_mean_bytes)
+    .with("path_rtt_ns", d.path_rtt_ns as f64)
+    .with("measured_bps", d.measured_bps)
+    .with("rtt_pct", d.rtt_pct)
+    .with("transfer_pct", d.transfer_pct)
+    .with("server_pct", d.server_pct)
+    .with("client_pct", d.client_pct)
+    .with("server_ns", d.server_ns)
+    .with("client_ns", d.client_ns);
+    if let Some(c) = d.ceiling_bps {
+        f = f.with("ceiling_bps", c);
     }
     Some(f)
 }

@@ -147,6 +147,140 @@ pub struct ProtocolStats {
     pub missing_bytes: u64,
     /// Times the decoder lost its place at a gap and found the next record again.
     pub resyncs: u64,
+    /// What set the protocol's pace, with the figures (absent before this field existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<ProtocolDiagnosis>,
+}
+
+/// What set the pace of a request/response protocol on one connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProtocolLimit {
+    /// Protocol-bound: the requests the client kept in flight, each waiting out the path
+    /// RTT (requests in flight × size / RTT is the ceiling).
+    RequestsInFlight,
+    /// The server's response time beyond the path RTT.
+    Server,
+    /// The client's think time between a reply and its next request.
+    Client,
+    /// Moving the data: the network (the TCP verdict says what in it).
+    Transfer,
+    /// Too few requests answered to judge.
+    #[default]
+    TooShort,
+}
+
+impl ProtocolLimit {
+    /// Every limit.
+    pub const ALL: [ProtocolLimit; 5] = [
+        ProtocolLimit::RequestsInFlight,
+        ProtocolLimit::Server,
+        ProtocolLimit::Client,
+        ProtocolLimit::Transfer,
+        ProtocolLimit::TooShort,
+    ];
+
+    /// The stable name (as in JSON).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProtocolLimit::RequestsInFlight => "requests_in_flight",
+            ProtocolLimit::Server => "server",
+            ProtocolLimit::Client => "client",
+            ProtocolLimit::Transfer => "transfer",
+            ProtocolLimit::TooShort => "too_short",
+        }
+    }
+}
+
+impl std::fmt::Display for ProtocolLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for ProtocolLimit {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ProtocolLimit, String> {
+        ProtocolLimit::ALL
+            .into_iter()
+            .find(|l| l.name() == s)
+            .ok_or_else(|| format!("unknown protocol limit '{s}'"))
+    }
+}
+
+/// The requests a protocol diagnosis is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestScope {
+    /// The data operations (READ, WRITE).
+    #[default]
+    Data,
+    /// Every request (a connection with too few data operations).
+    All,
+}
+
+/// What set a protocol's pace, request by request, from the client's side
+/// (docs/trace.md#what-set-the-protocols-pace).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProtocolDiagnosis {
+    /// What set the pace.
+    pub limit: ProtocolLimit,
+    /// The requests judged.
+    pub scope: RequestScope,
+    /// The operation most of them were (`READ`, `WRITE`, …).
+    pub op: String,
+    /// Requests answered in the scope.
+    pub requests: u64,
+    /// From the first call's first byte to the last reply's last byte, seconds.
+    pub span_s: f64,
+    /// Data moved by them (READ returned, WRITE sent), bytes.
+    pub data_bytes: u64,
+    /// Mean data per request, bytes (0 for the scope `all`).
+    pub size_mean_bytes: f64,
+    /// Requests the client had in flight on average, from its side (the sum of the
+    /// requests' slot times over the span: Little's law).
+    pub in_flight: f64,
+    /// `in_flight` is a lower bound: the rate measured needs at least that many (each
+    /// request costs a round trip and its own transfer), more than the capture point saw
+    /// (requests queued in the client's socket before they reached it are not seen).
+    pub in_flight_at_least: bool,
+    /// The path RTT used, ns (the TCP diagnosis's smallest path RTT).
+    pub path_rtt_ns: u64,
+    /// Per request, mean: its bytes moving or queued (behind other records, or in the
+    /// network's queues beyond the capture point), ns.
+    pub transfer_ns: f64,
+    /// Per request, mean: its own bytes passing the capture point (the call's first to last
+    /// byte, and the reply's), ns.
+    pub moving_ns: f64,
+    /// Per request, mean: the path RTT it waited out, ns.
+    pub rtt_ns: f64,
+    /// Per request, mean: the server's time beyond the path RTT, ns.
+    pub server_ns: f64,
+    /// Per request that followed a reply, mean: the client's think time before it, ns.
+    pub client_ns: f64,
+    /// Shares of the requests' slot time, %: transfer, RTT, server, client.
+    pub transfer_pct: f64,
+    /// Share waiting out the path RTT, %.
+    pub rtt_pct: f64,
+    /// Share at the server, %.
+    pub server_pct: f64,
+    /// Share in the client's think time, %.
+    pub client_pct: f64,
+    /// Requests answered per second over the span.
+    pub measured_per_s: f64,
+    /// Ceiling of the requests in flight: in flight / (path RTT + `moving_ns`), requests
+    /// per second (a bound, not a measurement: each request costs at least a round trip and
+    /// the time its own bytes take to cross).
+    pub ceiling_per_s: Option<f64>,
+    /// Data moved per second over the span, bit/s.
+    pub measured_bps: f64,
+    /// Ceiling of the requests in flight: in flight × size / (path RTT + `moving_ns`),
+    /// bit/s (scope `data` only).
+    pub ceiling_bps: Option<f64>,
+    /// The TCP verdict of the connection it was judged beside.
+    pub tcp_limit: Limit,
+    /// The sentence shown to the user.
+    pub message: String,
 }
 
 /// One operation (RPC procedure) of a connection.

@@ -10,11 +10,13 @@
 
 pub mod nfs;
 pub mod ops;
+pub mod pace;
 pub mod rpc;
 pub mod stream;
+pub mod verdict;
 
 use crate::decode::TcpSegment;
-use crate::model::{AppProtocol, ProtocolStats};
+use crate::model::{AppProtocol, Diagnosis, ProtocolStats};
 use crate::wire::tcp::flags;
 
 use nfs::RpcSession;
@@ -42,8 +44,16 @@ pub enum ProtoState {
 
 impl ProtoState {
     /// One segment sent by side `dir`, not a copy; `payload` is what the capture holds of
-    /// its payload.
-    pub fn segment(&mut self, dir: usize, seg: &TcpSegment, payload: &[u8], t: i64) {
+    /// its payload; `rtt` the round trips from the capture point to each side and back as
+    /// the TCP layer has measured them so far.
+    pub fn segment(
+        &mut self,
+        dir: usize,
+        seg: &TcpSegment,
+        payload: &[u8],
+        t: i64,
+        rtt: pace::RoundTrips,
+    ) {
         if seg.payload_len > 0 {
             let looked = match self {
                 ProtoState::Undecided => 0,
@@ -62,14 +72,20 @@ impl ProtoState {
             }
         }
         if let ProtoState::Rpc(c) = self {
+            c.session.pace.rtt = rtt;
             c.segment(dir, seg, payload, t);
         }
     }
 
-    /// The figures, when the connection carried a protocol decoded.
-    pub fn summary(&self) -> Option<ProtocolStats> {
+    /// The figures, when the connection carried a protocol decoded, with what set its
+    /// pace judged beside the connection's TCP diagnosis `tcp`.
+    pub fn summary(&self, tcp: &Diagnosis) -> Option<ProtocolStats> {
         match self {
-            ProtoState::Rpc(c) => Some(c.summary()),
+            ProtoState::Rpc(c) => {
+                let mut s = c.summary();
+                s.diagnosis = Some(verdict::diagnose(&c.session.pace, &s.ops, tcp));
+                Some(s)
+            }
             _ => None,
         }
     }
@@ -108,6 +124,9 @@ impl RpcConn {
         if seg.flags & flags::FIN != 0 {
             streams[dir].fin(seg.seq.wrapping_add(seg.payload_len));
         }
+        for (d, f) in framers.iter().enumerate() {
+            session.pace.open(d, f.open_since());
+        }
     }
 
     /// The figures so far.
@@ -142,6 +161,7 @@ impl RpcConn {
             malformed_records: s.malformed,
             missing_bytes: self.streams.iter().map(|x| x.missing_bytes).sum(),
             resyncs: self.framers.iter().map(|x| x.resyncs).sum(),
+            diagnosis: None,
         }
     }
 }

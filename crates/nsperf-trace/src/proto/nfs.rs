@@ -9,6 +9,7 @@ use nsperf_nfs::rpc::{self, CALL, REPLY};
 use nsperf_nfs::xdr::XdrReader;
 
 use super::ops::{OpKey, OpTable};
+use super::pace::{CallMark, Pace};
 use super::rpc::Record;
 
 /// Calls waiting for their reply, per connection, at most; an older one is then counted as
@@ -24,6 +25,12 @@ struct Pending {
     op: OpKey,
     /// When its last byte passed the capture point.
     t: i64,
+    /// What its reply needs for the pace.
+    mark: CallMark,
+    /// Bytes a WRITE sent (None: not a data operation; READ's come with the reply).
+    written: Option<u32>,
+    /// A data operation (READ, WRITE).
+    data: bool,
 }
 
 /// The RPC state of one connection.
@@ -43,6 +50,8 @@ pub struct RpcSession {
     /// NFS versions seen in calls, as a bit set (bit v).
     pub nfs_versions: u32,
     in_flight: InFlight,
+    /// Where each request's time went.
+    pub pace: Pace,
 }
 
 /// Requests in flight over time: the protocol's window.
@@ -133,19 +142,20 @@ pub fn program_name(prog: u32) -> &'static str {
 impl RpcSession {
     /// One complete record sent by side `from`.
     pub fn record(&mut self, from: usize, r: &Record<'_>) {
+        let moved = self.pace.record(from, r.len, r.first_ns, r.last_ns);
         let mut x = XdrReader::new(r.head);
         let (Ok(xid), Ok(kind)) = (x.u32(), x.u32()) else {
             self.malformed += 1;
             return;
         };
         match kind {
-            CALL => self.call(from, xid, r),
-            REPLY => self.reply(from, xid, r),
+            CALL => self.call(from, xid, r, moved),
+            REPLY => self.reply(from, xid, r, moved),
             _ => self.malformed += 1,
         }
     }
 
-    fn call(&mut self, from: usize, xid: u32, r: &Record<'_>) {
+    fn call(&mut self, from: usize, xid: u32, r: &Record<'_>, moved: i64) {
         let mut x = XdrReader::new(r.head);
         let Ok(h) = rpc::parse_call(&mut x) else {
             self.malformed += 1;
@@ -166,6 +176,8 @@ impl RpcSession {
         if h.prog == NFS_PROG && h.vers < 32 {
             self.nfs_versions |= 1 << h.vers;
         }
+        let data =
+            h.prog == NFS_PROG && h.vers == 3 && matches!(h.proc_, proc3::READ | proc3::WRITE);
         self.calls_by_side[from] += 1;
         let s = self.ops.get(op);
         s.calls += 1;
@@ -178,6 +190,7 @@ impl RpcSession {
             // matches it.
             return;
         }
+        let mark = self.pace.call(from, r.first_ns, r.last_ns, moved, data);
         if self.pending.len() >= MAX_PENDING {
             self.pending.remove(0);
             self.unanswered_calls += 1;
@@ -188,11 +201,14 @@ impl RpcSession {
             from,
             op,
             t: r.last_ns,
+            mark,
+            written,
+            data,
         });
         self.in_flight.step(r.last_ns, 1);
     }
 
-    fn reply(&mut self, from: usize, xid: u32, r: &Record<'_>) {
+    fn reply(&mut self, from: usize, xid: u32, r: &Record<'_>, moved: i64) {
         let Some(i) = self
             .pending
             .iter()
@@ -215,17 +231,22 @@ impl RpcSession {
             Ok(_) => Some(0),
             Err(_) => None,
         };
+        let mut moved_bytes = p.written;
         match status {
             Some(0) => {
                 if p.op.prog == NFS_PROG && p.op.vers == 3 && p.op.proc_ == proc3::READ {
                     if let Ok(Ok(h)) = nfs3::decode_read_head(&mut x) {
                         s.note_size(h.count);
+                        moved_bytes = Some(h.count);
                     }
                 }
             }
             Some(st) => s.note_error(st),
             None => s.rpc_errors += 1,
         }
+        let data = p.data.then(|| u64::from(moved_bytes.unwrap_or(0)));
+        self.pace
+            .reply(from, &p.mark, r.first_ns, r.last_ns, moved, data);
     }
 
     /// Requests in flight over time.

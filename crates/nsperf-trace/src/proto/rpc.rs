@@ -23,7 +23,7 @@ pub struct Record<'a> {
     pub head: &'a [u8],
     /// Length of the record, all fragments, marks excluded.
     pub len: u64,
-    /// Capture time of the segment carrying its first byte, ns.
+    /// Capture time of the segment carrying its first byte (of its first record mark), ns.
     pub first_ns: i64,
     /// Capture time of the segment carrying its last byte, ns.
     pub last_ns: i64,
@@ -134,6 +134,10 @@ impl RecordFramer {
             match self.state {
                 State::Hunting => return,
                 State::Mark(have) => {
+                    if have == 0 && self.record_len == 0 && self.head_len == 0 {
+                        // The record's first byte.
+                        self.first_ns = t;
+                    }
                     let n = (4 - have).min(b.len());
                     self.mark[have..have + n].copy_from_slice(&b[..n]);
                     b = &b[n..];
@@ -147,9 +151,6 @@ impl RecordFramer {
                         self.skipped_bytes += b.len() as u64;
                         self.state = State::Hunting;
                         return;
-                    }
-                    if self.record_len == 0 && self.head_len == 0 {
-                        self.first_ns = t;
                     }
                     self.state = State::Fragment(len as u64, last);
                     if len == 0 && last {
@@ -173,6 +174,16 @@ impl RecordFramer {
                     }
                 }
             }
+        }
+    }
+
+    /// When a record is passing (some of its bytes seen, not all): the capture time of its
+    /// first byte.
+    pub fn open_since(&self) -> Option<i64> {
+        match self.state {
+            State::Hunting => None,
+            State::Mark(0) if self.record_len == 0 && self.head_len == 0 => None,
+            _ => Some(self.first_ns),
         }
     }
 

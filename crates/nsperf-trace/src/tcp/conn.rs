@@ -2,6 +2,7 @@
 
 use crate::decode::TcpSegment;
 use crate::model::{PathRtt, RttSource, TcpConnection};
+use crate::proto::pace::RoundTrips;
 use crate::tcp::frames::FrameKey;
 use crate::tcp::half::{Half, Sent};
 
@@ -56,6 +57,18 @@ impl TcpConn {
                 Some(isn) => isn != seg.seq,
                 None => self.finished,
             }
+    }
+
+    /// The round trip from the capture point to each side and back, as measured so far: the
+    /// smallest time from a segment of the other side (SYN or data) to this side's ACK of it
+    /// (0: not measured yet), and the smallest of the last few (the RTT of now).
+    pub(crate) fn round_trips(&self) -> RoundTrips {
+        let of = |h: &Half| (h.rtt.min().unwrap_or(0), h.recent_rtt().unwrap_or(0));
+        let (a, b) = (of(&self.half[1]), of(&self.half[0]));
+        RoundTrips {
+            min_ns: [a.0, b.0],
+            recent_ns: [a.1, b.1],
+        }
     }
 
     /// True once the connection is closed and its last FIN acknowledged, or reset.

@@ -63,6 +63,10 @@ impl TsClock {
     }
 }
 
+/// Data → ACK samples behind the RTT of now: the smallest of the last few (a delayed ACK
+/// cannot raise it; a queue that builds up does).
+const RECENT_RTT: usize = 16;
+
 /// The previous data segment of a sender, for the gap before the next one.
 #[derive(Debug, Clone, Copy)]
 struct Previous {
@@ -89,6 +93,9 @@ pub(crate) struct Half {
     outstanding: VecDeque<Outstanding>,
     /// Data → ACK: the part of the path beyond the capture point.
     pub rtt: RttHistogram,
+    /// The last data → ACK samples (a ring), for the RTT of now.
+    recent_rtt: [u64; RECENT_RTT],
+    recent_rtt_n: usize,
     tsvals: VecDeque<(u32, i64)>,
     /// This side's TSvals → the peer's echoes.
     pub rtt_ts: RttHistogram,
@@ -254,6 +261,12 @@ impl Half {
         }
     }
 
+    /// The data → ACK time of now: the smallest of the last samples (None before any).
+    pub fn recent_rtt(&self) -> Option<u64> {
+        let n = self.recent_rtt_n.min(RECENT_RTT);
+        self.recent_rtt[..n].iter().copied().min()
+    }
+
     /// The peer acknowledged up to `ack_abs` at `t`: RTT of the newest segment it covers
     /// (Karn: not a retransmitted one). True when new data was acknowledged.
     pub fn acknowledged(&mut self, ack_abs: u64, t: i64) -> bool {
@@ -274,7 +287,10 @@ impl Half {
         }
         if let Some(o) = sample {
             if !o.retransmitted && t >= o.sent {
-                self.rtt.record((t - o.sent) as u64);
+                let ns = (t - o.sent) as u64;
+                self.rtt.record(ns);
+                self.recent_rtt[self.recent_rtt_n % RECENT_RTT] = ns;
+                self.recent_rtt_n += 1;
             }
         }
         true

@@ -169,7 +169,17 @@ pub struct Seg {
     pub sack: Option<(u32, u32)>,
 }
 
-/// An Ethernet/IPv4/TCP frame for `s`.
+/// An Ethernet/IPv4/TCP frame for `s` carrying `payload` (`s.len` bytes; zeros where
+/// `payload` is shorter).
+pub fn tcp_frame_with(s: &Seg, payload: &[u8]) -> Vec<u8> {
+    let mut f = tcp_frame(s);
+    let at = f.len() - s.len;
+    let n = payload.len().min(s.len);
+    f[at..at + n].copy_from_slice(&payload[..n]);
+    f
+}
+
+/// An Ethernet/IPv4/TCP frame for `s` (a payload of `s.len` zero bytes).
 pub fn tcp_frame(s: &Seg) -> Vec<u8> {
     let mut opts = Vec::new();
     if let Some((mss, ws)) = s.syn_opts {

@@ -5,11 +5,19 @@
 //! delayed ACKs, window updates). Virtual clock, seeded RNG: the same parameters give the same
 //! capture. The capture point sits `vantage` of the way from the sender (0, before the
 //! bottleneck queue, as tcpdump on the sending host) to the receiver (1).
+//!
+//! With [`PathSim::rpc`], the transfer is an NFSv3 workload instead of a bulk one ([`rpc`]):
+//! the receiver sends requests, the sender's data is the replies (READ), or the sender's
+//! data is the requests and the receiver answers them (WRITE).
+
+mod rpc;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
-use super::{Rng, Seg, tcp_frame};
+pub use rpc::{RpcLoad, RpcOp};
+
+use super::{Rng, Seg, tcp_frame_with};
 use crate::wire::tcp::flags::{ACK, FIN, PSH, SYN};
 
 const SND: ([u8; 4], u16) = ([10, 77, 0, 1], 40000);
@@ -66,6 +74,8 @@ pub struct PathSim {
     /// Slow-start threshold at the start, segments (`None`: unlimited); Linux's HyStart
     /// leaves slow start early in much the same way.
     pub initial_ssthresh: Option<u32>,
+    /// An NFSv3 request/response workload instead of a bulk transfer of `bytes`.
+    pub rpc: Option<RpcLoad>,
 }
 
 impl Default for PathSim {
@@ -91,6 +101,7 @@ impl Default for PathSim {
             duplicate_frames: None,
             max_ns: 60_000_000_000,
             initial_ssthresh: None,
+            rpc: None,
         }
     }
 }
@@ -106,6 +117,13 @@ enum Event {
     DelAck(u64),
     AppWrite,
     Read,
+    /// The receiver sends its next request or reply (RPC workload): its XID.
+    RpcSend(u32),
+    /// A receiver's segment with a record reaches the sender: (length, ack, window bytes,
+    /// tsval, XID).
+    RpcArrive(u32, u64, u64, u32, u32),
+    /// The sender's application writes the record of this XID (RPC workload).
+    RpcAppend(u32),
 }
 
 struct Sender {
@@ -152,6 +170,8 @@ struct World<'a> {
     s: Sender,
     r: Receiver,
     done: bool,
+    /// The RPC workload's state.
+    rpc: Option<rpc::RpcState>,
 }
 
 /// Simulates the transfer and returns the frames seen at the capture point, in time order.
@@ -197,9 +217,12 @@ pub fn simulate(p: &PathSim) -> Vec<(i64, Vec<u8>)> {
             ip_id: 30000,
         },
         done: false,
+        rpc: p.rpc.clone().map(rpc::RpcState::new),
     };
     w.handshake();
-    if p.app_bps.is_some() {
+    if w.rpc.is_some() {
+        w.rpc_start();
+    } else if p.app_bps.is_some() {
         w.at(w.now, Event::AppWrite);
     } else {
         w.s.app_limit = p.bytes;
@@ -240,11 +263,16 @@ impl World<'_> {
     }
 
     fn capture(&mut self, t: i64, seg: Seg) {
-        self.out.push((t, tcp_frame(&seg)));
+        self.capture_with(t, seg, &[]);
+    }
+
+    /// Captures `seg` carrying `payload` (zeros beyond it).
+    fn capture_with(&mut self, t: i64, seg: Seg, payload: &[u8]) {
+        self.out.push((t, tcp_frame_with(&seg, payload)));
         if let Some(max) = self.p.duplicate_frames {
             let copy = Seg { ttl: 63, ..seg };
             let delay = 1_000 + self.copy_rng.below(max.max(1) as usize) as i64;
-            self.out.push((t + delay, tcp_frame(&copy)));
+            self.out.push((t + delay, tcp_frame_with(&copy, payload)));
         }
     }
 
@@ -308,7 +336,7 @@ impl World<'_> {
         Seg {
             src: RCV,
             dst: SND,
-            seq: ISN_R + 1,
+            seq: (ISN_R + 1).wrapping_add(self.rpc.as_ref().map_or(0, |r| r.r_sent as u32)),
             ack: ISN_S.wrapping_add(1).wrapping_add(self.r.nxt as u32),
             flags: ACK | if fin { FIN } else { 0 },
             window: (window >> self.p.window_scale).min(65535) as u16,
@@ -357,6 +385,11 @@ impl World<'_> {
                 }
                 self.send();
             }
+            Event::RpcSend(xid) => self.rpc_send(xid),
+            Event::RpcArrive(len, ack, wnd, tsval, xid) => {
+                self.rpc_arrive(len, ack, wnd, tsval, xid)
+            }
+            Event::RpcAppend(xid) => self.rpc_append(xid),
             Event::Read => {
                 self.r.buffered = self.r.buffered.saturating_sub(u64::from(self.p.read_chunk));
                 let w = self.window();
@@ -437,6 +470,9 @@ impl World<'_> {
         }
         if self.p.read_bps.is_none() {
             self.r.buffered = 0;
+        }
+        if self.rpc.is_some() {
+            self.rpc_delivered();
         }
         if fin && seq + u64::from(len) == self.r.nxt && self.r.nxt == self.p.bytes {
             self.r.fin = true;
@@ -543,15 +579,16 @@ impl World<'_> {
                 }
                 break;
             }
-            // Sender silly-window avoidance: no small segment while data is outstanding.
-            if len < mss && flight > 0 && self.s.nxt + len < self.p.bytes {
+            // Sender silly-window avoidance: no small segment while data is outstanding
+            // (not for RPC, whose sockets are TCP_NODELAY).
+            if len < mss && flight > 0 && self.s.nxt + len < self.p.bytes && self.rpc.is_none() {
                 break;
             }
             let nxt = self.s.nxt;
             self.transmit(nxt, len as u32, false);
             self.s.nxt += len;
         }
-        if self.s.una == self.p.bytes && !self.s.fin_sent {
+        if self.s.una == self.p.bytes && !self.s.fin_sent && self.rpc.is_none() {
             self.s.fin_sent = true;
             self.transmit(self.p.bytes, 0, true);
         }
@@ -565,7 +602,7 @@ impl World<'_> {
             src: SND,
             dst: RCV,
             seq: ISN_S.wrapping_add(1).wrapping_add(seq as u32),
-            ack: ISN_R + 1,
+            ack: (ISN_R + 1).wrapping_add(self.rpc.as_ref().map_or(0, |r| r.s_received as u32)),
             flags: ACK | PSH | if fin { FIN } else { 0 },
             window: 502,
             len: len as usize,
@@ -582,8 +619,13 @@ impl World<'_> {
                 self.arm_rto();
             }
         }
+        let payload = self
+            .rpc
+            .as_ref()
+            .map_or(&[][..], |r| r.sender_bytes(seq, len));
+        let payload = payload.to_vec();
         if self.p.vantage <= 0.0 {
-            self.capture(self.now, seg);
+            self.capture_with(self.now, seg, &payload);
         }
         // Drop-tail queue, then random loss on the link.
         while self.departures.front().is_some_and(|&d| d <= self.now) {
@@ -603,7 +645,7 @@ impl World<'_> {
         }
         let ow = self.one_way();
         if self.p.vantage > 0.0 {
-            self.capture(depart + (self.p.vantage * ow as f64) as i64, seg);
+            self.capture_with(depart + (self.p.vantage * ow as f64) as i64, seg, &payload);
         }
         self.at(depart + ow, Event::Data(seq, len, fin, tsval));
     }

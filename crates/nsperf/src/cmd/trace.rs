@@ -507,6 +507,9 @@ fn protocol_table(p: &ProtocolStats) -> String {
         ]);
     }
     s.push_str(&t.render());
+    if let Some(d) = &p.diagnosis {
+        s.push_str(&format!("protocol's pace: {}\n", d.message));
+    }
     s
 }
 
