@@ -97,6 +97,11 @@ pub struct Report<Spec, Interval, Summary> {
     pub command: String,
     /// Wall-clock start, nanoseconds since the Unix epoch.
     pub started_unix_ns: u64,
+    /// When the measured part began (after connections, file creation and layout), on the
+    /// same clock: the instant `intervals` count from. Absent where the engine does not
+    /// say (then `started_unix_ns` is the best estimate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_unix_ns: Option<u64>,
     /// Measured duration of the run in nanoseconds (monotonic clock).
     pub duration_ns: u64,
     /// Every parameter of the run, defaults included.
@@ -121,6 +126,7 @@ impl<Spec, Interval, Summary> Report<Spec, Interval, Summary> {
             nsperf_version: env!("CARGO_PKG_VERSION").to_string(),
             command: command.to_string(),
             started_unix_ns: crate::clock::unix_time_ns(),
+            measured_unix_ns: None,
             duration_ns: 0,
             spec,
             hosts: Vec::new(),

@@ -58,12 +58,19 @@ pub struct Observer<'a> {
     /// Have the jobs publish each op's latency too ([`JobProgress::read_latency`]); without
     /// it those stay empty and the op loop does not touch them.
     pub latency: bool,
+    /// Called once on the calling thread when a record workload is set up (files created
+    /// and laid out, the cache state set, every job's connection or engine open) and every
+    /// job waits at its start: the jobs start when it returns. A start barrier across hosts
+    /// holds here, so setup times do not skew the measured starts. Returning false starts
+    /// nothing: the run ends at once as interrupted.
+    pub ready: Option<&'a mut dyn FnMut() -> bool>,
 }
 
 impl std::fmt::Debug for Observer<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Observer")
             .field("latency", &self.latency)
+            .field("ready", &self.ready.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -132,7 +139,7 @@ pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
 pub fn run_observed(cfg: &RunConfig, observer: Option<Observer<'_>>) -> Result<IoReport, IoError> {
     cfg.validate()?;
     if cfg.target.is_remote() {
-        return crate::remote::run(cfg);
+        return crate::remote::run(cfg, observer);
     }
     let pre = match &cfg.target {
         Target::Dir { path } => preflight(
@@ -240,7 +247,7 @@ fn run_block(
                 len: per_file,
             });
         }
-        Target::Nfs { .. } | Target::Smb { .. } => return crate::remote::run(cfg),
+        Target::Nfs { .. } | Target::Smb { .. } => return crate::remote::run(cfg, observer),
     }
     if cfg.cache == CacheMode::RemoteWarm {
         if let Target::Dir { path } = &cfg.target {
@@ -353,6 +360,7 @@ fn run_block(
 
     let mut rep = IoReport::new("io", cfg.clone(), Default::default());
     rep.started_unix_ns = started_unix_ns;
+    rep.measured_unix_ns = measured_unix_ns(&outcomes, (report_start, started_unix_ns));
     rep.hosts.push(HostRecord {
         role: "local".into(),
         facts,
@@ -434,9 +442,22 @@ fn read_back(
 
 pub(crate) type JobResult = Result<JobOutcome, (&'static str, io::Error)>;
 
+/// When the first job's measured pass began (the zero of the report's intervals), on the
+/// wall clock: `reference` is one instant read on both clocks.
+pub(crate) fn measured_unix_ns(outs: &[JobOutcome], reference: (Instant, u64)) -> Option<u64> {
+    let first = outs.iter().map(|o| o.start).min()?;
+    let (at, unix_ns) = reference;
+    Some(if first >= at {
+        unix_ns + first.duration_since(at).as_nanos() as u64
+    } else {
+        unix_ns.saturating_sub(at.duration_since(first).as_nanos() as u64)
+    })
+}
+
 /// One thread per job, each with the engine `make` builds for its plan; all start together
-/// behind a barrier. The calling thread samples the jobs' live counters for `observer` once
-/// per interval until they end.
+/// behind a barrier, once every engine is built and the observer's `ready` returned. The
+/// calling thread samples the jobs' live counters for `observer` once per interval until
+/// they end.
 pub(crate) fn run_jobs<E: IoEngine, F>(
     cfg: &RunConfig,
     plans: Vec<JobPlan>,
@@ -446,11 +467,14 @@ pub(crate) fn run_jobs<E: IoEngine, F>(
 where
     F: Fn(&JobPlan) -> io::Result<E> + Sync,
 {
+    let mut observer = observer;
+    // Every job's engine is built (`ready`), then all start at once (`go`).
+    let ready = Barrier::new(plans.len() + 1);
     let barrier = Barrier::new(plans.len() + 1);
     let with_latency = observer.as_ref().is_some_and(|o| o.latency);
     let live: Vec<LiveJob> = plans.iter().map(|_| LiveJob::new(with_latency)).collect();
     let total_ops = (!cfg.time_based).then(|| cfg.blocks() * cfg.jobs as u64);
-    let (make, barrier, live_ref) = (&make, &barrier, &live);
+    let (make, ready, barrier, live_ref) = (&make, &ready, &barrier, &live);
     std::thread::scope(|s| {
         let handles: Vec<_> = plans
             .into_iter()
@@ -466,6 +490,7 @@ where
                     unsafe { libc::unshare(libc::CLONE_FILES) };
                     let engine = make(&plan);
                     let mut pool = BufferPool::new(plan.bs, plan.depth, cfg.seed ^ plan.id as u64);
+                    ready.wait();
                     barrier.wait();
                     let mut engine = engine.map_err(|e| ("engine setup", e))?;
                     let begin = Instant::now();
@@ -481,6 +506,12 @@ where
                 })
             })
             .collect();
+        ready.wait();
+        if let Some(hold) = observer.as_mut().and_then(|o| o.ready.take())
+            && !hold()
+        {
+            nsperf_core::signal::request_stop();
+        }
         barrier.wait();
         if let Some(observe) = observer {
             let measure = Instant::now() + cfg.ramp.unwrap_or_default();

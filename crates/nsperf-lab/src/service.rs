@@ -307,7 +307,27 @@ pub enum Stopped {
 /// Waits until asked to stop, the emulator (`pid`, `ticks`) is gone, or a child exits; then
 /// stops the children (SIGTERM, SIGKILL after 2 s).
 pub fn supervise(children: &mut [(String, Child)], emulator: Option<(u32, u64)>) -> Stopped {
+    supervise_ticking(children, emulator, Duration::from_millis(200), &mut || {})
+}
+
+/// [`supervise`], calling `tick` every `every` (at most 1 s) while it waits.
+pub fn supervise_ticking(
+    children: &mut [(String, Child)],
+    emulator: Option<(u32, u64)>,
+    every: Duration,
+    tick: &mut dyn FnMut(),
+) -> Stopped {
+    let every = every.min(Duration::from_secs(1));
+    let mut next = Instant::now();
     let why = loop {
+        let now = Instant::now();
+        if now >= next {
+            tick();
+            next += every;
+            if next < now {
+                next = now + every;
+            }
+        }
         if nsperf_core::signal::interrupted() {
             break Stopped::Asked;
         }
@@ -322,7 +342,7 @@ pub fn supervise(children: &mut [(String, Child)], emulator: Option<(u32, u64)>)
         {
             break Stopped::ServerExited(format!("{name} exited ({st})"));
         }
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
     };
     for (_, c) in children.iter_mut() {
         signal(c.id(), libc::SIGTERM);

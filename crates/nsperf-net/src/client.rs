@@ -105,6 +105,7 @@ fn run_nsperf(
     // `--awake`: held until the results are in (released on drop, also on an error).
     let awake = p.awake_hold();
     let t_run = Instant::now();
+    let measured_unix_ns = nsperf_core::clock::unix_time_ns();
     let ctl = Arc::new(Control::on_cpu(cfg.local.cpu));
     let cookie = accepted.cookie as u32;
     let format = |stream| Format::Nsperf { stream, cookie };
@@ -150,6 +151,7 @@ fn run_nsperf(
         sweep,
         duration_ns: t_run.elapsed().as_nanos() as u64,
         stopped_by,
+        measured_unix_ns,
         iperf3: None,
     })
 }

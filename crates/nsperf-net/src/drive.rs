@@ -64,6 +64,9 @@ pub struct ClientRun {
     pub sweep: Vec<SweepPoint>,
     /// Measured duration from start to results, ns.
     pub duration_ns: u64,
+    /// When the data streams started (the zero of the intervals), wall clock, ns since the
+    /// Unix epoch.
+    pub measured_unix_ns: u64,
     /// Why the client ended the test.
     pub stopped_by: StopReason,
     /// Against an iperf3 server: the results both ends exchanged (the server's are all it

@@ -39,6 +39,7 @@ pub fn call(data: &[u8]) {
             fs,
             port: 2049,
             verifier: 1,
+            served: Default::default(),
         })
     });
     let Some(cx) = cx else { return };

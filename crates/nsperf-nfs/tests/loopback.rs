@@ -116,6 +116,53 @@ fn write_then_read_back_with_many_in_flight() {
     assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 0);
 }
 
+/// The server's own count: the data of every WRITE it took and every READ it answered,
+/// exactly, and the calls (MOUNT, LOOKUP, CREATE, … counted too).
+#[test]
+fn the_server_counts_what_it_served() {
+    let d = std::env::temp_dir().join(format!("nsperf-nfs-count-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let _dir = Dir(d.clone());
+    let srv = Server::bind(&ServerConfig {
+        dir: d,
+        bind: "127.0.0.1:0".parse().unwrap(),
+        read_only: false,
+        portmap_111: false,
+    })
+    .unwrap();
+    let served = srv.served();
+    let url: NfsUrl = format!(
+        "nfs://127.0.0.1:{}{}",
+        srv.local_addr().port(),
+        srv.export()
+    )
+    .parse()
+    .unwrap();
+    let _h = srv.spawn();
+    assert_eq!(served.snapshot().bytes(), 0);
+    let mut s = Session::open(&url, T).unwrap();
+    let dir = s.dir;
+    let fh = s.client.create(&dir, ".nsperf-c-1").unwrap();
+    let block = vec![7u8; 10_000];
+    for i in 0..5u64 {
+        s.client
+            .write(&fh, ".nsperf-c-1", i * 10_000, &block, Stable::Unstable)
+            .unwrap();
+    }
+    let mut buf = vec![0u8; 30_000];
+    let (got, _) = s.client.read(&fh, ".nsperf-c-1", 0, &mut buf).unwrap();
+    assert_eq!(got, 30_000);
+    // A read past the end of the file serves what there is.
+    let (tail, _) = s.client.read(&fh, ".nsperf-c-1", 45_000, &mut buf).unwrap();
+    assert_eq!(tail, 5_000);
+    let c = served.snapshot();
+    assert_eq!(c.write_bytes, 50_000);
+    assert_eq!(c.read_bytes, 35_000);
+    assert_eq!(c.bytes(), 85_000);
+    assert!(c.calls >= 8, "{c:?}");
+    s.client.remove(&dir, ".nsperf-c-1").unwrap();
+}
+
 #[test]
 fn missing_export_and_path_and_read_only() {
     let (_dir, _srv, url) = serve("err", true);

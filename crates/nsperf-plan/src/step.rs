@@ -139,6 +139,34 @@ pub struct StepRequest {
     /// runs (an agent streams them to its coordinator).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub progress: bool,
+    /// Hold the start after setup (an io step's record workload: files created and laid
+    /// out, connections open): print [`StepReport::Ready`], then read a [`StepGo`] on
+    /// standard input and start measuring at its time. The start barrier of a step on
+    /// many hosts, taken after every host's setup rather than before it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hold: bool,
+}
+
+/// The start a held step waits for (one JSON line on its standard input after the request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepGo {
+    /// Start measuring at this wall-clock time (ns since the Unix epoch, this host's clock);
+    /// a time in the past starts at once.
+    pub start_at_unix_ns: u64,
+}
+
+/// A file service's own count of what it served since it started, sampled while it runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceCount {
+    /// When the counters were read (wall clock, ns since the Unix epoch).
+    pub at_unix_ns: u64,
+    /// Data bytes of the READ replies sent so far.
+    pub read_bytes: u64,
+    /// Data bytes of the WRITE calls taken so far.
+    pub write_bytes: u64,
+    /// Calls answered so far.
+    pub calls: u64,
 }
 
 impl StepRequest {
@@ -148,6 +176,7 @@ impl StepRequest {
             spec,
             start_at_unix_ns: None,
             progress: false,
+            hold: false,
         }
     }
 }
@@ -186,7 +215,15 @@ pub enum StepReport {
         /// Where clients reach it.
         url: String,
     },
+    /// A service step's own count so far (the embedded NFS server: every
+    /// [`SERVICE_COUNT_EVERY`] while it serves).
+    ServiceCount(ServiceCount),
+    /// A held step is set up and waits for its [`StepGo`].
+    Ready,
 }
+
+/// How often a service step prints its own count.
+pub const SERVICE_COUNT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl StepSpec {
     /// The site the step runs in, if any.

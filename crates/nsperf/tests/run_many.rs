@@ -121,7 +121,11 @@ command = ["sh", "-c", "ip -o -4 addr show dev wan0 | awk '{{{{print $4}}}}' >> 
     }
     let by = |s: &str| runs.iter().find(|r| r.step == s).unwrap();
     let nfs = by("nfs");
-    let parts = store.hosts(nfs.id).unwrap();
+    let all = store.hosts(nfs.id).unwrap();
+    // Through the embedded NFS server: its own count is a part of its own, beside the clients.
+    let (server, parts): (Vec<_>, Vec<_>) = all.into_iter().partition(|h| h.role == "server");
+    assert_eq!(server.len(), 1, "{server:?}");
+    assert!(nfs.metrics["server_vs_clients_pct"].is_finite());
     let sum: u64 = parts.iter().filter_map(|h| h.payload_bytes).sum();
     assert_eq!(nfs.payload_bytes, Some(sum));
     assert!(!store.series(nfs.id).unwrap().is_empty());
@@ -161,4 +165,118 @@ command = ["sh", "-c", "ip -o -4 addr show dev wan0 | awk '{{{{print $4}}}}' >> 
     let lab = out["lab"].as_str().unwrap().to_string();
     let list = run(&["lab", "list"]);
     assert!(!list.stdout.contains(&lab), "{}", list.stdout);
+}
+
+/// Issue 21's "done when": 8 client sites write at once through a 200 Mbit/s star port to
+/// the embedded NFS server in the server's site. The clients' aggregate (over the window
+/// every client measured) is within 5 % of the server's own count over that window and at
+/// or below the port's payload rate; every client got a share (Jain's index reported); and
+/// every client's first measured interval began within 10 ms of the others' (the start
+/// barrier is taken after each client's mount and file creation).
+#[test]
+fn eight_client_sites_through_one_port_agree_with_the_servers_count() {
+    let what = "8 client sites against the embedded NFS server";
+    if !require_lab(what) {
+        return;
+    }
+    let dir = Scratch::new(TMPFS, "run-many-nfs");
+    let export = Path::new(dir.path()).join("export");
+    std::fs::create_dir(&export).unwrap();
+    let plan = write_plan(
+        &dir,
+        &format!(
+            r#"name = "eight"
+repetitions = 1
+[lab]
+sites = ["nas"]
+clients = 8
+topology = "star"
+rate = "200mbit"
+access_rate = "1g"
+[[service]]
+name = "nfs"
+site = "nas"
+dir = "{export}"
+[[step]]
+name = "write"
+type = "io"
+on = "clients"
+service = "nfs"
+workload = "seqwrite"
+size = "64m"
+bs = "64k"
+iodepth = 4
+time = "5s"
+"#,
+            export = export.display(),
+        ),
+    );
+    let db = Path::new(dir.path()).join("r.db").display().to_string();
+    let r = run_with_limit(
+        nsperf(["run", &plan, "--db", &db, "--no-report", "--json"]),
+        Duration::from_secs(240),
+    )
+    .ok();
+    let out = r.json();
+    assert_eq!(out["measured"], 1, "{}\n{}", r.stdout, r.stderr);
+    let store = Store::open(Path::new(&db)).unwrap();
+    let runs = store.runs(store.experiment("latest").unwrap().id).unwrap();
+    let run = &runs[0];
+    assert_eq!(run.status, RunStatus::Ok, "{:?}", run.error);
+    let m = &run.metrics;
+    let value = run.value.expect("a value");
+    let parts = store.hosts(run.id).unwrap();
+    let clients: Vec<_> = parts.iter().filter(|h| h.role != "server").collect();
+    let server: Vec<_> = parts.iter().filter(|h| h.role == "server").collect();
+    assert_eq!(clients.len(), 8, "{parts:?}");
+    assert_eq!(
+        server.len(),
+        1,
+        "the server's own count is a part: {parts:?}"
+    );
+    eprintln!(
+        "8 clients: aggregate {:.2} MiB/s over {:.2} s (server {:.2} MiB/s, {:+.2} %), Jain {:.3}, start skew {:.2} ms, shares {:?}",
+        value / 1048576.0,
+        m["common_window_s"],
+        server[0].value / 1048576.0,
+        m["server_vs_clients_pct"],
+        m["fairness_jain"],
+        m["start_skew_ns"] / 1e6,
+        clients
+            .iter()
+            .map(|c| format!("{}:{:.1}%", c.host, c.metrics["share_pct"]))
+            .collect::<Vec<_>>()
+    );
+    // The server's own count over the clients' common window against their sum.
+    let diff = m["server_vs_clients_pct"];
+    assert!(diff.abs() <= 5.0, "server vs clients {diff:+.2} %: {m:?}");
+    // At or below what the port carries of TCP payload: 200 Mbit/s of 1514-byte frames
+    // holding 1448 bytes each (MTU 1500, TCP timestamps).
+    let ceiling = 200e6 / 8.0 * 1448.0 / 1514.0;
+    assert!(
+        value <= ceiling,
+        "aggregate {value:.0} B/s above the port's payload rate {ceiling:.0} B/s"
+    );
+    // The run says so itself: the port's figures beside the aggregate.
+    let pct = m["port.payload_pct"];
+    assert!((pct - value / ceiling * 100.0).abs() < 0.01, "{pct} {m:?}");
+    let finding = |id: &str| run.findings.iter().any(|f| f.id == id);
+    assert!(finding("port_utilisation") && !finding("above_port_rate"));
+    assert!(!finding("server_count_differs"));
+    assert_eq!(run.metric.as_deref(), Some("throughput_bytes_per_s"));
+    // Every client got a share, and the shares add up.
+    let jain = m["fairness_jain"];
+    assert!((0.125..=1.0).contains(&jain), "{jain}");
+    for c in &clients {
+        assert!(c.error.is_none() && c.value > 0.0, "{c:?}");
+        assert!(c.metrics["share_pct"] > 0.0, "{c:?}");
+    }
+    let shares: f64 = clients.iter().map(|c| c.metrics["share_pct"]).sum();
+    assert!((shares - 100.0).abs() < 1e-6, "{shares}");
+    // The barrier held: every client's first measured interval began within 10 ms of the
+    // others' (their starts on the coordinator's clock).
+    let starts: Vec<u64> = clients.iter().map(|c| c.started_unix_ns).collect();
+    let skew = starts.iter().max().unwrap() - starts.iter().min().unwrap();
+    assert_eq!(skew as f64, m["start_skew_ns"]);
+    assert!(skew <= 10_000_000, "start skew {:.2} ms", skew as f64 / 1e6);
 }

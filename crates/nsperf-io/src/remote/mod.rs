@@ -74,6 +74,7 @@ fn block<R: RemoteFs, O: JobOpener<R::File>>(
     cfg: &RunConfig,
     files: &mut R,
     opener: &O,
+    observer: Option<crate::runner::Observer<'_>>,
 ) -> Result<Outcomes, IoError>
 where
     R::File: Sync,
@@ -158,7 +159,7 @@ where
         })
         .collect();
     let file_of = |j: u32| &handles[if nfiles == 1 { 0 } else { j as usize }];
-    let results = run_jobs(cfg, plans, None, |plan: &JobPlan| {
+    let results = run_jobs(cfg, plans, observer, |plan: &JobPlan| {
         let (f, name) = file_of(plan.id);
         opener.open(f, name)
     });
@@ -348,11 +349,15 @@ type Outcomes = (
     Option<VerifySummary>,
 );
 
-/// Runs one workload against an `nfs://` or `smb://` target.
-pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
+/// Runs one workload against an `nfs://` or `smb://` target; `observer` watches the
+/// measured pass of a record workload (and may hold its start).
+pub fn run(
+    cfg: &RunConfig,
+    observer: Option<crate::runner::Observer<'_>>,
+) -> Result<IoReport, IoError> {
     match &cfg.target {
-        Target::Smb { .. } => smb::run(cfg),
-        _ => nfs::run(cfg),
+        Target::Smb { .. } => smb::run(cfg, observer),
+        _ => nfs::run(cfg, observer),
     }
 }
 
@@ -418,6 +423,8 @@ impl Started {
     ) -> IoReport {
         let mut rep = IoReport::new("io", cfg.clone(), IoSummary::default());
         rep.started_unix_ns = self.started_unix_ns;
+        rep.measured_unix_ns =
+            crate::runner::measured_unix_ns(&outcomes, (self.start, self.started_unix_ns));
         rep.hosts.push(HostRecord {
             role: "local".into(),
             facts: self.facts,

@@ -107,7 +107,10 @@ impl Drop for RemoteFiles {
 }
 
 /// Runs one workload against an `nfs://` target.
-pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
+pub fn run(
+    cfg: &RunConfig,
+    observer: Option<crate::runner::Observer<'_>>,
+) -> Result<IoReport, IoError> {
     let Target::Nfs { url } = &cfg.target else {
         return Err(IoError::Config("not an nfs:// target".into()));
     };
@@ -147,7 +150,7 @@ pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
             depth: eff.iodepth as usize,
             stable: stable_of(cfg),
         };
-        super::block(&eff, &mut files, &opener)
+        super::block(&eff, &mut files, &opener, observer)
     } else {
         super::suite::run(&eff, &mut files)
     };

@@ -102,7 +102,10 @@ impl JobOpener<FileId> for Opener {
 }
 
 /// Runs one workload against an `smb://` target.
-pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
+pub fn run(
+    cfg: &RunConfig,
+    observer: Option<crate::runner::Observer<'_>>,
+) -> Result<IoReport, IoError> {
     let Target::Smb { url, credentials } = &cfg.target else {
         return Err(IoError::Config("not an smb:// target".into()));
     };
@@ -142,7 +145,7 @@ pub fn run(cfg: &RunConfig) -> Result<IoReport, IoError> {
     let monitor = started.monitor(cfg);
     let run = if eff.workload.is_block() {
         let opener = files.opener(&eff);
-        super::block(&eff, &mut files, &opener)
+        super::block(&eff, &mut files, &opener, observer)
     } else {
         super::suite::run(&eff, &mut files)
     };

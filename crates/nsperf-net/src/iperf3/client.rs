@@ -176,6 +176,7 @@ pub fn run(
     ctrl.until(&mut s, |e| *e == ClientEvent::Start)?;
     let awake = p.awake_hold();
     let t_run = Instant::now();
+    let measured_unix_ns = nsperf_core::clock::unix_time_ns();
     let cpu0 = nsperf_core::cpu::process_times();
     let ctl = Arc::new(Control::on_cpu(cfg.local.cpu));
     let format = |_| Format::Iperf3 {
@@ -220,6 +221,7 @@ pub fn run(
         sweep: Vec::new(),
         duration_ns: elapsed.as_nanos() as u64,
         stopped_by,
+        measured_unix_ns,
         iperf3: Some(Iperf3Shared {
             server,
             client: ours,

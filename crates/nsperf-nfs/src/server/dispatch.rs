@@ -26,6 +26,8 @@ pub struct Context {
     pub port: u16,
     /// Changes when the server restarts (WRITE/COMMIT verifier).
     pub verifier: u64,
+    /// What it served, by its own count.
+    pub served: std::sync::Arc<super::ServedCounters>,
 }
 
 /// Handles one call whose header was parsed; the arguments are in `args`. Appends the whole
@@ -41,6 +43,7 @@ pub fn dispatch(
 ) -> usize {
     let start = out.len();
     put_u32(out, 0); // record mark, written by finish_record
+    cx.served.call();
     let r = match h.prog {
         proto::PMAP_PROG => portmap(cx, local, h, args, out),
         proto::MOUNT_PROG if h.vers == proto::MOUNT_VERS => mount(cx, h, args, out),
@@ -275,6 +278,7 @@ fn nfs(
                     put_u32(out, got as u32);
                     put_bool(out, eof);
                     put_u32(out, got as u32);
+                    cx.served.read(got);
                     return Ok(got);
                 }
                 Err(st) => {
@@ -293,6 +297,7 @@ fn nfs(
             ok_header(out, h.xid);
             match fs.write(&f, offset, bytes, stable) {
                 Ok(at) => {
+                    cx.served.write(bytes.len());
                     status(out, NfsStat::OK);
                     encode_wcc_data(out, Some(&at));
                     put_u32(out, count);

@@ -7,6 +7,7 @@
 //! and `FILE_SYNC` are synced before the reply, COMMIT syncs the file; the write verifier
 //! changes with every server start, so a client can tell unstable data was lost.
 
+mod count;
 mod dispatch;
 pub mod fs;
 
@@ -17,6 +18,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+pub use count::{Served, ServedCounters};
 pub use dispatch::{Context, MAX_IO, dispatch};
 pub use fs::ExportFs;
 
@@ -66,6 +68,7 @@ impl Server {
                 export,
                 port,
                 verifier: instance,
+                served: Arc::default(),
             }),
         })
     }
@@ -80,6 +83,11 @@ impl Server {
     /// The export's path (what MOUNT accepts).
     pub fn export(&self) -> &str {
         &self.cx.export
+    }
+
+    /// Its own count of what it served, updated while it serves.
+    pub fn served(&self) -> Arc<ServedCounters> {
+        self.cx.served.clone()
     }
 
     /// True when the portmapper also answers on port 111.

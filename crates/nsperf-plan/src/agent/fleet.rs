@@ -480,6 +480,63 @@ impl Fleet {
     /// Starts `spec` on agent `agent` at `start_at` (the coordinator's clock, converted to
     /// the agent's), or at once.
     pub fn start(&mut self, agent: usize, spec: StepSpec, start_at_unix_ns: Option<u64>) -> StepId {
+        self.start_request(agent, spec, start_at_unix_ns, false)
+    }
+
+    /// Starts `spec` on agent `agent` held after its setup: it reports
+    /// [`StepReport::Ready`] and waits for [`Fleet::go`].
+    pub fn start_held(&mut self, agent: usize, spec: StepSpec) -> StepId {
+        self.start_request(agent, spec, None, true)
+    }
+
+    /// Starts held step `sid` at `start_at_unix_ns` (the coordinator's clock, converted to
+    /// its agent's).
+    pub fn go(&mut self, sid: StepId, start_at_unix_ns: u64) {
+        let start_at_unix_ns = self.agents[sid.agent].clock.to_agent(start_at_unix_ns);
+        self.send(
+            sid.agent,
+            &ToAgent::Go {
+                id: sid.id,
+                start_at_unix_ns,
+            },
+        );
+    }
+
+    /// Waits until every step of `ids` reported [`StepReport::Ready`] or ended (or its agent
+    /// was lost), or `timeout`; true for each step that is ready and still running.
+    pub fn wait_ready(&mut self, ids: &[StepId], timeout: Duration) -> Vec<bool> {
+        let deadline = Instant::now() + timeout;
+        let ready = |o: &StepOutcome| o.reports.iter().any(|r| matches!(r, StepReport::Ready));
+        loop {
+            let pending = ids.iter().any(|s| {
+                self.steps
+                    .get(s)
+                    .is_some_and(|o| o.end.is_none() && o.lost.is_none() && !ready(o))
+            });
+            if !pending || nsperf_core::signal::interrupted() {
+                break;
+            }
+            match self.pump(deadline) {
+                Ok(true) => {}
+                Ok(false) | Err(_) => break,
+            }
+        }
+        ids.iter()
+            .map(|s| {
+                self.steps
+                    .get(s)
+                    .is_some_and(|o| o.end.is_none() && o.lost.is_none() && ready(o))
+            })
+            .collect()
+    }
+
+    fn start_request(
+        &mut self,
+        agent: usize,
+        spec: StepSpec,
+        start_at_unix_ns: Option<u64>,
+        hold: bool,
+    ) -> StepId {
         let id = self.next_id;
         self.next_id += 1;
         let sid = StepId { agent, id };
@@ -488,6 +545,7 @@ impl Fleet {
             spec,
             start_at_unix_ns: start_at_unix_ns.map(|t| a.clock.to_agent(t)),
             progress: true,
+            hold,
         };
         let lost = a.lost.clone();
         self.steps.insert(

@@ -23,7 +23,7 @@ use crate::step::{StepReport, StepRequest};
 /// First bytes of every frame.
 pub const MAGIC: [u8; 4] = *b"NSPA";
 /// Version of this protocol; both ends must speak the same.
-pub const AGENT_PROTOCOL_VERSION: u16 = 1;
+pub const AGENT_PROTOCOL_VERSION: u16 = 2;
 /// Length of a frame header.
 pub const HEADER_LEN: usize = 10;
 /// Largest body accepted (a report of a 200-stream test fits with room to spare).
@@ -126,6 +126,14 @@ pub enum ToAgent {
         id: u64,
         /// The step and its start time (the agent's clock).
         request: Box<StepRequest>,
+    },
+    /// Starts a held step (one run with `hold`, set up and [`StepReport::Ready`]) at this
+    /// time of the agent's clock.
+    Go {
+        /// The step.
+        id: u64,
+        /// When it starts measuring, ns since the Unix epoch (the agent's clock).
+        start_at_unix_ns: u64,
     },
     /// Asks a running step to end (SIGINT): a server reports what it served, a client its
     /// partial result.
@@ -357,6 +365,7 @@ mod tests {
                 },
                 start_at_unix_ns: Some(42),
                 progress: true,
+                hold: false,
             }),
         }
     }
@@ -369,6 +378,10 @@ mod tests {
             },
             run_msg(),
             ToAgent::ClockProbe { seq: 3 },
+            ToAgent::Go {
+                id: 7,
+                start_at_unix_ns: 43,
+            },
             ToAgent::Bye,
         ];
         let mut bytes = Vec::new();

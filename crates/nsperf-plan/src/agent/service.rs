@@ -50,6 +50,8 @@ pub enum Event {
 pub trait RunningStep: Send {
     /// Sends the signal to the step (and whatever it started).
     fn signal(&mut self, signal: StepSignal);
+    /// Starts a held step (its request had `hold`) at `start_at_unix_ns` (this host's clock).
+    fn go(&mut self, start_at_unix_ns: u64);
 }
 
 /// Starts steps. The real one runs `nsperf step` children; tests and the scale simulation use
@@ -75,9 +77,24 @@ impl ChildStepRunner {
 
 struct ChildStep {
     pid: Option<u32>,
+    /// A held step's standard input, for its go.
+    stdin: Arc<Mutex<Option<std::process::ChildStdin>>>,
 }
 
 impl RunningStep for ChildStep {
+    fn go(&mut self, start_at_unix_ns: u64) {
+        let Ok(mut held) = self.stdin.lock() else {
+            return;
+        };
+        if let Some(mut stdin) = held.take() {
+            let go = crate::step::StepGo { start_at_unix_ns };
+            let mut line = serde_json::to_vec(&go).unwrap_or_default();
+            line.push(b'\n');
+            // A step that died before its go shows in its end, not here.
+            let _ = stdin.write_all(&line);
+        }
+    }
+
     fn signal(&mut self, signal: StepSignal) {
         if let Some(pid) = self.pid {
             let sig = match signal {
@@ -94,7 +111,10 @@ impl RunningStep for ChildStep {
 
 impl StepRunner for ChildStepRunner {
     fn start(&self, id: u64, request: StepRequest, events: Sender<Event>) -> Box<dyn RunningStep> {
-        let input = serde_json::to_vec(&request).unwrap_or_default();
+        let mut input = serde_json::to_vec(&request).unwrap_or_default();
+        input.push(b'\n');
+        let hold = request.hold;
+        let held: Arc<Mutex<Option<std::process::ChildStdin>>> = Arc::default();
         let mut cmd = Command::new(&self.exe);
         cmd.arg("step")
             .stdin(Stdio::piped())
@@ -122,14 +142,22 @@ impl StepRunner for ChildStepRunner {
                     id,
                     StepEnd::refused(format!("cannot start {}: {e}", self.exe.display())),
                 ));
-                return Box::new(ChildStep { pid: None });
+                return Box::new(ChildStep {
+                    pid: None,
+                    stdin: held,
+                });
             }
         };
         let pid = child.id();
         let _ = events.send(Event::Started(id));
         if let Some(mut stdin) = child.stdin.take() {
+            let keep = held.clone();
+            // The request, then (held) the pipe kept open for the go.
             std::thread::spawn(move || {
-                let _ = stdin.write_all(&input);
+                let Ok(mut slot) = keep.lock() else { return };
+                if stdin.write_all(&input).is_ok() && hold {
+                    *slot = Some(stdin);
+                }
             });
         }
         let stderr = child.stderr.take().map(|e| {
@@ -213,7 +241,10 @@ impl StepRunner for ChildStepRunner {
                 },
             ));
         });
-        Box::new(ChildStep { pid: Some(pid) })
+        Box::new(ChildStep {
+            pid: Some(pid),
+            stdin: held,
+        })
     }
 }
 
@@ -379,6 +410,14 @@ pub fn serve_session(
                     let h = runner.start(id, *request, tx.clone());
                     steps.push((id, h));
                 }
+                AgentAction::Go {
+                    id,
+                    start_at_unix_ns,
+                } => {
+                    if let Some((_, h)) = steps.iter_mut().find(|(i, _)| *i == id) {
+                        h.go(start_at_unix_ns);
+                    }
+                }
                 AgentAction::Signal { id, signal } => {
                     if let Some((_, h)) = steps.iter_mut().find(|(i, _)| *i == id) {
                         h.signal(signal);
@@ -480,18 +519,43 @@ pub fn serve_listener(
 }
 
 /// A mock runner: every step starts at its start time (at once without one) and ends after
-/// `delay` with exit 0; a server step first reports listening on `127.0.0.1:5201`. For tests
-/// and the scale simulation.
+/// `delay` with exit 0; a server step first reports listening on `127.0.0.1:5201`; a held
+/// step reports ready at once and starts at its go. For tests and the scale simulation.
 #[derive(Debug, Clone, Default)]
 pub struct MockStepRunner {
     /// How long each step takes.
     pub delay: Duration,
 }
 
-struct MockStep;
+struct MockStep {
+    /// A held step: its id, its end, where to send it once started.
+    held: Option<(u64, StepEnd, Sender<Event>)>,
+    delay: Duration,
+}
 
 impl RunningStep for MockStep {
     fn signal(&mut self, _: StepSignal) {}
+    fn go(&mut self, start_at_unix_ns: u64) {
+        if let Some((id, end, events)) = self.held.take() {
+            mock_end(id, end, events, Some(start_at_unix_ns), self.delay);
+        }
+    }
+}
+
+/// Sends step `id`'s end after its start time (at once without one) and `delay`.
+fn mock_end(id: u64, end: StepEnd, events: Sender<Event>, start_at: Option<u64>, delay: Duration) {
+    let wait = start_at
+        .map(|t| Duration::from_nanos(t.saturating_sub(nsperf_core::clock::unix_time_ns())))
+        .unwrap_or_default()
+        + delay;
+    if wait.is_zero() {
+        let _ = events.send(Event::Ended(id, end));
+    } else {
+        std::thread::spawn(move || {
+            std::thread::sleep(wait);
+            let _ = events.send(Event::Ended(id, end));
+        });
+    }
 }
 
 impl StepRunner for MockStepRunner {
@@ -510,20 +574,18 @@ impl StepRunner for MockStepRunner {
             elapsed_ns: self.delay.as_nanos() as u64,
             ..StepEnd::default()
         };
-        // Like `nsperf step`, the step starts at its start time, not before.
-        let wait = request
-            .start_at_unix_ns
-            .map(|t| Duration::from_nanos(t.saturating_sub(nsperf_core::clock::unix_time_ns())))
-            .unwrap_or_default()
-            + self.delay;
-        if wait.is_zero() {
-            let _ = events.send(Event::Ended(id, end));
-        } else {
-            std::thread::spawn(move || {
-                std::thread::sleep(wait);
-                let _ = events.send(Event::Ended(id, end));
+        if request.hold {
+            let _ = events.send(Event::Output(id, StepReport::Ready));
+            return Box::new(MockStep {
+                held: Some((id, end, events)),
+                delay: self.delay,
             });
         }
-        Box::new(MockStep)
+        // Like `nsperf step`, the step starts at its start time, not before.
+        mock_end(id, end, events, request.start_at_unix_ns, self.delay);
+        Box::new(MockStep {
+            held: None,
+            delay: self.delay,
+        })
     }
 }

@@ -67,6 +67,13 @@ pub enum AgentAction {
         /// What to run.
         request: Box<StepRequest>,
     },
+    /// Give a held step its start time.
+    Go {
+        /// The step.
+        id: u64,
+        /// When it starts, the agent's clock.
+        start_at_unix_ns: u64,
+    },
     /// Signal a running step's process group.
     Signal {
         /// The step.
@@ -167,6 +174,16 @@ impl AgentSession {
                 })]
             }
             (State::Open, ToAgent::Run { id, request }) => self.run(id, request),
+            (
+                State::Open,
+                ToAgent::Go {
+                    id,
+                    start_at_unix_ns,
+                },
+            ) if self.running.contains(&id) => vec![AgentAction::Go {
+                id,
+                start_at_unix_ns,
+            }],
             (State::Open, ToAgent::Stop { id }) if self.running.contains(&id) => {
                 vec![AgentAction::Signal {
                     id,
@@ -179,8 +196,10 @@ impl AgentSession {
                     signal: StepSignal::Kill,
                 }]
             }
-            // A step that already ended: nothing to stop.
-            (State::Open, ToAgent::Stop { .. } | ToAgent::Abort { .. }) => Vec::new(),
+            // A step that already ended: nothing to start or stop.
+            (State::Open, ToAgent::Go { .. } | ToAgent::Stop { .. } | ToAgent::Abort { .. }) => {
+                Vec::new()
+            }
             (State::Open, ToAgent::Bye) => {
                 self.state = State::Closed;
                 vec![AgentAction::KillAll, AgentAction::Close]
@@ -400,9 +419,21 @@ mod tests {
                 signal: StepSignal::Kill
             }]
         );
+        let go = ToAgent::Go {
+            id: 5,
+            start_at_unix_ns: 9,
+        };
+        assert_eq!(
+            s.on_msg(go.clone(), 0),
+            vec![AgentAction::Go {
+                id: 5,
+                start_at_unix_ns: 9
+            }]
+        );
         let a = s.step_ended(5, StepEnd::default());
         assert!(matches!(sent(&a)[0], FromAgent::Ended { id: 5, .. }));
         assert!(s.on_msg(ToAgent::Stop { id: 5 }, 0).is_empty());
+        assert!(s.on_msg(go, 0).is_empty(), "a go for an ended step");
         assert!(s.step_ended(5, StepEnd::default()).is_empty(), "ends once");
     }
 

@@ -312,6 +312,11 @@ impl Background {
         None
     }
 
+    /// The next line of its output when one is there, without waiting.
+    pub(super) fn try_line(&mut self) -> Option<String> {
+        self.lines.try_recv().ok()
+    }
+
     /// Waits up to `grace` for the child to end by itself, then kills its group.
     pub(super) fn finish(mut self, grace: Duration) {
         let t0 = Instant::now();

@@ -15,6 +15,7 @@ use std::time::Duration;
 use nsperf_net::{ClientConfig, ServerConfig};
 use nsperf_results::{HostPart, Measurement, SeriesPoint};
 
+use super::window::{Placed, Window, common_window, rebinned, within_window};
 use super::{RunContext, measure};
 use crate::agent::{AgentOptions, Fleet, HostFailure, StepId, StepOutcome};
 use crate::error::ExecError;
@@ -293,7 +294,35 @@ impl HostRunner {
     ) -> Result<Parts, ExecError> {
         let idx = self.indices(&on.hosts)?;
         let mut parts = Parts::default();
-        if on.concurrent {
+        if on.concurrent && held_after_setup(spec) {
+            // Every host sets up (files, layout, connections), then all start at once.
+            let ids: Vec<StepId> = idx
+                .iter()
+                .map(|&i| self.fleet.start_held(i, spec.clone()))
+                .collect();
+            let ready = self.fleet.wait_ready(&ids, timeout);
+            let going: Vec<usize> = idx
+                .iter()
+                .zip(&ready)
+                .filter(|(_, r)| **r)
+                .map(|(&i, _)| i)
+                .collect();
+            let at = self.fleet.barrier(&going);
+            parts.barrier_ns = at;
+            for (&id, r) in ids.iter().zip(&ready) {
+                if *r {
+                    self.fleet.go(id, at);
+                } else {
+                    // Still setting up after the step's timeout: it will not start with the
+                    // others.
+                    self.fleet.abort(id);
+                }
+            }
+            let out = self.fleet.wait(&ids, timeout + Duration::from_secs(5));
+            for (&i, o) in idx.iter().zip(out) {
+                parts.push(&self.fleet, i, o);
+            }
+        } else if on.concurrent {
             let at = self.fleet.barrier(&idx);
             parts.barrier_ns = at;
             let ids: Vec<StepId> = idx
@@ -375,6 +404,13 @@ impl HostRunner {
         }
         Ok(m)
     }
+}
+
+/// Whether a step on many hosts is held after its setup and started by a go (an io run's
+/// record workload, whose setup — mount, file creation, layout — takes its own time on
+/// each host), rather than started at one instant and set up from there.
+fn held_after_setup(spec: &StepSpec) -> bool {
+    matches!(spec, StepSpec::Io { config, .. } if config.workload.is_block())
 }
 
 /// Starts a batch group's agents (srun in the allocation, or an Indexed Job) and returns
@@ -466,9 +502,16 @@ impl Parts {
         };
         let cpu = o.end.as_ref().map(|e| e.cpu.clone()).unwrap_or_default();
         let host_figures = o.end.as_ref().map(host_figures).unwrap_or_default();
+        // Its series counts from when its engine began measuring (after its setup).
         let report = o.reports.iter().rev().find_map(|r| match r {
-            StepReport::Net(r) => Some((measure::from_net(r), r.started_unix_ns)),
-            StepReport::Io(r) => Some((measure::from_io(r), r.started_unix_ns)),
+            StepReport::Net(r) => Some((
+                measure::from_net(r),
+                r.measured_unix_ns.unwrap_or(r.started_unix_ns),
+            )),
+            StepReport::Io(r) => Some((
+                measure::from_io(r),
+                r.measured_unix_ns.unwrap_or(r.started_unix_ns),
+            )),
             _ => None,
         });
         let ok = o.lost.is_none() && o.end.as_ref().is_some_and(|e| e.ok());
@@ -610,16 +653,18 @@ fn compare_with_server(m: &mut Measurement, server: &HostPart) {
         }
     }
     if clients_sent > 0.0 {
-        m.metrics.insert(
-            "server_vs_clients_pct".into(),
-            (server_received - clients_sent) / clients_sent * 100.0,
-        );
+        let pct = (server_received - clients_sent) / clients_sent * 100.0;
+        m.metrics.insert("server_vs_clients_pct".into(), pct);
+        if let Some(f) = super::served::counts_differ(pct, server_received, clients_sent, None) {
+            m.findings.push(f);
+        }
     }
 }
 
-/// The run from its hosts' parts: the aggregate headline (sum of rates, longest elapsed
-/// time), the aggregate series on the coordinator's clock, peak and sustained figures, start
-/// skew, and every part.
+/// The run from its hosts' parts: the aggregate headline (for a rate, what every host
+/// moved within the window common to all of them, over that window; the longest elapsed
+/// time otherwise), the aggregate series on the coordinator's clock, peak and sustained
+/// figures, start skew, each host's share, and every part.
 fn merge(p: Parts, role: &str) -> Measurement {
     let mut m = Measurement::default();
     let ok: Vec<&(HostPart, Vec<SeriesPoint>, _)> = p
@@ -631,21 +676,46 @@ fn merge(p: Parts, role: &str) -> Measurement {
         .first()
         .map(|(h, _, _)| h.metric.clone())
         .unwrap_or_else(|| "elapsed_s".into());
-    let values = ok.iter().map(|(h, _, _)| h.value);
-    m.value = if m.metric == "elapsed_s" {
-        values.fold(0.0, f64::max)
-    } else {
-        values.sum()
-    };
     let payload: u64 = ok.iter().filter_map(|(h, _, _)| h.payload_bytes).sum();
     m.payload_bytes = ok
         .iter()
         .any(|(h, _, _)| h.payload_bytes.is_some())
         .then_some(payload);
-    m.series = aggregate_series(
-        ok.iter().map(|(h, s, _)| (h.started_unix_ns, s.as_slice())),
-        p.barrier_ns,
-    );
+    let placed: Vec<Placed<'_>> = ok
+        .iter()
+        .map(|(h, s, _)| Placed {
+            start_ns: h.started_unix_ns,
+            series: s.as_slice(),
+        })
+        .collect();
+    let rates = rates(&m.metric, &ok, &placed);
+    m.value = match &rates {
+        Rates::Elapsed => ok.iter().map(|(h, _, _)| h.value).fold(0.0, f64::max),
+        Rates::Own(r) => r.iter().sum(),
+        Rates::Window(w, r) => {
+            m.metrics.insert("common_window_s".into(), w.seconds());
+            m.metrics.insert(
+                "common_window_start_s".into(),
+                (w.start_ns as f64 - p.barrier_ns as f64) / 1e9,
+            );
+            r.iter().sum()
+        }
+    };
+    let len = placed
+        .iter()
+        .find_map(|p| p.series.first().map(|x| x.length_s))
+        .filter(|l| *l > 0.0)
+        .unwrap_or(1.0);
+    // Over the common window when there is one (the headline's), else every pass's span.
+    m.series = match &rates {
+        Rates::Window(w, _) => within_window(&placed, p.barrier_ns, *w, len),
+        _ => {
+            let anchor = placed.iter().map(|p| p.start_ns).min();
+            rebinned(&placed, p.barrier_ns, anchor.unwrap_or(p.barrier_ns), len)
+        }
+    };
+    // The series' time 0 (the barrier), on the coordinator's clock.
+    m.started_unix_ns = Some(p.barrier_ns);
     if let Some(st) = nsperf_results::stats::series_stats(&m.series) {
         m.metrics.insert("peak_interval".into(), st.peak);
         m.metrics.insert("sustained_mean".into(), st.sustained_mean);
@@ -679,27 +749,82 @@ fn merge(p: Parts, role: &str) -> Measurement {
         }
     }
     m.metrics.extend(sums);
-    let rates: Vec<(&str, f64)> = ok
+    // Shares and fairness of the rates over one window when there is one.
+    let (per_host, in_window): (Vec<f64>, bool) = match &rates {
+        Rates::Window(_, r) => (r.clone(), true),
+        Rates::Own(r) => (r.clone(), false),
+        Rates::Elapsed => (Vec::new(), false),
+    };
+    let named: Vec<(&str, f64)> = ok
         .iter()
-        .map(|(h, _, _)| (h.host.as_str(), h.value))
+        .zip(&per_host)
+        .map(|((h, _, _), &r)| (h.host.as_str(), r))
         .collect();
-    let fair = (m.metric != "elapsed_s")
-        .then(|| fairness(&rates))
-        .flatten();
+    let fair = fairness(&named);
     if let Some(f) = &fair {
         m.metrics.insert("fairness_jain".into(), f.jain);
-        m.findings.push(f.finding(&m.metric, rates.len()));
+        m.findings.push(f.finding(&m.metric, named.len()));
     }
+    drop(named);
+    drop(placed);
+    drop(ok);
+    let mut rate_of = per_host.iter();
     for (mut h, _, cpu) in p.parts {
         h.role = role.to_string();
-        if fair.is_some() && h.error.is_none() && m.value > 0.0 {
-            h.metrics
-                .insert("share_pct".into(), h.value / m.value * 100.0);
+        if h.error.is_none()
+            && let Some(r) = rate_of.next()
+        {
+            if in_window {
+                h.metrics.insert("window_rate".into(), *r);
+            }
+            if fair.is_some() && m.value > 0.0 {
+                h.metrics.insert("share_pct".into(), r / m.value * 100.0);
+            }
         }
         m.cpu.extend(cpu);
         m.hosts.push(h);
     }
     m
+}
+
+/// The hosts' rates the aggregate is the sum of.
+#[derive(Debug)]
+enum Rates {
+    /// Not a rate: the step's elapsed time.
+    Elapsed,
+    /// Each host's rate over its own pass (one host, passes one after another, or passes
+    /// without intervals).
+    Own(Vec<f64>),
+    /// Each host's rate over the window common to all of them.
+    Window(Window, Vec<f64>),
+}
+
+fn rates(
+    metric: &str,
+    ok: &[&(
+        HostPart,
+        Vec<SeriesPoint>,
+        Vec<nsperf_core::report::CpuInterval>,
+    )],
+    placed: &[Placed<'_>],
+) -> Rates {
+    if metric == "elapsed_s" {
+        return Rates::Elapsed;
+    }
+    let own = || Rates::Own(ok.iter().map(|(h, _, _)| h.value).collect());
+    if ok.len() < 2 || placed.iter().any(|p| p.series.is_empty()) {
+        return own();
+    }
+    match common_window(placed) {
+        Some(w) => Rates::Window(
+            w,
+            placed
+                .iter()
+                .map(|p| p.amount_within(w) / w.seconds())
+                .collect(),
+        ),
+        None => own(),
+    }
 }
 
 /// How evenly the hosts shared the aggregate.
@@ -765,34 +890,6 @@ fn every_part_failed(m: &Measurement) -> Option<String> {
     None
 }
 
-/// Sums the hosts' series on one timeline: each point placed at its host's start (the
-/// coordinator's clock) plus its offset, relative to the barrier, in bins of the first
-/// series' interval length (each point in the bin nearest its start).
-fn aggregate_series<'a>(
-    hosts: impl Iterator<Item = (u64, &'a [SeriesPoint])> + Clone,
-    barrier_ns: u64,
-) -> Vec<SeriesPoint> {
-    let len = hosts
-        .clone()
-        .find_map(|(_, s)| s.first().map(|p| p.length_s))
-        .filter(|l| *l > 0.0)
-        .unwrap_or(1.0);
-    let mut bins: BTreeMap<i64, SeriesPoint> = BTreeMap::new();
-    for (start, series) in hosts {
-        let at = (start as f64 - barrier_ns as f64) / 1e9;
-        for p in series {
-            let bin = ((at + p.start_s) / len).round() as i64;
-            let e = bins.entry(bin).or_insert(SeriesPoint {
-                start_s: bin as f64 * len,
-                length_s: len,
-                value: 0.0,
-            });
-            e.value += p.value;
-        }
-    }
-    bins.into_values().collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -823,30 +920,49 @@ mod tests {
         }
     }
 
+    /// Two hosts through one port: a alone for its first second, then both. Each one's own
+    /// rate sums to more than the port carried; the aggregate over the window both measured
+    /// is what they moved together, their shares and fairness from that window too.
     #[test]
-    fn series_of_hosts_add_up_on_one_timeline() {
+    fn the_aggregate_is_over_the_window_every_host_measured() {
         let b = 1_000_000_000_000u64;
-        // Host a starts at the barrier, host b 40 ms later: same bins.
-        let a = pts(&[1.0, 2.0, 3.0]);
-        let c = pts(&[10.0, 20.0, 30.0]);
-        let s = aggregate_series(
-            [(b, a.as_slice()), (b + 40_000_000, c.as_slice())].into_iter(),
-            b,
-        );
-        assert_eq!(s.len(), 3);
+        let s = 1_000_000_000u64;
+        let p = Parts {
+            barrier_ns: b,
+            parts: vec![
+                (
+                    part("a", 200.0 / 3.0, b, 200.0),
+                    pts(&[100.0, 50.0, 50.0]),
+                    vec![],
+                ),
+                (part("c", 50.0, b + s, 100.0), pts(&[50.0, 50.0]), vec![]),
+            ],
+        };
+        let m = merge(p, "client");
+        assert!((m.value - 100.0).abs() < 1e-9, "{}", m.value);
+        assert_eq!(m.metrics["common_window_s"], 2.0);
+        assert_eq!(m.metrics["common_window_start_s"], 1.0);
+        assert_eq!(m.metrics["start_skew_ns"], 1e9);
+        assert_eq!(m.started_unix_ns, Some(b));
         assert_eq!(
-            s.iter().map(|p| p.value).collect::<Vec<_>>(),
-            [11.0, 22.0, 33.0]
+            Window::of(&m),
+            Some(Window {
+                start_ns: b + s,
+                end_ns: b + 3 * s
+            })
         );
-        // Host c a whole second late: shifted by one bin.
-        let s = aggregate_series(
-            [(b, a.as_slice()), (b + 1_000_000_000, c.as_slice())].into_iter(),
-            b,
-        );
-        assert_eq!(
-            s.iter().map(|p| p.value).collect::<Vec<_>>(),
-            [1.0, 12.0, 23.0, 30.0]
-        );
+        assert!((m.metrics["fairness_jain"] - 1.0).abs() < 1e-12);
+        for h in &m.hosts {
+            assert!((h.metrics["share_pct"] - 50.0).abs() < 1e-9, "{h:?}");
+            assert!((h.metrics["window_rate"] - 50.0).abs() < 1e-9, "{h:?}");
+        }
+        // The series over the window, on one grid from its start.
+        let vals: Vec<f64> = m.series.iter().map(|p| p.value).collect();
+        assert_eq!(vals, [100.0, 100.0]);
+        assert_eq!(m.series[0].start_s, 1.0);
+        assert_eq!(m.metrics["peak_interval"], 100.0);
+        // Every payload byte counts in the total, inside the window or not.
+        assert_eq!(m.payload_bytes, Some(300));
     }
 
     #[test]
@@ -871,16 +987,19 @@ mod tests {
             ],
         };
         let m = merge(p, "client");
-        assert_eq!(m.value, 150.0);
+        // Over the window both measured (2 µs short of 3 s): about 96.7 + 46.7.
+        assert!((m.value - 430.0 / 3.0).abs() < 0.01, "{}", m.value);
         assert_eq!(m.metrics["hosts_measured"], 2.0);
         assert_eq!(m.metrics["hosts_failed"], 1.0);
         assert_eq!(m.metrics["start_skew_ns"], 2_000.0);
         assert_eq!(m.metrics["sent_bytes"], 1500.0);
-        assert_eq!(m.metrics["peak_interval"], 150.0);
+        assert!((m.metrics["peak_interval"] - 150.0).abs() < 0.01);
         assert_eq!(m.payload_bytes, Some(1500));
-        // The hosts that measured: 100 and 50, Jain 150² / (2 · 12500) = 0.9.
-        assert!((m.metrics["fairness_jain"] - 0.9).abs() < 1e-12);
-        assert!((m.hosts[1].metrics["share_pct"] - 100.0 / 3.0).abs() < 1e-9);
+        // The hosts that measured: 96.7 and 46.7 over the window, Jain (Σx)² / (2·Σx²).
+        let (x, y) = (290.0 / 3.0, 140.0 / 3.0);
+        let jain = (x + y) * (x + y) / (2.0 * (x * x + y * y));
+        assert!((m.metrics["fairness_jain"] - jain).abs() < 1e-4);
+        assert!((m.hosts[1].metrics["share_pct"] - y / (x + y) * 100.0).abs() < 1e-3);
         assert!(m.findings.iter().any(|f| f.id == "host_shares"));
         assert!(m.partial());
         assert_eq!(every_part_failed(&m), None);

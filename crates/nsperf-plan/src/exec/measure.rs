@@ -82,7 +82,7 @@ pub(super) fn from_net(r: &NetReport) -> Measurement {
         series: series(points),
         payload_bytes: Some(s.received_bytes),
         duration_ns: r.duration_ns,
-        started_unix_ns: Some(r.started_unix_ns),
+        started_unix_ns: Some(r.measured_unix_ns.unwrap_or(r.started_unix_ns)),
         report_json: serde_json::to_string(r).ok(),
         ..Default::default()
     }
@@ -106,7 +106,7 @@ pub(super) fn from_io(r: &IoReport) -> Measurement {
         series: series(points),
         payload_bytes: Some(s.bytes),
         duration_ns: r.duration_ns,
-        started_unix_ns: Some(r.started_unix_ns),
+        started_unix_ns: Some(r.measured_unix_ns.unwrap_or(r.started_unix_ns)),
         report_json: serde_json::to_string(r).ok(),
         ..Default::default()
     }

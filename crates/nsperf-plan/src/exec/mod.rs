@@ -14,7 +14,12 @@ mod hosts;
 mod measure;
 #[cfg(any(test, feature = "mock"))]
 pub mod mock;
+mod port;
 pub mod process;
+mod served;
+mod window;
+pub(crate) use port::shared_port;
+pub use port::tcp_payload_bps;
 
 use nsperf_lab::Schedule;
 use nsperf_lab::events::LinkEvent;

@@ -23,6 +23,7 @@ use nsperf_net::{ClientConfig, ServerConfig};
 use super::child::{self, Background, ChildRun, is_root};
 use super::hosts::HostRunner;
 use super::measure;
+use super::served::{self, ServiceCounts};
 use super::{CommandRole, Executor, Lab, Measurement, RunContext};
 use crate::error::ExecError;
 use crate::plan::{
@@ -55,6 +56,30 @@ struct RunningService {
     bg: Background,
     /// For people: the service as the plan describes it.
     what: String,
+    /// Its own count of what it served, as it prints it (the embedded NFS server).
+    counts: ServiceCounts,
+}
+
+impl RunningService {
+    /// Takes the count samples printed so far and keeps the last as a step's start.
+    fn before_step(&mut self) {
+        let bg = &mut self.bg;
+        self.counts.take(std::iter::from_fn(|| bg.try_line()));
+        self.counts.restart();
+    }
+
+    /// Sets the service's count over the clients' window beside what they measured (when
+    /// the service counts: the embedded NFS server).
+    fn after_step(&mut self, name: &str, m: &mut Measurement) {
+        let Some(w) = served::clients_window(m) else {
+            return;
+        };
+        let bg = &mut self.bg;
+        self.counts.take_until(w.end_ns, || bg.try_line());
+        if let Some(s) = self.counts.within(w) {
+            served::beside_clients(m, name, w, s);
+        }
+    }
 }
 
 impl std::fmt::Debug for RunningService {
@@ -744,8 +769,14 @@ impl Executor for ProcessExecutor {
                 return Err(ExecError::Other(format!("{what} did not start ({why})")));
             }
         };
-        self.services
-            .insert(service.name.clone(), RunningService { bg, what });
+        self.services.insert(
+            service.name.clone(),
+            RunningService {
+                bg,
+                what,
+                counts: ServiceCounts::default(),
+            },
+        );
         Ok(url)
     }
 
@@ -773,6 +804,10 @@ impl Executor for ProcessExecutor {
         step: &ResolvedStep,
     ) -> Result<Measurement, ExecError> {
         let t0 = Instant::now();
+        let service = step.service().map(str::to_string);
+        if let Some(s) = service.as_ref().and_then(|n| self.services.get_mut(n)) {
+            s.before_step();
+        }
         let mut m = match &step.action {
             _ if step.on.is_some() => self
                 .hosts
@@ -784,6 +819,11 @@ impl Executor for ProcessExecutor {
             Action::Bonnie(b) => self.bonnie(ctx, step, b)?,
             Action::Exec(e) => self.exec(ctx, step, e)?,
         };
+        if let Some(name) = &service
+            && let Some(s) = self.services.get_mut(name)
+        {
+            s.after_step(name, &mut m);
+        }
         if m.duration_ns == 0 {
             m.duration_ns = t0.elapsed().as_nanos() as u64;
         }

@@ -243,7 +243,10 @@ impl Runner<'_> {
             started_unix_ns: nsperf_core::clock::unix_time_ns(),
             conditions: Some(&conditions),
         };
-        let outcome = self.measure(cell, (ci, si), step, key);
+        let mut outcome = self.measure(cell, (ci, si), step, key);
+        if let Ok(m) = outcome.as_mut() {
+            crate::exec::shared_port(m, step, cell.link.as_ref());
+        }
         let (status, text) = match &outcome {
             Ok(m) if m.partial() => (
                 RunStatus::Partial,

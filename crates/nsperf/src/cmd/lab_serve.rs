@@ -199,7 +199,7 @@ pub fn service(a: ServiceArgs) -> anyhow::Result<()> {
         dir: a.dir.clone(),
         read_only: a.read_only,
     };
-    run_service(&cfg, Some((&a.lab, &a.site)), &mut |url| ready(url))
+    run_service(&cfg, Some((&a.lab, &a.site)), &mut |url| ready(url), None)
 }
 
 /// Runs a file service in the current namespace until asked to stop (SIGINT, SIGTERM), its
@@ -207,12 +207,15 @@ pub fn service(a: ServiceArgs) -> anyhow::Result<()> {
 /// names, the caller already inside its namespace) it serves on the site's address and is
 /// recorded under the lab, so `lab down` stops it; without one (a server that can) on
 /// 127.0.0.1 on a free port. `on_ready` gets the URL clients use once a client's MOUNT
-/// and FSINFO succeed. The one place that starts each kind of server: `lab serve` and a
-/// plan's `[[service]]` (`nsperf step`) both come here.
+/// and FSINFO succeed; then `on_count`, when given, gets the server's own count of what it
+/// served every `SERVICE_COUNT_EVERY` (the embedded server; the others keep no count). The
+/// one place that starts each kind of server: `lab serve` and a plan's `[[service]]`
+/// (`nsperf step`) both come here.
 pub fn run_service(
     cfg: &ServiceConfig,
     site: Option<(&str, &str)>,
     on_ready: &mut dyn FnMut(&str) -> anyhow::Result<()>,
+    on_count: Option<&mut dyn FnMut(&nsperf_nfs::server::Served)>,
 ) -> anyhow::Result<()> {
     cfg.validate(site.is_some())?;
     let me = std::process::id();
@@ -270,10 +273,19 @@ pub fn run_service(
                 let a = srv.local_addr();
                 rec.url = format!("nfs://{}:{}{}", a.ip(), a.port(), srv.export());
             }
+            let served = srv.served();
             let _running = srv.spawn();
             answers(&rec, &mut [])?;
             on_ready(&rec.url)?;
-            service::supervise(&mut [], emulator)
+            match on_count {
+                Some(count) => service::supervise_ticking(
+                    &mut [],
+                    emulator,
+                    nsperf_plan::step::SERVICE_COUNT_EVERY,
+                    &mut || count(&served.snapshot()),
+                ),
+                None => service::supervise(&mut [], emulator),
+            }
         }
         ServerKind::Ganesha => {
             let mut kids = service::start_ganesha(&cfg.dir, addr, &work)?;

@@ -2,8 +2,10 @@
 //! step request (JSON, `nsperf_plan::step::StepRequest`: the spec and an optional start time)
 //! on standard input, checks the spec with the engines' own rules, enters the lab site's
 //! namespaces when it names one, waits for the start time, runs the engine in this process
-//! and prints its typed report (`StepReport`) as JSON on standard output, its
-//! `started_unix_ns` the moment the engine started. The exit code is the usual one
+//! and prints its typed report (`StepReport`) as JSON on standard output: `started_unix_ns`
+//! when the step started, `measured_unix_ns` when its engine began measuring. A held request
+//! (`hold`) sets an io run up first, prints `ready`, reads its start (`StepGo`) as the next
+//! JSON value on standard input and starts measuring then. The exit code is the usual one
 //! (`docs/exit-codes.md`). `exec` and `capture` steps become the program they run, once
 //! inside the site. The contract is documented in `docs/run.md`.
 
@@ -11,23 +13,24 @@ use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context;
 use nsperf_core::Failure;
 use nsperf_net::{NetSpec, Server};
-use nsperf_plan::step::{NetClient, StepProgress, StepReport, StepRequest, StepSpec};
+use nsperf_plan::step::{
+    NetClient, ServiceCount, StepGo, StepProgress, StepReport, StepRequest, StepSpec,
+};
+use serde::Deserialize;
 
 use crate::exit::{classified, usage};
 use crate::output::{print_json, print_json_line};
 
 /// Runs `nsperf step`.
 pub fn run() -> anyhow::Result<()> {
-    let mut input = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut input)
-        .context("reading the step request")?;
-    let req: StepRequest = serde_json::from_slice(&input)
+    // One JSON value, not the whole input: a held step reads its go after it.
+    let mut input = serde_json::Deserializer::from_reader(std::io::stdin());
+    let req = StepRequest::deserialize(&mut input)
         .map_err(|e| classified(Failure::Input, format!("step request: {e}")))?;
     let spec = req.spec;
     spec.validate().map_err(usage)?;
@@ -43,22 +46,7 @@ pub fn run() -> anyhow::Result<()> {
     match spec {
         StepSpec::Net { client, .. } => net(client, started, progress),
         StepSpec::NetServer { server, .. } => serve(server),
-        StepSpec::Io { config, .. } => {
-            let mut show = |p: &nsperf_io::Progress| {
-                let _ = print_json_line(&StepReport::Progress(StepProgress {
-                    elapsed_s: p.elapsed_s,
-                    bytes: p.read_bytes + p.write_bytes,
-                }));
-            };
-            let observer = progress.then_some(nsperf_io::Observer {
-                sample: &mut show,
-                latency: false,
-            });
-            let mut report = nsperf_io::run_observed(&config, observer)
-                .with_context(|| format!("io run {}", config.workload))?;
-            report.started_unix_ns = started;
-            print_json(&StepReport::Io(Box::new(report)))
-        }
+        StepSpec::Io { config, .. } => io(&config, progress, req.hold.then_some(&mut input)),
         StepSpec::Bonnie { config, .. } => {
             let mut report = nsperf_io::bonnie::run_bonnie(&config).context("io bonnie")?;
             report.started_unix_ns = started;
@@ -66,9 +54,20 @@ pub fn run() -> anyhow::Result<()> {
         }
         StepSpec::Service { site, service } => {
             let site = site.as_ref().map(|s| (s.lab.as_str(), s.site.as_str()));
-            super::lab_serve::run_service(&service, site, &mut |url| {
-                print_json_line(&StepReport::Serving { url: url.into() })
-            })
+            let mut count = |c: &nsperf_nfs::server::Served| {
+                let _ = print_json_line(&StepReport::ServiceCount(ServiceCount {
+                    at_unix_ns: nsperf_core::clock::unix_time_ns(),
+                    read_bytes: c.read_bytes,
+                    write_bytes: c.write_bytes,
+                    calls: c.calls,
+                }));
+            };
+            super::lab_serve::run_service(
+                &service,
+                site,
+                &mut |url| print_json_line(&StepReport::Serving { url: url.into() }),
+                Some(&mut count),
+            )
         }
         StepSpec::Capture { file, snaplen, .. } => {
             let e = std::process::Command::new("tcpdump")
@@ -88,9 +87,62 @@ pub fn run() -> anyhow::Result<()> {
     }
 }
 
-/// Sleeps until the wall clock reads `at_unix_ns` (the last millisecond spinning, so hosts
-/// start within a few microseconds of it); Ctrl-C ends the wait.
+/// An io step: the engine's report, its progress streamed when asked; held (`go` the
+/// request's input), the start waits for the go once the run is set up.
+fn io<R: Read>(
+    config: &nsperf_io::RunConfig,
+    progress: bool,
+    go: Option<&mut serde_json::Deserializer<serde_json::de::IoRead<R>>>,
+) -> anyhow::Result<()> {
+    let mut show = |p: &nsperf_io::Progress| {
+        if progress {
+            let _ = print_json_line(&StepReport::Progress(StepProgress {
+                elapsed_s: p.elapsed_s,
+                bytes: p.read_bytes + p.write_bytes,
+            }));
+        }
+    };
+    let mut hold = go.map(|input| {
+        move || -> bool {
+            if print_json_line(&StepReport::Ready).is_err() {
+                return false;
+            }
+            match StepGo::deserialize(&mut *input) {
+                Ok(g) => wait_until(g.start_at_unix_ns).is_ok(),
+                Err(e) => {
+                    eprintln!("nsperf: no start for the held step: {e}");
+                    false
+                }
+            }
+        }
+    });
+    let held = hold.is_some();
+    let observer = (progress || held).then(|| nsperf_io::Observer {
+        sample: &mut show,
+        latency: false,
+        ready: hold.as_mut().map(|h| h as &mut dyn FnMut() -> bool),
+    });
+    let report = nsperf_io::run_observed(config, observer)
+        .with_context(|| format!("io run {}", config.workload))?;
+    print_json(&StepReport::Io(Box::new(report)))?;
+    if held && nsperf_core::signal::interrupted() {
+        // No go (the coordinator went), or stopped: not a measurement of the barrier's run.
+        return Err(classified(
+            Failure::Interrupted,
+            "interrupted: partial results printed",
+        ));
+    }
+    Ok(())
+}
+
+/// Sleeps until the wall clock reads `at_unix_ns`: in steps of at most 100 ms (Ctrl-C ends
+/// the wait), the last one an absolute `clock_nanosleep` on the wall clock with the timer
+/// slack at its least, so the kernel wakes the step at that instant. Not a spin: with many
+/// steps starting at once on few cores, spinning steps take turns on the CPUs and the last
+/// one to get its turn starts milliseconds late; a sleeper woken by its timer is run at once.
 fn wait_until(at_unix_ns: u64) -> anyhow::Result<()> {
+    // SAFETY: prctl with an integer argument changes only this thread's timer slack.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
     loop {
         let now = nsperf_core::clock::unix_time_ns();
         if now >= at_unix_ns {
@@ -102,12 +154,20 @@ fn wait_until(at_unix_ns: u64) -> anyhow::Result<()> {
                 "interrupted before the step started",
             ));
         }
-        let left = Duration::from_nanos(at_unix_ns - now);
-        if left > Duration::from_millis(2) {
-            std::thread::sleep((left - Duration::from_millis(1)).min(Duration::from_millis(100)));
-        } else {
-            std::hint::spin_loop();
-        }
+        let until = at_unix_ns.min(now + 100_000_000);
+        let ts = libc::timespec {
+            tv_sec: (until / 1_000_000_000) as libc::time_t,
+            tv_nsec: (until % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: a valid timespec; an interruption (EINTR) or an early wake loops.
+        unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_REALTIME,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
     }
 }
 

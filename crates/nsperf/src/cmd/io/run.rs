@@ -371,6 +371,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<()> {
         observe.then_some(nsperf_io::Observer {
             sample: &mut cb,
             latency: metrics.is_some(),
+            ready: None,
         }),
     );
     live.clear();

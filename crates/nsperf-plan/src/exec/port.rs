@@ -1,0 +1,172 @@
+//! A lab's shared port beside the hosts that went through it at once: its TCP payload rate
+//! (what its rate carries of data once every packet's headers and framing are paid), how
+//! much of it the hosts' aggregate used, each host's share of it, and a finding when the
+//! aggregate claims more than the port can carry — a figure that cannot be right.
+
+use nsperf_core::Finding;
+use nsperf_core::report::Severity;
+use nsperf_results::Measurement;
+
+/// Bytes of IPv4 and TCP headers in every full segment (TCP timestamps on: Linux's
+/// default), besides the MSS.
+const TCP_IP_HEADERS: u32 = 20 + 32;
+
+/// The TCP payload a link of `rate_bps` (counting each IP packet plus its framing, as the
+/// lab's links do) carries with `mtu`-byte packets, bit/s: full segments of `mtu - 52`
+/// payload bytes in `mtu + 14` bytes on the link. 191.3 Mbit/s of a 200 Mbit/s port at MTU
+/// 1500. A protocol on top (NFS's RPC headers) carries less still.
+pub fn tcp_payload_bps(rate_bps: f64, mtu: u32) -> f64 {
+    let frame = f64::from(mtu) + nsperf_lab::config::FRAME_OVERHEAD_BYTES as f64;
+    rate_bps * f64::from(mtu.saturating_sub(TCP_IP_HEADERS)) / frame
+}
+
+/// The shared port's figures for a step run on many lab sites at once whose traffic goes
+/// one way (an io workload that reads or writes, a network test up or down), in a lab
+/// whose port has a rate (`link`, the cell's).
+pub(crate) fn shared_port(
+    m: &mut Measurement,
+    step: &crate::plan::ResolvedStep,
+    link: Option<&crate::plan::LinkSettings>,
+) {
+    let one_way = match &step.action {
+        crate::plan::Action::Io(io) => io.config.workload.reads() != io.config.workload.writes(),
+        crate::plan::Action::Net(n) => n.params.direction != nsperf_net::Direction::Both,
+        crate::plan::Action::Exec(_) | crate::plan::Action::Bonnie(_) => false,
+    };
+    let on_sites = step.on.as_ref().is_some_and(|o| o.in_lab);
+    if let (true, true, Some(l)) = (one_way, on_sites, link)
+        && let Some(rate) = crate::plan::link_rate_bps(l)
+    {
+        port_figures(m, rate, l.mtu());
+    }
+}
+
+/// Sets the shared port's figures on a step's aggregate over many hosts (their traffic one
+/// way through a port of `rate_bps` at `mtu`): `port.rate_bps`, `port.payload_ceiling` (in
+/// the headline's unit), `port.payload_pct` (the aggregate's share of it), each host's
+/// `port_share_pct`, and a finding — how busy the port was, or that the aggregate is above
+/// what it can carry. Only for a data rate headline (bit/s or bytes/s).
+pub(crate) fn port_figures(m: &mut Measurement, rate_bps: f64, mtu: u32) {
+    let per_bit = match m.metric.as_str() {
+        "throughput_bps" => 1.0,
+        "throughput_bytes_per_s" => 1.0 / 8.0,
+        _ => return,
+    };
+    let clients: Vec<usize> = (0..m.hosts.len())
+        .filter(|&i| m.hosts[i].role != "server" && m.hosts[i].error.is_none())
+        .collect();
+    if clients.is_empty() || rate_bps <= 0.0 {
+        return;
+    }
+    let ceiling = tcp_payload_bps(rate_bps, mtu) * per_bit;
+    let pct = m.value / ceiling * 100.0;
+    m.metrics.insert("port.rate_bps".into(), rate_bps);
+    m.metrics.insert("port.payload_ceiling".into(), ceiling);
+    m.metrics.insert("port.payload_pct".into(), pct);
+    for &i in &clients {
+        let h = &mut m.hosts[i];
+        let rate = h.metrics.get("window_rate").copied().unwrap_or(h.value);
+        h.metrics
+            .insert("port_share_pct".into(), rate / ceiling * 100.0);
+    }
+    let fmt = |v: f64| nsperf_results::stats::format_metric(&m.metric, v);
+    let port = nsperf_core::BitRate(rate_bps);
+    let n = clients.len();
+    let f = if m.value > ceiling {
+        Finding::new(
+            "above_port_rate",
+            Severity::Warning,
+            format!(
+                "the {n} hosts' aggregate, {}, is above the {} of TCP payload the shared {port} port carries at MTU {mtu} ({pct:.1} %): no figure through this port can be right above it — the hosts' windows or clocks do not agree",
+                fmt(m.value),
+                fmt(ceiling),
+            ),
+        )
+    } else {
+        Finding::new(
+            "port_utilisation",
+            Severity::Info,
+            format!(
+                "the {n} hosts together used {pct:.1} % of the shared {port} port's TCP payload rate ({} of {} at MTU {mtu})",
+                fmt(m.value),
+                fmt(ceiling),
+            ),
+        )
+    };
+    m.findings.push(
+        f.with("payload_pct", pct)
+            .with("payload_ceiling", ceiling)
+            .with("rate_bps", rate_bps),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nsperf_results::HostPart;
+
+    #[test]
+    fn a_200_mbit_port_carries_191_mbit_of_tcp_payload() {
+        let p = tcp_payload_bps(200e6, 1500);
+        assert!((p - 200e6 * 1448.0 / 1514.0).abs() < 1e-3);
+        assert!((p / 1e6 - 191.28).abs() < 0.01, "{p}");
+        assert!((tcp_payload_bps(1e9, 9000) / 1e9 - 8948.0 / 9014.0).abs() < 1e-12);
+    }
+
+    fn with_hosts(metric: &str, value: f64, rates: &[f64]) -> Measurement {
+        Measurement {
+            metric: metric.into(),
+            value,
+            hosts: rates
+                .iter()
+                .enumerate()
+                .map(|(i, &r)| {
+                    let mut h = HostPart {
+                        host: format!("c{}", i + 1),
+                        role: "client".into(),
+                        value: r * 2.0,
+                        ..HostPart::default()
+                    };
+                    h.metrics.insert("window_rate".into(), r);
+                    h
+                })
+                .chain(std::iter::once(HostPart {
+                    host: "srv".into(),
+                    role: "server".into(),
+                    ..HostPart::default()
+                }))
+                .collect(),
+            ..Measurement::default()
+        }
+    }
+
+    #[test]
+    fn the_ports_share_and_a_finding_above_its_payload_rate() {
+        // 194 Mbit/s through a 200 Mbit/s port: above its 191.3 of payload.
+        let mut m = with_hosts("throughput_bps", 194e6, &[100e6, 94e6]);
+        port_figures(&mut m, 200e6, 1500);
+        let f = &m.findings[0];
+        assert_eq!(f.id, "above_port_rate");
+        assert!(f.message.contains("101.4 %"), "{}", f.message);
+        assert!((m.hosts[0].metrics["port_share_pct"] - 52.28).abs() < 0.01);
+        assert!(!m.hosts[2].metrics.contains_key("port_share_pct"), "server");
+        // 22.8 MiB/s of NFS writes through it: 99.9 % of the port's payload rate.
+        let mut m = with_hosts(
+            "throughput_bytes_per_s",
+            22.8 * 1048576.0,
+            &[11.4e6, 11.4e6],
+        );
+        port_figures(&mut m, 200e6, 1500);
+        let f = &m.findings[0];
+        assert_eq!(f.id, "port_utilisation", "{}", f.message);
+        assert!((m.metrics["port.payload_pct"] - 99.99).abs() < 0.1);
+        assert_eq!(
+            m.metrics["port.payload_ceiling"],
+            tcp_payload_bps(200e6, 1500) / 8.0
+        );
+        // Not a data rate: nothing.
+        let mut m = with_hosts("elapsed_s", 3.0, &[1.0]);
+        port_figures(&mut m, 200e6, 1500);
+        assert!(m.findings.is_empty() && m.metrics.is_empty());
+    }
+}

@@ -1,0 +1,297 @@
+//! A file service's own count beside its clients' sum. The embedded NFS server prints what
+//! it has served so far (`StepReport::ServiceCount`, every 100 ms) on the executor's line
+//! channel; over the window the clients measured (every client's, for a step on many hosts)
+//! the service's count, read between its samples, is set beside what the clients say they
+//! moved — and a finding names a difference beyond [`COUNTS_AGREE_PCT`]: the check that
+//! would have caught 370 MiB/s reported "through" a 114 MiB/s port.
+
+use std::time::{Duration, Instant};
+
+use nsperf_results::{HostPart, Measurement};
+
+use super::window::{Window, count_at};
+use crate::step::{ServiceCount, StepReport};
+
+/// Beyond this difference between the server's count and the clients' sum, a finding.
+pub(super) const COUNTS_AGREE_PCT: f64 = 5.0;
+
+/// How long to wait after a step for the service's first sample past its window.
+const LAST_SAMPLE_WAIT: Duration = Duration::from_millis(600);
+
+/// The samples of one service's count, in time order.
+#[derive(Debug, Default)]
+pub(super) struct ServiceCounts {
+    samples: Vec<ServiceCount>,
+}
+
+impl ServiceCounts {
+    /// Takes the samples among lines the service printed (other lines are not counts).
+    pub(super) fn take(&mut self, lines: impl Iterator<Item = String>) {
+        for line in lines {
+            if let Ok(StepReport::ServiceCount(c)) = serde_json::from_str(&line)
+                && self
+                    .samples
+                    .last()
+                    .is_none_or(|l| l.at_unix_ns < c.at_unix_ns)
+            {
+                self.samples.push(c);
+            }
+        }
+    }
+
+    /// Forgets the samples before the last one taken (a step begins after it).
+    pub(super) fn restart(&mut self) {
+        let n = self.samples.len();
+        if n > 1 {
+            self.samples.drain(..n - 1);
+        }
+    }
+
+    /// True once a sample at or after `t` is in.
+    pub(super) fn reaches(&self, t: u64) -> bool {
+        self.samples.last().is_some_and(|s| s.at_unix_ns >= t)
+    }
+
+    /// Takes samples from `next` until one at or after `t` is in, for at most
+    /// [`LAST_SAMPLE_WAIT`].
+    pub(super) fn take_until(&mut self, t: u64, mut next: impl FnMut() -> Option<String>) {
+        let t0 = Instant::now();
+        while !self.reaches(t) && t0.elapsed() < LAST_SAMPLE_WAIT {
+            match next() {
+                Some(line) => self.take(std::iter::once(line)),
+                None => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+    }
+
+    /// What the service served within `w` (read and written data, calls), between its
+    /// samples; `None` when the samples do not cover `w`.
+    pub(super) fn within(&self, w: Window) -> Option<Served> {
+        let of = |f: fn(&ServiceCount) -> u64| -> Option<f64> {
+            let s: Vec<(u64, u64)> = self.samples.iter().map(|c| (c.at_unix_ns, f(c))).collect();
+            Some(count_at(&s, w.end_ns)? - count_at(&s, w.start_ns)?)
+        };
+        Some(Served {
+            read_bytes: of(|c| c.read_bytes)?,
+            write_bytes: of(|c| c.write_bytes)?,
+            calls: of(|c| c.calls)?,
+        })
+    }
+}
+
+/// What a service served over a window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Served {
+    pub(super) read_bytes: f64,
+    pub(super) write_bytes: f64,
+    pub(super) calls: f64,
+}
+
+/// The window the clients of `m` measured in, on the coordinator's clock: the window
+/// common to every host's pass (a step on many hosts), or the one engine's pass.
+pub(super) fn clients_window(m: &Measurement) -> Option<Window> {
+    if !m.hosts.is_empty() {
+        return Window::of(m);
+    }
+    let start_ns = m.started_unix_ns?;
+    let end_s = m
+        .series
+        .iter()
+        .map(|p| p.start_s + p.length_s)
+        .fold(0.0, f64::max);
+    let end_ns = start_ns + (end_s * 1e9) as u64;
+    (end_ns > start_ns).then_some(Window { start_ns, end_ns })
+}
+
+/// Sets the service's count over the clients' window `w` beside the clients' sum: a part
+/// of role `server` (named `service`), `server.*` and `clients.bytes` metrics,
+/// `server_vs_clients_pct`, and a finding when they differ by more than
+/// [`COUNTS_AGREE_PCT`]. Only for a step whose headline is data per second.
+pub(super) fn beside_clients(m: &mut Measurement, service: &str, w: Window, served: Served) {
+    if m.metric != "throughput_bytes_per_s" {
+        return;
+    }
+    let seconds = w.seconds();
+    let clients = if m.hosts.is_empty() {
+        m.payload_bytes.unwrap_or(0) as f64
+    } else {
+        m.value * seconds
+    };
+    let bytes = served.read_bytes + served.write_bytes;
+    let mut part = HostPart {
+        host: service.to_string(),
+        role: "server".into(),
+        metric: m.metric.clone(),
+        value: bytes / seconds,
+        payload_bytes: Some(bytes.round() as u64),
+        started_unix_ns: w.start_ns,
+        ..HostPart::default()
+    };
+    for (k, v) in [
+        ("bytes", bytes),
+        ("read_bytes", served.read_bytes),
+        ("write_bytes", served.write_bytes),
+        ("calls", served.calls),
+        ("window_s", seconds),
+    ] {
+        part.metrics.insert(k.into(), v);
+        m.metrics.insert(format!("server.{k}"), v);
+    }
+    m.metrics.insert("clients.bytes".into(), clients);
+    if clients > 0.0 {
+        let pct = (bytes - clients) / clients * 100.0;
+        m.metrics.insert("server_vs_clients_pct".into(), pct);
+        if let Some(f) = counts_differ(pct, bytes, clients, Some(seconds)) {
+            m.findings.push(f);
+        }
+    }
+    m.hosts.push(part);
+}
+
+/// The finding when the server's own count and the clients' sum differ by more than
+/// [`COUNTS_AGREE_PCT`] (`seconds`: the window both are counted over; `None`: each side's
+/// whole test).
+pub(super) fn counts_differ(
+    pct: f64,
+    server: f64,
+    clients: f64,
+    seconds: Option<f64>,
+) -> Option<nsperf_core::Finding> {
+    if pct.abs() <= COUNTS_AGREE_PCT {
+        return None;
+    }
+    let b = |x: f64| nsperf_core::Bytes(x.max(0.0).round() as u64).to_string();
+    let over = match seconds {
+        Some(s) => format!("over the same {s:.2} s"),
+        None => "over their whole tests".to_string(),
+    };
+    Some(
+        nsperf_core::Finding::new(
+            "server_count_differs",
+            nsperf_core::report::Severity::Warning,
+            format!(
+                "the server counted {} where its clients say they moved {} {over} ({pct:+.1} %, more than {COUNTS_AGREE_PCT} %): one side's figures are wrong — clients measured over windows that do not coincide, or traffic the clients did not count",
+                b(server),
+                b(clients),
+            ),
+        )
+        .with("server_vs_clients_pct", pct)
+        .with("server_bytes", server)
+        .with("clients_bytes", clients),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(at: u64, read: u64, write: u64) -> String {
+        serde_json::to_string(&StepReport::ServiceCount(ServiceCount {
+            at_unix_ns: at,
+            read_bytes: read,
+            write_bytes: write,
+            calls: at / 10,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_count_over_a_window_is_read_between_samples() {
+        let mut c = ServiceCounts::default();
+        c.take(
+            [
+                line(100, 0, 0),
+                "not a count".to_string(),
+                line(200, 0, 1000),
+                line(300, 500, 2000),
+                line(250, 0, 0), // out of order: ignored
+            ]
+            .into_iter(),
+        );
+        assert!(c.reaches(300) && !c.reaches(301));
+        let s = c
+            .within(Window {
+                start_ns: 150,
+                end_ns: 250,
+            })
+            .unwrap();
+        assert_eq!(s.write_bytes, 1000.0);
+        assert_eq!(s.read_bytes, 250.0);
+        assert_eq!(
+            c.within(Window {
+                start_ns: 150,
+                end_ns: 350
+            }),
+            None,
+            "past the last sample"
+        );
+        c.restart();
+        assert_eq!(c.samples.len(), 1);
+    }
+
+    #[test]
+    fn the_servers_count_beside_the_clients_and_a_finding_past_five_percent() {
+        let w = Window {
+            start_ns: 1_000_000_000,
+            end_ns: 3_000_000_000,
+        };
+        let mut m = Measurement {
+            metric: "throughput_bytes_per_s".into(),
+            value: 1000.0,
+            hosts: vec![HostPart {
+                host: "c1".into(),
+                ..HostPart::default()
+            }],
+            ..Measurement::default()
+        };
+        let served = Served {
+            read_bytes: 0.0,
+            write_bytes: 2040.0,
+            calls: 40.0,
+        };
+        beside_clients(&mut m, "nas", w, served);
+        assert_eq!(m.metrics["clients.bytes"], 2000.0);
+        assert_eq!(m.metrics["server.bytes"], 2040.0);
+        assert!((m.metrics["server_vs_clients_pct"] - 2.0).abs() < 1e-9);
+        assert!(m.findings.is_empty());
+        let s = m.hosts.last().unwrap();
+        assert_eq!((s.role.as_str(), s.host.as_str()), ("server", "nas"));
+        assert_eq!(s.value, 1020.0);
+        // The clients' sum well above what the server served: the 370-through-114 case.
+        let mut m = Measurement {
+            metric: "throughput_bytes_per_s".into(),
+            value: 3700.0,
+            hosts: m.hosts.clone(),
+            ..Measurement::default()
+        };
+        let served = Served {
+            read_bytes: 2280.0,
+            write_bytes: 0.0,
+            calls: 10.0,
+        };
+        beside_clients(&mut m, "nas", w, served);
+        let f = &m.findings[0];
+        assert_eq!(f.id, "server_count_differs");
+        assert!(f.message.contains("-69.2 %"), "{}", f.message);
+    }
+
+    #[test]
+    fn the_clients_window_of_one_engine_is_its_pass() {
+        let m = Measurement {
+            started_unix_ns: Some(5_000_000_000),
+            series: vec![nsperf_results::SeriesPoint {
+                start_s: 0.0,
+                length_s: 1.5,
+                value: 1.0,
+            }],
+            ..Measurement::default()
+        };
+        assert_eq!(
+            clients_window(&m),
+            Some(Window {
+                start_ns: 5_000_000_000,
+                end_ns: 6_500_000_000
+            })
+        );
+    }
+}
