@@ -147,6 +147,14 @@ pub struct ProtocolStats {
     pub missing_bytes: u64,
     /// Times the decoder lost its place at a gap and found the next record again.
     pub resyncs: u64,
+    /// NFSv4: the operations inside the COMPOUND calls, by operation number, as tshark
+    /// counts them (each operation of each call, retransmissions included).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compound_ops: Vec<CompoundOp>,
+    /// NFSv4: COMPOUND calls whose operations were not all counted (beyond the first 1 KiB
+    /// of the record kept, as after a WRITE's data, or after an operation not walked).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub compound_calls_cut: u64,
     /// What set the protocol's pace, with the figures (absent before this field existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnosis: Option<ProtocolDiagnosis>,
@@ -281,6 +289,21 @@ pub struct ProtocolDiagnosis {
     pub tcp_limit: Limit,
     /// The sentence shown to the user.
     pub message: String,
+}
+
+/// One NFSv4 operation counted inside COMPOUND calls.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompoundOp {
+    /// Operation number.
+    pub opcode: u32,
+    /// Its name (`PUTFH`, `READ`, …).
+    pub op: String,
+    /// Times it appeared in calls.
+    pub calls: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One operation (RPC procedure) of a connection.

@@ -72,8 +72,8 @@ struct Srt {
     avg: f64,
 }
 
-/// tshark's `-z rpc,srt,100003,3` table, by procedure name.
-fn tshark_srt(pcap: &Path, port: u16) -> BTreeMap<String, Srt> {
+/// tshark's `-z rpc,srt,100003,VERS` table, by procedure name.
+fn tshark_srt(pcap: &Path, port: u16, vers: u32) -> BTreeMap<String, Srt> {
     let out = Command::new("tshark")
         .arg("-r")
         .arg(pcap)
@@ -82,7 +82,7 @@ fn tshark_srt(pcap: &Path, port: u16) -> BTreeMap<String, Srt> {
             &format!("tcp.port=={port},rpc"),
             "-q",
             "-z",
-            "rpc,srt,100003,3",
+            &format!("rpc,srt,100003,{vers}"),
         ])
         .output()
         .unwrap();
@@ -141,8 +141,9 @@ fn tshark_calls(pcap: &Path, port: u16) -> BTreeMap<u32, u64> {
     m
 }
 
-/// nsperf's figures of every NFSv3 procedure, summed over the connections: (calls, Srt).
-fn nsperf_ops(pcap: &Path) -> BTreeMap<String, (u32, u64, Srt)> {
+/// nsperf's figures of every NFS procedure of version `vers`, summed over the connections:
+/// (procedure, calls, Srt).
+fn nsperf_ops(pcap: &Path, vers: u32) -> BTreeMap<String, (u32, u64, Srt)> {
     let j = run(&["trace", pcap.to_str().unwrap(), "--json"])
         .ok()
         .json();
@@ -152,7 +153,7 @@ fn nsperf_ops(pcap: &Path) -> BTreeMap<String, (u32, u64, Srt)> {
             continue;
         };
         for o in ops {
-            if o["program"] != "nfs" || o["version"] != 3 {
+            if o["program"] != "nfs" || o["version"] != vers {
                 continue;
             }
             let s = &o["srt"];
@@ -191,8 +192,8 @@ fn nsperf_ops(pcap: &Path) -> BTreeMap<String, (u32, u64, Srt)> {
 /// response times equal tshark's `-z rpc,srt` within its printed resolution (1 µs; the
 /// capture's timestamps are µs too).
 fn check_against_tshark(pcap: &Path, port: u16) {
-    let ours = nsperf_ops(pcap);
-    let srt = tshark_srt(pcap, port);
+    let ours = nsperf_ops(pcap, 3);
+    let srt = tshark_srt(pcap, port, 3);
     let calls = tshark_calls(pcap, port);
     assert!(!srt.is_empty(), "tshark found no NFSv3 calls");
     for (name, t) in &srt {
@@ -353,7 +354,7 @@ fn nfs3_embedded_server_nfs_cp_agrees_with_tshark() {
     }
     assert_eq!(std::fs::read(&back).unwrap(), data);
     check_against_tshark(&pcap, port);
-    let ops = nsperf_ops(&pcap);
+    let ops = nsperf_ops(&pcap, 3);
     let (_, writes, _) = ops.get("WRITE").expect("WRITE calls");
     let (_, reads, _) = ops.get("READ").expect("READ calls");
     assert!(*writes > 0 && *reads > 0, "{ops:?}");
@@ -537,6 +538,127 @@ fn lab_one_read_in_flight_is_protocol_bound_and_sixteen_on_a_t3_are_the_link() {
     assert!(
         r.stdout
             .contains("protocol's pace: the network set the pace"),
+        "{}",
+        r.stdout
+    );
+}
+
+/// NFSv4 operations in the calls, as tshark dissects them (each `nfs.opcode` of a call).
+fn tshark_v4_ops(pcap: &Path, port: u16) -> BTreeMap<String, u64> {
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(pcap)
+        .args([
+            "-d",
+            &format!("tcp.port=={port},rpc"),
+            "-Y",
+            "rpc.msgtyp == 0 && nfs",
+            "-T",
+            "fields",
+            "-E",
+            "occurrence=a",
+            "-e",
+            "nfs.opcode",
+        ])
+        .output()
+        .unwrap();
+    let mut m = BTreeMap::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        for op in l.split(',').filter(|x| !x.trim().is_empty()) {
+            *m.entry(op.trim().to_string()).or_insert(0) += 1;
+        }
+    }
+    m
+}
+
+/// NFSv4.0 through nfs-ganesha in a lab, from a third-party client: libnfs's nfs-cp reading
+/// a 2 MiB file (`?version=4`), captured at the client. The COMPOUND calls' counts and
+/// response times equal `tshark -z rpc,srt,100003,4`, and the operations inside them equal
+/// tshark's per-operation counts (`nfs.opcode` in calls).
+#[test]
+fn nfs4_ganesha_nfs_cp_compound_ops_agree_with_tshark() {
+    let what = "NFSv4 COMPOUND operations from nfs-cp via nfs-ganesha against tshark";
+    if !require_lab(what)
+        || !require_program("tcpdump", what)
+        || !require_program("tshark", what)
+        || !require_program("nfs-cp", what)
+        || !require_program("ganesha.nfsd", what)
+    {
+        return;
+    }
+    let lab = format!("t{}v4", std::process::id() % 100_000);
+    let _g = LabGuard(lab.clone());
+    run(&["lab", "up", &lab, "--sites", "a,b", "--rtt", "2ms"]).ok();
+    let d = tempfile::tempdir().unwrap();
+    let export = std::fs::canonicalize(d.path()).unwrap().join("export");
+    std::fs::create_dir(&export).unwrap();
+    let data: Vec<u8> = (0..2u32 << 20).map(|i| (i * 13 % 251) as u8).collect();
+    std::fs::write(export.join("f.bin"), &data).unwrap();
+    run(&[
+        "lab",
+        "serve",
+        &lab,
+        "b",
+        "nfs",
+        export.to_str().unwrap(),
+        "--server",
+        "ganesha",
+    ])
+    .ok();
+    let pcap = d.path().join("v4.pcap");
+    let back = d.path().join("back.bin");
+    let cap = SiteCapture::start(&format!("nsp-{lab}-a"), &pcap);
+    let url = format!("nfs://10.77.0.2{}/f.bin?version=4", export.display());
+    let out = Command::new("ip")
+        .args(["netns", "exec", &format!("nsp-{lab}-a"), "nfs-cp", &url])
+        .arg(&back)
+        .output()
+        .unwrap();
+    cap.stop();
+    assert!(out.status.success(), "nfs-cp {url}: {out:?}");
+    assert_eq!(std::fs::read(&back).unwrap(), data);
+
+    let ours = nsperf_ops(&pcap, 4);
+    let srt = tshark_srt(&pcap, 2049, 4);
+    let t = srt.get("COMPOUND").expect("tshark timed COMPOUND calls");
+    let (_, calls, n) = ours.get("COMPOUND").expect("nsperf decoded COMPOUND calls");
+    eprintln!(
+        "COMPOUND: calls {calls}, timed tshark {} nsperf {}; min {:.6}/{:.6} max {:.6}/{:.6} mean {:.6}/{:.6} s",
+        t.calls, n.calls, t.min, n.min, t.max, n.max, t.avg, n.avg
+    );
+    assert_eq!(n.calls, t.calls);
+    assert!((n.min - t.min).abs() < 1.5e-6, "min {n:?} {t:?}");
+    assert!((n.max - t.max).abs() < 1.5e-6, "max {n:?} {t:?}");
+    assert!((n.avg - t.avg).abs() < 1.5e-6, "mean {n:?} {t:?}");
+
+    let j = run(&["trace", pcap.to_str().unwrap(), "--json"])
+        .ok()
+        .json();
+    let mut mine: BTreeMap<String, u64> = BTreeMap::new();
+    let mut cut = 0;
+    for c in j["summary"]["connections"].as_array().unwrap() {
+        cut += c["protocol"]["compound_calls_cut"].as_u64().unwrap_or(0);
+        for o in c["protocol"]["compound_ops"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            *mine.entry(o["opcode"].to_string()).or_insert(0) += o["calls"].as_u64().unwrap();
+        }
+    }
+    let theirs = tshark_v4_ops(&pcap, 2049);
+    eprintln!("operations (opcode: calls): tshark {theirs:?}, nsperf {mine:?}");
+    assert_eq!(cut, 0);
+    assert_eq!(mine, theirs);
+    for op in ["22", "25"] {
+        assert!(
+            mine.get(op).is_some_and(|n| *n > 0),
+            "PUTFH and READ: {mine:?}"
+        );
+    }
+    let r = run(&["trace", pcap.to_str().unwrap()]).ok();
+    assert!(
+        r.stdout.contains("NFSv4 operations in COMPOUND calls: ") && r.stdout.contains("READ "),
         "{}",
         r.stdout
     );

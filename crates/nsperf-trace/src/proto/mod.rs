@@ -9,6 +9,7 @@
 //! per operation) and nothing is allocated per packet once a connection has its buffers.
 
 pub mod nfs;
+pub mod nfs4;
 pub mod ops;
 pub mod pace;
 pub mod rpc;
@@ -161,6 +162,8 @@ impl RpcConn {
             malformed_records: s.malformed,
             missing_bytes: self.streams.iter().map(|x| x.missing_bytes).sum(),
             resyncs: self.framers.iter().map(|x| x.resyncs).sum(),
+            compound_ops: s.compound.summary(),
+            compound_calls_cut: s.compound.cut,
             diagnosis: None,
         }
     }

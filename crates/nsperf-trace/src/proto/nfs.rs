@@ -8,6 +8,7 @@ use nsperf_nfs::proto::{self as nfs3, MOUNT_PROG, NFS_PROG, PMAP_PROG, proc3};
 use nsperf_nfs::rpc::{self, CALL, REPLY};
 use nsperf_nfs::xdr::XdrReader;
 
+use super::nfs4::CompoundOps;
 use super::ops::{OpKey, OpTable};
 use super::pace::{CallMark, Pace};
 use super::rpc::Record;
@@ -52,6 +53,8 @@ pub struct RpcSession {
     in_flight: InFlight,
     /// Where each request's time went.
     pub pace: Pace,
+    /// NFSv4: the operations inside COMPOUND calls.
+    pub compound: CompoundOps,
 }
 
 /// Requests in flight over time: the protocol's window.
@@ -173,6 +176,9 @@ impl RpcSession {
                 fh.and_then(|_| x.u64().ok()).and_then(|_| x.u32().ok())
             })
             .flatten();
+        if h.prog == NFS_PROG && h.vers == 4 && h.proc_ == 1 {
+            self.compound.call(&mut x);
+        }
         if h.prog == NFS_PROG && h.vers < 32 {
             self.nfs_versions |= 1 << h.vers;
         }

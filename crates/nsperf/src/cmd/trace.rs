@@ -507,6 +507,22 @@ fn protocol_table(p: &ProtocolStats) -> String {
         ]);
     }
     s.push_str(&t.render());
+    if !p.compound_ops.is_empty() {
+        let ops: Vec<String> = p
+            .compound_ops
+            .iter()
+            .map(|o| format!("{} {}", o.op, o.calls))
+            .collect();
+        s.push_str(&format!(
+            "NFSv4 operations in COMPOUND calls: {}{}\n",
+            ops.join(", "),
+            if p.compound_calls_cut > 0 {
+                format!(" ({} calls not read to their end)", p.compound_calls_cut)
+            } else {
+                String::new()
+            }
+        ));
+    }
     if let Some(d) = &p.diagnosis {
         s.push_str(&format!("protocol's pace: {}\n", d.message));
     }

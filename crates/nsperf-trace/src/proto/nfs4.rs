@@ -1,0 +1,594 @@
+//! The operations inside NFSv4 COMPOUND calls (RFC 7530, 8881, 7862, 8276), counted per
+//! operation as tshark counts them (each `nfs.opcode` of a call).
+//!
+//! An operation's arguments are walked only to find the next operation; nothing is kept.
+//! Only the first bytes of a record are held ([`super::rpc`]): the operations after a WRITE's
+//! data beyond them, and those after an operation whose arguments are not walked here (the
+//! pNFS device and layout-commit operations, COPY, WRITE_SAME, …), are not counted; such calls
+//! are counted as cut.
+
+use nsperf_nfs::xdr::{XdrError, XdrReader};
+
+use crate::model::CompoundOp;
+
+/// Operation numbers counted (0..=75: NFSv4.0, 4.1, 4.2 and the extended attributes).
+const OPS: usize = 76;
+
+/// Longest name, file handle, owner or other opaque item accepted, bytes.
+const MAX_OPAQUE: usize = 4096;
+
+/// Longest attribute bitmap accepted, words.
+const MAX_BITMAP: u32 = 8;
+
+/// Longest array of small items accepted.
+const MAX_ARRAY: u32 = 256;
+
+/// NFSv4 operation names by number (0-2 are not operations).
+const NAMES: [&str; OPS] = [
+    "OP_0",
+    "OP_1",
+    "OP_2",
+    "ACCESS",
+    "CLOSE",
+    "COMMIT",
+    "CREATE",
+    "DELEGPURGE",
+    "DELEGRETURN",
+    "GETATTR",
+    "GETFH",
+    "LINK",
+    "LOCK",
+    "LOCKT",
+    "LOCKU",
+    "LOOKUP",
+    "LOOKUPP",
+    "NVERIFY",
+    "OPEN",
+    "OPENATTR",
+    "OPEN_CONFIRM",
+    "OPEN_DOWNGRADE",
+    "PUTFH",
+    "PUTPUBFH",
+    "PUTROOTFH",
+    "READ",
+    "READDIR",
+    "READLINK",
+    "REMOVE",
+    "RENAME",
+    "RENEW",
+    "RESTOREFH",
+    "SAVEFH",
+    "SECINFO",
+    "SETATTR",
+    "SETCLIENTID",
+    "SETCLIENTID_CONFIRM",
+    "VERIFY",
+    "WRITE",
+    "RELEASE_LOCKOWNER",
+    "BACKCHANNEL_CTL",
+    "BIND_CONN_TO_SESSION",
+    "EXCHANGE_ID",
+    "CREATE_SESSION",
+    "DESTROY_SESSION",
+    "FREE_STATEID",
+    "GET_DIR_DELEGATION",
+    "GETDEVICEINFO",
+    "GETDEVICELIST",
+    "LAYOUTCOMMIT",
+    "LAYOUTGET",
+    "LAYOUTRETURN",
+    "SECINFO_NO_NAME",
+    "SEQUENCE",
+    "SET_SSV",
+    "TEST_STATEID",
+    "WANT_DELEGATION",
+    "DESTROY_CLIENTID",
+    "RECLAIM_COMPLETE",
+    "ALLOCATE",
+    "COPY",
+    "COPY_NOTIFY",
+    "DEALLOCATE",
+    "IO_ADVISE",
+    "LAYOUTERROR",
+    "LAYOUTSTATS",
+    "OFFLOAD_CANCEL",
+    "OFFLOAD_STATUS",
+    "READ_PLUS",
+    "SEEK",
+    "WRITE_SAME",
+    "CLONE",
+    "GETXATTR",
+    "SETXATTR",
+    "LISTXATTRS",
+    "REMOVEXATTR",
+];
+
+/// The name of NFSv4 operation `op`.
+pub fn op_name(op: u32) -> &'static str {
+    NAMES.get(op as usize).copied().unwrap_or("ILLEGAL")
+}
+
+/// Why an operation's arguments could not be walked.
+#[derive(Debug)]
+enum Cut {
+    /// The record's bytes held end (or are malformed).
+    Xdr,
+    /// Arguments not walked here.
+    NotWalked,
+}
+
+impl From<XdrError> for Cut {
+    fn from(_: XdrError) -> Cut {
+        Cut::Xdr
+    }
+}
+
+/// The operations of the COMPOUND calls of one connection.
+#[derive(Debug)]
+pub struct CompoundOps {
+    counts: [u64; OPS],
+    /// COMPOUND calls seen.
+    pub calls: u64,
+    /// COMPOUND calls whose operations were not all counted.
+    pub cut: u64,
+}
+
+impl Default for CompoundOps {
+    fn default() -> Self {
+        CompoundOps {
+            counts: [0; OPS],
+            calls: 0,
+            cut: 0,
+        }
+    }
+}
+
+impl CompoundOps {
+    /// The arguments of one COMPOUND call (`x` just past the RPC call header).
+    pub fn call(&mut self, x: &mut XdrReader<'_>) {
+        self.calls += 1;
+        if self.walk(x).is_err() {
+            self.cut += 1;
+        }
+    }
+
+    fn walk(&mut self, x: &mut XdrReader<'_>) -> Result<(), Cut> {
+        x.opaque(MAX_OPAQUE)?; // tag
+        x.u32()?; // minor version
+        let n = x.u32()?;
+        for _ in 0..n {
+            // Each operation takes at least its 4-byte number: bounded by the bytes held.
+            let op = x.u32()?;
+            let Some(c) = self.counts.get_mut(op as usize) else {
+                return Err(Cut::NotWalked);
+            };
+            if op < 3 {
+                return Err(Cut::NotWalked);
+            }
+            *c += 1;
+            skip_args(op, x)?;
+        }
+        Ok(())
+    }
+
+    /// The operations seen, by number.
+    pub fn summary(&self) -> Vec<CompoundOp> {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(op, n)| CompoundOp {
+                opcode: op as u32,
+                op: NAMES[op].to_string(),
+                calls: *n,
+            })
+            .collect()
+    }
+}
+
+fn stateid(x: &mut XdrReader<'_>) -> Result<(), Cut> {
+    x.skip(16)?;
+    Ok(())
+}
+
+fn opaque(x: &mut XdrReader<'_>) -> Result<(), Cut> {
+    x.opaque(MAX_OPAQUE)?;
+    Ok(())
+}
+
+fn bitmap(x: &mut XdrReader<'_>) -> Result<(), Cut> {
+    let n = x.u32()?;
+    if n > MAX_BITMAP {
+        return Err(Cut::Xdr);
+    }
+    x.skip(4 * n as usize)?;
+    Ok(())
+}
+
+fn fattr(x: &mut XdrReader<'_>) -> Result<(), Cut> {
+    bitmap(x)?;
+    opaque(x)
+}
+
+/// `n` × 4-byte words.
+fn words(x: &mut XdrReader<'_>, n: usize) -> Result<(), Cut> {
+    x.skip(4 * n)?;
+    Ok(())
+}
+
+/// A counted array of items of `each` words.
+fn array(x: &mut XdrReader<'_>, each: usize) -> Result<(), Cut> {
+    let n = x.u32()?;
+    if n > MAX_ARRAY {
+        return Err(Cut::Xdr);
+    }
+    words(x, n as usize * each)
+}
+
+/// callback_sec_parms4<> (BACKCHANNEL_CTL, CREATE_SESSION).
+fn callback_sec_parms(x: &mut XdrReader<'_>) -> Result<(), Cut> {
+    let n = x.u32()?;
+    if n > MAX_ARRAY {
+        return Err(Cut::Xdr);
+    }
+    for _ in 0..n {
+        match x.u32()? {
+            0 => {}
+            1 => {
+                // authsys_parms: stamp, machine name, uid, gid, gids
+                x.u32()?;
+                opaque(x)?;
+                words(x, 2)?;
+                array(x, 1)?;
+            }
+            6 => {
+                // gss_cb_handles4: service, two handles
+                x.u32()?;
+                opaque(x)?;
+                opaque(x)?;
+            }
+            _ => return Err(Cut::Xdr),
+        }
+    }
+    Ok(())
+}
+
+/// channel_attrs4: six words and rdma_ird<1>.
+fn channel_attrs(x: &mut XdrReader<'_>) -> Result<(), Cut> {
+    words(x, 6)?;
+    array(x, 1)
+}
+
+/// OPEN4args after the owner: openflag4 and open_claim4.
+fn open_tail(x: &mut XdrReader<'_>) -> Result<(), Cut> {
+    if x.u32()? == 1 {
+        // OPEN4_CREATE: createhow4
+        match x.u32()? {
+            0 | 1 => fattr(x)?,
+            2 => words(x, 2)?,
+            3 => {
+                words(x, 2)?;
+                fattr(x)?;
+            }
+            _ => return Err(Cut::Xdr),
+        }
+    }
+    match x.u32()? {
+        0 | 3 => opaque(x),
+        1 => words(x, 1),
+        2 => {
+            stateid(x)?;
+            opaque(x)
+        }
+        4 | 6 => Ok(()),
+        5 => stateid(x),
+        _ => Err(Cut::Xdr),
+    }
+}
+
+/// EXCHANGE_ID4args.
+fn exchange_id(x: &mut XdrReader<'_>) -> Result<(), Cut> {
+    words(x, 2)?; // verifier
+    opaque(x)?; // owner id
+    x.u32()?; // flags
+    match x.u32()? {
+        0 => {}
+        1 => {
+            bitmap(x)?;
+            bitmap(x)?;
+        }
+        2 => {
+            bitmap(x)?;
+            bitmap(x)?;
+            for _ in 0..2 {
+                let n = x.u32()?;
+                if n > MAX_ARRAY {
+                    return Err(Cut::Xdr);
+                }
+                for _ in 0..n {
+                    opaque(x)?;
+                }
+            }
+            words(x, 2)?;
+        }
+        _ => return Err(Cut::Xdr),
+    }
+    let n = x.u32()?; // client_impl_id<1>
+    if n > 1 {
+        return Err(Cut::Xdr);
+    }
+    for _ in 0..n {
+        opaque(x)?;
+        opaque(x)?;
+        words(x, 3)?;
+    }
+    Ok(())
+}
+
+/// Skips the arguments of operation `op`.
+fn skip_args(op: u32, x: &mut XdrReader<'_>) -> Result<(), Cut> {
+    match op {
+        // no arguments: GETFH, LOOKUPP, PUTPUBFH, PUTROOTFH, READLINK, RESTOREFH, SAVEFH
+        10 | 16 | 23 | 24 | 27 | 31 | 32 => Ok(()),
+        // one word: ACCESS, OPENATTR, SECINFO_NO_NAME, RECLAIM_COMPLETE
+        3 | 19 | 52 | 58 => words(x, 1),
+        // a hyper: DELEGPURGE, RENEW, DESTROY_CLIENTID
+        7 | 30 | 57 => words(x, 2),
+        // a stateid: DELEGRETURN, FREE_STATEID, OFFLOAD_CANCEL, OFFLOAD_STATUS
+        8 | 45 | 66 | 67 => stateid(x),
+        // a name or a file handle: LINK, LOOKUP, PUTFH, REMOVE, SECINFO, GETXATTR,
+        // REMOVEXATTR
+        11 | 15 | 22 | 28 | 33 | 72 | 75 => opaque(x),
+        // a bitmap: GETATTR
+        9 => bitmap(x),
+        // attributes: NVERIFY, VERIFY
+        17 | 37 => fattr(x),
+        4 => {
+            words(x, 1)?;
+            stateid(x)
+        }
+        5 => words(x, 3),
+        6 => {
+            match x.u32()? {
+                5 => opaque(x)?,
+                3 | 4 => words(x, 2)?,
+                _ => {}
+            }
+            opaque(x)?;
+            fattr(x)
+        }
+        12 => {
+            // LOCK: type, reclaim, offset, length, locker4
+            words(x, 6)?;
+            if x.bool()? {
+                words(x, 1)?;
+                stateid(x)?;
+                words(x, 3)?;
+                opaque(x)
+            } else {
+                stateid(x)?;
+                words(x, 1)
+            }
+        }
+        13 => {
+            words(x, 7)?;
+            opaque(x)
+        }
+        14 => {
+            words(x, 2)?;
+            stateid(x)?;
+            words(x, 4)
+        }
+        18 => {
+            // OPEN: seqid, access, deny, owner (clientid, opaque)
+            words(x, 5)?;
+            opaque(x)?;
+            open_tail(x)
+        }
+        20 => {
+            stateid(x)?;
+            words(x, 1)
+        }
+        21 => {
+            stateid(x)?;
+            words(x, 3)
+        }
+        // READ, READ_PLUS: stateid, offset, count; SEEK: stateid, offset, what
+        25 | 68 | 69 => {
+            stateid(x)?;
+            words(x, 3)
+        }
+        26 => {
+            words(x, 6)?;
+            bitmap(x)
+        }
+        29 => {
+            opaque(x)?;
+            opaque(x)
+        }
+        34 => {
+            stateid(x)?;
+            fattr(x)
+        }
+        35 => {
+            // SETCLIENTID: verifier, id, cb_program, netid, addr, callback_ident
+            words(x, 2)?;
+            opaque(x)?;
+            words(x, 1)?;
+            opaque(x)?;
+            opaque(x)?;
+            words(x, 1)
+        }
+        36 => words(x, 4),
+        38 => {
+            // WRITE: stateid, offset, stable, data (the operations after it are counted
+            // only when the data is within the bytes held)
+            stateid(x)?;
+            words(x, 3)?;
+            x.opaque(usize::MAX)?;
+            Ok(())
+        }
+        39 => {
+            words(x, 2)?;
+            opaque(x)
+        }
+        40 => {
+            words(x, 1)?;
+            callback_sec_parms(x)
+        }
+        41 => words(x, 6),
+        42 => exchange_id(x),
+        43 => {
+            words(x, 4)?;
+            channel_attrs(x)?;
+            channel_attrs(x)?;
+            words(x, 1)?;
+            callback_sec_parms(x)
+        }
+        44 => words(x, 4),
+        50 => {
+            words(x, 9)?;
+            stateid(x)?;
+            words(x, 1)
+        }
+        53 => words(x, 8),
+        55 => array(x, 4),
+        // ALLOCATE, DEALLOCATE: stateid, offset, length
+        59 | 62 => {
+            stateid(x)?;
+            words(x, 4)
+        }
+        63 => {
+            stateid(x)?;
+            words(x, 4)?;
+            bitmap(x)
+        }
+        71 => {
+            stateid(x)?;
+            stateid(x)?;
+            words(x, 6)
+        }
+        73 => {
+            words(x, 1)?;
+            opaque(x)?;
+            opaque(x)
+        }
+        74 => words(x, 3),
+        _ => Err(Cut::NotWalked),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nsperf_nfs::xdr::{put_opaque, put_u32, put_u64};
+
+    fn compound(ops: impl FnOnce(&mut Vec<u8>), n: u32) -> Vec<u8> {
+        let mut b = Vec::new();
+        put_opaque(&mut b, b"tag");
+        put_u32(&mut b, 1);
+        put_u32(&mut b, n);
+        ops(&mut b);
+        b
+    }
+
+    /// SEQUENCE PUTFH OPEN GETFH GETATTR, then SEQUENCE PUTFH WRITE GETATTR (data held and
+    /// cut), then an operation not walked: counted as tshark counts them, cut calls said.
+    #[test]
+    fn operations_counted_and_cut_calls_said() {
+        let mut t = CompoundOps::default();
+        let seq = |b: &mut Vec<u8>| {
+            put_u32(b, 53);
+            b.extend_from_slice(&[7; 16]);
+            for v in [1, 0, 0, 0] {
+                put_u32(b, v);
+            }
+        };
+        let putfh = |b: &mut Vec<u8>| {
+            put_u32(b, 22);
+            put_opaque(b, &[1; 28]);
+        };
+        let getattr = |b: &mut Vec<u8>| {
+            put_u32(b, 9);
+            put_u32(b, 2);
+            put_u32(b, 0x10);
+            put_u32(b, 0x20);
+        };
+        let b = compound(
+            |b| {
+                seq(b);
+                putfh(b);
+                // OPEN: seqid, access, deny, clientid, owner; CREATE GUARDED with attrs;
+                // CLAIM_NULL name
+                put_u32(b, 18);
+                for v in [0, 2, 0] {
+                    put_u32(b, v);
+                }
+                put_u64(b, 9);
+                put_opaque(b, b"owner");
+                put_u32(b, 1);
+                put_u32(b, 1);
+                put_u32(b, 1);
+                put_u32(b, 0x10);
+                put_opaque(b, &[0; 8]);
+                put_u32(b, 0);
+                put_opaque(b, b"file.bin");
+                put_u32(b, 10);
+                getattr(b);
+            },
+            5,
+        );
+        t.call(&mut XdrReader::new(&b));
+        let write = |data: usize| {
+            compound(
+                |b| {
+                    seq(b);
+                    putfh(b);
+                    put_u32(b, 38);
+                    b.extend_from_slice(&[0; 16]);
+                    put_u64(b, 0);
+                    put_u32(b, 0);
+                    put_opaque(b, &vec![0xab; data]);
+                    getattr(b);
+                },
+                4,
+            )
+        };
+        t.call(&mut XdrReader::new(&write(100)));
+        // the data beyond the bytes held: the GETATTR after it is not seen
+        let w = write(4000);
+        t.call(&mut XdrReader::new(&w[..1024]));
+        // GETDEVICEINFO is not walked: the call is cut after it
+        let b = compound(
+            |b| {
+                seq(b);
+                put_u32(b, 47);
+                b.extend_from_slice(&[0; 24]);
+                getattr(b);
+            },
+            3,
+        );
+        t.call(&mut XdrReader::new(&b));
+        let got: Vec<(String, u64)> = t.summary().into_iter().map(|o| (o.op, o.calls)).collect();
+        let want = [
+            ("GETATTR", 2),
+            ("GETFH", 1),
+            ("OPEN", 1),
+            ("PUTFH", 3),
+            ("WRITE", 2),
+            ("GETDEVICEINFO", 1),
+            ("SEQUENCE", 4),
+        ];
+        assert_eq!(
+            got,
+            want.map(|(o, n)| (o.to_string(), n)).to_vec(),
+            "{got:?}"
+        );
+        assert_eq!((t.calls, t.cut), (4, 2));
+        assert_eq!(op_name(10044), "ILLEGAL");
+        // a bogus count costs nothing: the walk ends where the bytes do
+        let b = compound(|_| {}, u32::MAX);
+        t.call(&mut XdrReader::new(&b));
+        assert_eq!((t.calls, t.cut), (5, 3));
+    }
+}
