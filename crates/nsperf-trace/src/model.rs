@@ -151,8 +151,9 @@ pub struct ProtocolStats {
     /// counts them (each operation of each call, retransmissions included).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub compound_ops: Vec<CompoundOp>,
-    /// NFSv4: COMPOUND calls whose operations were not all counted (beyond the first 1 KiB
-    /// of the record kept, as after a WRITE's data, or after an operation not walked).
+    /// NFSv4: COMPOUND calls whose operations were not all counted (after a WRITE's data
+    /// with more than the record's last 256 bytes after it, or after an operation not
+    /// walked).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub compound_calls_cut: u64,
     /// What set the protocol's pace, with the figures (absent before this field existed).

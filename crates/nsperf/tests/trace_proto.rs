@@ -78,6 +78,10 @@ fn tshark_srt(pcap: &Path, port: u16, vers: u32) -> BTreeMap<String, Srt> {
         .arg("-r")
         .arg(pcap)
         .args([
+            // Segments a loopback capture under load records out of order (and a few
+            // twice) are reassembled as nsperf does; without it tshark loses the record.
+            "-o",
+            "tcp.reassemble_out_of_order:TRUE",
             "-d",
             &format!("tcp.port=={port},rpc"),
             "-q",
@@ -111,6 +115,10 @@ fn tshark_calls(pcap: &Path, port: u16) -> BTreeMap<u32, u64> {
         .arg("-r")
         .arg(pcap)
         .args([
+            // Segments a loopback capture under load records out of order (and a few
+            // twice) are reassembled as nsperf does; without it tshark loses the record.
+            "-o",
+            "tcp.reassemble_out_of_order:TRUE",
             "-d",
             &format!("tcp.port=={port},rpc"),
             "-Y",
@@ -549,6 +557,10 @@ fn tshark_v4_ops(pcap: &Path, port: u16) -> BTreeMap<String, u64> {
         .arg("-r")
         .arg(pcap)
         .args([
+            // Segments a loopback capture under load records out of order (and a few
+            // twice) are reassembled as nsperf does; without it tshark loses the record.
+            "-o",
+            "tcp.reassemble_out_of_order:TRUE",
             "-d",
             &format!("tcp.port=={port},rpc"),
             "-Y",

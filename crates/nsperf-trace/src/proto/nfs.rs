@@ -8,7 +8,7 @@ use nsperf_nfs::proto::{self as nfs3, MOUNT_PROG, NFS_PROG, PMAP_PROG, proc3};
 use nsperf_nfs::rpc::{self, CALL, REPLY};
 use nsperf_nfs::xdr::XdrReader;
 
-use super::nfs4::CompoundOps;
+use super::nfs4::{CompoundOps, Held};
 use super::ops::{OpKey, OpTable};
 use super::pace::{CallMark, Pace};
 use super::rpc::Record;
@@ -177,7 +177,11 @@ impl RpcSession {
             })
             .flatten();
         if h.prog == NFS_PROG && h.vers == 4 && h.proc_ == 1 {
-            self.compound.call(&mut x);
+            let held = Held {
+                len: r.len,
+                tail: r.tail,
+            };
+            self.compound.call(&mut x, held);
         }
         if h.prog == NFS_PROG && h.vers < 32 {
             self.nfs_versions |= 1 << h.vers;

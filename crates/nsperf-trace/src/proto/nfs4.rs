@@ -2,10 +2,11 @@
 //! operation as tshark counts them (each `nfs.opcode` of a call).
 //!
 //! An operation's arguments are walked only to find the next operation; nothing is kept.
-//! Only the first bytes of a record are held ([`super::rpc`]): the operations after a WRITE's
-//! data beyond them, and those after an operation whose arguments are not walked here (the
-//! pNFS device and layout-commit operations, COPY, WRITE_SAME, …), are not counted; such calls
-//! are counted as cut.
+//! Only the first bytes of a record and the last of it are held ([`super::rpc`]): the
+//! operations after a WRITE's data are found in the record's tail when they lie there (as the
+//! GETATTR after the data of Linux's WRITE), and those after an operation whose arguments are
+//! not walked here (the pNFS device and layout-commit operations, COPY, WRITE_SAME, …) are not
+//! counted; such calls are counted as cut.
 
 use nsperf_nfs::xdr::{XdrError, XdrReader};
 
@@ -144,15 +145,16 @@ impl Default for CompoundOps {
 }
 
 impl CompoundOps {
-    /// The arguments of one COMPOUND call (`x` just past the RPC call header).
-    pub fn call(&mut self, x: &mut XdrReader<'_>) {
+    /// The arguments of one COMPOUND call: `x` over the record's head, just past the RPC
+    /// call header; `held` what else of the record is held.
+    pub fn call<'a>(&mut self, x: &mut XdrReader<'a>, held: Held<'a>) {
         self.calls += 1;
-        if self.walk(x).is_err() {
+        if self.walk(x, held).is_err() {
             self.cut += 1;
         }
     }
 
-    fn walk(&mut self, x: &mut XdrReader<'_>) -> Result<(), Cut> {
+    fn walk<'a>(&mut self, x: &mut XdrReader<'a>, held: Held<'a>) -> Result<(), Cut> {
         x.opaque(MAX_OPAQUE)?; // tag
         x.u32()?; // minor version
         let n = x.u32()?;
@@ -166,7 +168,11 @@ impl CompoundOps {
                 return Err(Cut::NotWalked);
             }
             *c += 1;
-            skip_args(op, x)?;
+            if op == WRITE {
+                write_args(x, held)?;
+            } else {
+                skip_args(op, x)?;
+            }
         }
         Ok(())
     }
@@ -184,6 +190,37 @@ impl CompoundOps {
             })
             .collect()
     }
+}
+
+/// What a record holds beyond its head: its length and its last bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Held<'a> {
+    /// Length of the record.
+    pub len: u64,
+    /// Its last bytes, contiguous to its end.
+    pub tail: &'a [u8],
+}
+
+const WRITE: u32 = 38;
+
+/// WRITE4args: stateid, offset, stable, data; the walk goes on past the data in the head or
+/// in the record's tail.
+fn write_args<'a>(x: &mut XdrReader<'a>, held: Held<'a>) -> Result<(), Cut> {
+    stateid(x)?;
+    words(x, 3)?;
+    let n = x.u32()? as u64;
+    let padded = (n + 3) & !3;
+    if x.remaining() as u64 >= padded {
+        x.skip(padded as usize)?;
+        return Ok(());
+    }
+    let next = x.position() as u64 + padded;
+    let tail_start = held.len.saturating_sub(held.tail.len() as u64);
+    if next < tail_start || next > held.len {
+        return Err(Cut::Xdr);
+    }
+    *x = XdrReader::new(&held.tail[(next - tail_start) as usize..]);
+    Ok(())
 }
 
 fn stateid(x: &mut XdrReader<'_>) -> Result<(), Cut> {
@@ -420,14 +457,6 @@ fn skip_args(op: u32, x: &mut XdrReader<'_>) -> Result<(), Cut> {
             words(x, 1)
         }
         36 => words(x, 4),
-        38 => {
-            // WRITE: stateid, offset, stable, data (the operations after it are counted
-            // only when the data is within the bytes held)
-            stateid(x)?;
-            words(x, 3)?;
-            x.opaque(usize::MAX)?;
-            Ok(())
-        }
         39 => {
             words(x, 2)?;
             opaque(x)
@@ -492,8 +521,17 @@ mod tests {
         b
     }
 
-    /// SEQUENCE PUTFH OPEN GETFH GETATTR, then SEQUENCE PUTFH WRITE GETATTR (data held and
-    /// cut), then an operation not walked: counted as tshark counts them, cut calls said.
+    /// The whole record held.
+    fn whole(b: &[u8]) -> Held<'_> {
+        Held {
+            len: b.len() as u64,
+            tail: &b[b.len().saturating_sub(256)..],
+        }
+    }
+
+    /// SEQUENCE PUTFH OPEN GETFH GETATTR; SEQUENCE PUTFH WRITE GETATTR with the data in the
+    /// head, beyond it (the GETATTR found in the tail) and beyond both (cut); an operation not
+    /// walked (cut): counted as tshark counts them, the cut calls said.
     #[test]
     fn operations_counted_and_cut_calls_said() {
         let mut t = CompoundOps::default();
@@ -538,7 +576,7 @@ mod tests {
             },
             5,
         );
-        t.call(&mut XdrReader::new(&b));
+        t.call(&mut XdrReader::new(&b), whole(&b));
         let write = |data: usize| {
             compound(
                 |b| {
@@ -554,10 +592,21 @@ mod tests {
                 4,
             )
         };
-        t.call(&mut XdrReader::new(&write(100)));
-        // the data beyond the bytes held: the GETATTR after it is not seen
-        let w = write(4000);
-        t.call(&mut XdrReader::new(&w[..1024]));
+        let w = write(100);
+        t.call(&mut XdrReader::new(&w), whole(&w));
+        assert_eq!(t.cut, 0);
+        // the data beyond the head: the GETATTR after it is in the tail
+        let w = write(4001);
+        t.call(&mut XdrReader::new(&w[..1024]), whole(&w));
+        assert_eq!(t.cut, 0);
+        // nor in the tail: cut
+        let tail = &w[w.len() - 8..];
+        let held = Held {
+            len: w.len() as u64,
+            tail,
+        };
+        t.call(&mut XdrReader::new(&w[..1024]), held);
+        assert_eq!(t.cut, 1);
         // GETDEVICEINFO is not walked: the call is cut after it
         let b = compound(
             |b| {
@@ -568,27 +617,27 @@ mod tests {
             },
             3,
         );
-        t.call(&mut XdrReader::new(&b));
+        t.call(&mut XdrReader::new(&b), whole(&b));
         let got: Vec<(String, u64)> = t.summary().into_iter().map(|o| (o.op, o.calls)).collect();
         let want = [
-            ("GETATTR", 2),
+            ("GETATTR", 3),
             ("GETFH", 1),
             ("OPEN", 1),
-            ("PUTFH", 3),
-            ("WRITE", 2),
+            ("PUTFH", 4),
+            ("WRITE", 3),
             ("GETDEVICEINFO", 1),
-            ("SEQUENCE", 4),
+            ("SEQUENCE", 5),
         ];
         assert_eq!(
             got,
             want.map(|(o, n)| (o.to_string(), n)).to_vec(),
             "{got:?}"
         );
-        assert_eq!((t.calls, t.cut), (4, 2));
+        assert_eq!((t.calls, t.cut), (5, 2));
         assert_eq!(op_name(10044), "ILLEGAL");
         // a bogus count costs nothing: the walk ends where the bytes do
         let b = compound(|_| {}, u32::MAX);
-        t.call(&mut XdrReader::new(&b));
-        assert_eq!((t.calls, t.cut), (5, 3));
+        t.call(&mut XdrReader::new(&b), whole(&b));
+        assert_eq!((t.calls, t.cut), (6, 3));
     }
 }

@@ -1,8 +1,9 @@
 //! ONC RPC record marking (RFC 5531 §11) over one direction's byte stream: a 4-byte mark
 //! (top bit: last fragment; low 31 bits: length) before each fragment, marks and fragments
 //! split anywhere across TCP segments. The framer keeps the first [`HEAD`] bytes of each
-//! record (the RPC header and the arguments or result that matter) and counts the rest
-//! without keeping it: a 1 MiB READ reply costs nothing beyond its header.
+//! record (the RPC header and the arguments or result that matter) and the last [`TAIL`]
+//! bytes of its last fragment (what follows a WRITE's data in an NFSv4 COMPOUND), and counts
+//! the rest without keeping it: a 1 MiB READ reply costs nothing beyond its header and tail.
 //!
 //! After a gap (bytes the capture missed) or at a stream picked up in the middle, the framer
 //! hunts: it takes a chunk that starts with a plausible record mark and RPC header (the way
@@ -16,11 +17,17 @@ use super::stream::Chunk;
 /// and the head of the arguments or result.
 pub const HEAD: usize = 1024;
 
+/// Bytes kept of the end of each record's last fragment.
+pub const TAIL: usize = 256;
+
 /// One record, complete: its head, its length, and when its first and last bytes passed.
 #[derive(Debug)]
 pub struct Record<'a> {
     /// The first [`HEAD`] bytes (fewer when the record is shorter).
     pub head: &'a [u8],
+    /// The record's last bytes, contiguous to its end: at most [`TAIL`], fewer when its last
+    /// fragment was shorter or the capture missed bytes in it (they follow the gap).
+    pub tail: &'a [u8],
     /// Length of the record, all fragments, marks excluded.
     pub len: u64,
     /// Capture time of the segment carrying its first byte (of its first record mark), ns.
@@ -46,6 +53,10 @@ pub struct RecordFramer {
     mark: [u8; 4],
     head: Box<[u8; HEAD]>,
     head_len: usize,
+    tail: Box<[u8; TAIL]>,
+    /// Where the bytes kept in `tail` start (they run to its end once the record is
+    /// complete); None: none kept.
+    tail_from: Option<usize>,
     record_len: u64,
     first_ns: i64,
     /// Bytes dropped while hunting for a record boundary.
@@ -61,6 +72,8 @@ impl Default for RecordFramer {
             mark: [0; 4],
             head: Box::new([0; HEAD]),
             head_len: 0,
+            tail: Box::new([0; TAIL]),
+            tail_from: None,
             record_len: 0,
             first_ns: 0,
             skipped_bytes: 0,
@@ -102,6 +115,8 @@ impl RecordFramer {
                     // A gap inside a fragment's data, past the head: the record goes on.
                     State::Fragment(left, last) if n <= left && self.head_len == HEAD => {
                         self.record_len += n;
+                        // The tail holds bytes contiguous to the end: those after the gap.
+                        self.tail_from = None;
                         self.state = State::Fragment(left - n, last);
                         if left == n {
                             if last {
@@ -153,6 +168,7 @@ impl RecordFramer {
                         return;
                     }
                     self.state = State::Fragment(len as u64, last);
+                    self.tail_from = None;
                     if len == 0 && last {
                         self.finish(t, done);
                     }
@@ -162,6 +178,9 @@ impl RecordFramer {
                     let keep = (HEAD - self.head_len).min(n);
                     self.head[self.head_len..self.head_len + keep].copy_from_slice(&b[..keep]);
                     self.head_len += keep;
+                    if last {
+                        self.keep_tail(left, &b[..n]);
+                    }
                     self.record_len += n as u64;
                     b = &b[n..];
                     self.state = State::Fragment(left - n as u64, last);
@@ -187,9 +206,25 @@ impl RecordFramer {
         }
     }
 
+    /// Of `b`, the next bytes of the last fragment with `left` bytes still to come, keeps
+    /// those among its last [`TAIL`].
+    fn keep_tail(&mut self, left: u64, b: &[u8]) {
+        let start = left.saturating_sub(TAIL as u64);
+        if start >= b.len() as u64 {
+            return;
+        }
+        let start = start as usize;
+        // Byte i of b is (left - i) bytes from the end.
+        let at = TAIL - (left as usize - start);
+        let n = b.len() - start;
+        self.tail[at..at + n].copy_from_slice(&b[start..]);
+        self.tail_from.get_or_insert(at);
+    }
+
     fn finish(&mut self, t: i64, done: &mut dyn FnMut(Record<'_>)) {
         done(Record {
             head: &self.head[..self.head_len],
+            tail: &self.tail[self.tail_from.unwrap_or(TAIL)..],
             len: self.record_len,
             first_ns: self.first_ns,
             last_ns: t,
@@ -247,6 +282,35 @@ mod tests {
         two.extend_from_slice(&[0, 0, 0, 2]);
         let out = feed_all(&mut RecordFramer::default(), &[&two]);
         assert_eq!(out, [(9, 12, 12, 0)]);
+    }
+
+    /// The tail is the record's last bytes wherever the segments split it; after a gap,
+    /// those after the gap; a record of two fragments keeps the last one's.
+    #[test]
+    fn tail_is_the_records_end() {
+        let mut r = record(1, 3000);
+        for (i, x) in r[16..].iter_mut().enumerate() {
+            *x = (i % 251) as u8;
+        }
+        let want = r[r.len() - TAIL..].to_vec();
+        let mut short = record(2, 20);
+        short[20] = 99;
+        for size in [1, 5, 100, 255, 256, 257, 1448, 9000] {
+            let mut f = RecordFramer::default();
+            let mut got = Vec::new();
+            for c in r.chunks(size).chain(short.chunks(size)) {
+                f.feed(Chunk::Data(c), 0, &mut |x| got.push(x.tail.to_vec()));
+            }
+            assert_eq!(got, [want.clone(), short[4..].to_vec()], "{size}");
+        }
+        let mut f = RecordFramer::default();
+        let mut got = Vec::new();
+        f.feed(Chunk::Data(&r[..2900]), 0, &mut |_| panic!());
+        f.feed(Chunk::Gap(50), 1, &mut |_| panic!());
+        f.feed(Chunk::Data(&r[2950..]), 2, &mut |x| {
+            got.push(x.tail.to_vec())
+        });
+        assert_eq!(got, [r[2950..].to_vec()]);
     }
 
     #[test]
