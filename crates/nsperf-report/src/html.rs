@@ -8,6 +8,10 @@
 //!   are drawn dashed and labelled: the link rate, and window/RTT where the window is known;
 //! - `throughput-over-time`: per step, one repetition's interval series with its peak marked
 //!   and its sustained (steady-state) mean drawn;
+//! - `clients-over-time` and `client-shares`: per step run on several hosts or lab sites at
+//!   once, each client's intervals beside the aggregate with its stored peak and sustained
+//!   mean and the shared port's ceiling, and each client's rate and share as bars, the
+//!   slowest marked, Jain's index in the title (`charts/clients.rs`);
 //! - `heatmap`: per io workload, file size × record size (the iozone surface);
 //! - `latency`: p50 / p99 / p99.9 per group, where the engine reported them;
 //! - `cpu`: mean busy % per core for each step.
@@ -109,6 +113,7 @@ impl Exporter for HtmlExporter {
         for step in d.steps() {
             charts::throughput_vs_parameter(d, &step, &mut o);
             charts::throughput_over_time(d, &step, &mut o);
+            charts::clients(d, &step, &mut o);
         }
         charts::heatmaps(d, &mut o);
         charts::latency(d, &mut o);

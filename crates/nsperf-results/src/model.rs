@@ -57,6 +57,11 @@ pub struct HostPart {
     /// Its engine's report (JSON), verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report_json: Option<String>,
+    /// Its intervals on the run's clock (`start_s` from the run's series' time 0, the start
+    /// barrier), in the headline's unit: what the run's aggregate was made of. Empty for a
+    /// server's count, a command, a failed part, and runs stored before store version 6.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<SeriesPoint>,
 }
 
 /// What one run measured.

@@ -227,6 +227,63 @@ fn a_version_1_store_is_upgraded_in_place() {
     assert_eq!(v, STORE_VERSION);
 }
 
+/// Issue 21: each host's intervals on the run's clock are kept (the report draws a line per
+/// client from them); a version 5 store gains the column in place and its old host rows read
+/// back without a series.
+#[test]
+fn a_hosts_series_round_trips_and_a_version_5_store_gains_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v5.db");
+    drop(Store::open(&path).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("ALTER TABLE run_hosts DROP COLUMN series_json; PRAGMA user_version = 5;")
+        .unwrap();
+    drop(conn);
+    let mut store = Store::open(&path).unwrap();
+    let id = new_experiment(&mut store, "f");
+    let key = RunKey {
+        cell: "-".into(),
+        step: "up".into(),
+        phase: Phase::None,
+        repetition: 1,
+    };
+    let series = vec![SeriesPoint {
+        start_s: 0.25,
+        length_s: 1.0,
+        value: 5e6,
+    }];
+    let part = |host: &str, series: Vec<SeriesPoint>| nsperf_results::HostPart {
+        host: host.into(),
+        role: "client".into(),
+        metric: "throughput_bps".into(),
+        value: 5e6,
+        series,
+        ..Default::default()
+    };
+    let m = Measurement {
+        metric: "throughput_bps".into(),
+        value: 5e6,
+        hosts: vec![part("c1", series.clone()), part("c2", Vec::new())],
+        ..Default::default()
+    };
+    let header = RunHeader {
+        key: &key,
+        kind: "net",
+        params: &[],
+        started_unix_ns: 10_000_000_000,
+        conditions: None,
+    };
+    let rid = store.write_run(id, &header, Ok(&m)).unwrap();
+    let hosts = store.hosts(rid).unwrap();
+    assert_eq!(hosts[0].series, series);
+    assert!(hosts[1].series.is_empty());
+    let v: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, STORE_VERSION);
+}
+
 /// Issue #15: a version 3 store gains the lab, findings and link events of runs (version 4)
 /// in place, and they round-trip.
 #[test]

@@ -83,7 +83,11 @@ bs = "1m"
     let parts = store.hosts(net.id).unwrap();
     let clients: Vec<_> = parts.iter().filter(|h| h.role == "client").collect();
     assert_eq!(clients.len(), 3, "{parts:?}");
-    let sum: f64 = clients.iter().map(|h| h.value).sum();
+    // The aggregate is the sum of the clients' rates over the window all of them measured.
+    let sum: f64 = clients
+        .iter()
+        .map(|h| h.metrics.get("window_rate").copied().unwrap_or(h.value))
+        .sum();
     assert!((net.value.unwrap() - sum).abs() < 1e-6 * sum.max(1.0));
     // The server's own count of bytes received equals what the clients sent (±0.1 %).
     let m = &net.metrics;
@@ -94,6 +98,7 @@ bs = "1m"
     assert!(m["start_skew_ns"] < 50e6, "skew {} ns", m["start_skew_ns"]);
     assert!(m.contains_key("peak_interval") && m.contains_key("sustained_mean"));
     assert!(!store.series(net.id).unwrap().is_empty());
+    report_draws_the_clients(&dir, &db, net, &parts);
 
     let io = runs.iter().find(|r| r.step == "write").unwrap();
     assert_eq!(io.status, RunStatus::Ok);
@@ -102,6 +107,54 @@ bs = "1m"
     assert!(parts.iter().all(|h| h.error.is_none() && h.value > 0.0));
     assert_eq!(io.payload_bytes, Some(3 * (8 << 20)));
     assert!(dir.leftovers().is_empty(), "{:?}", dir.leftovers());
+}
+
+/// Issue 21 item 3: the report of a step on three clients draws each client's line beside
+/// the aggregate and their shares as bars, with the stored peak, sustained mean and Jain's
+/// index (not figures computed again).
+fn report_draws_the_clients(
+    dir: &Scratch,
+    db: &str,
+    net: &nsperf_results::RunRecord,
+    parts: &[nsperf_results::HostPart],
+) {
+    let html = Path::new(dir.path()).join("r.html").display().to_string();
+    common::run(&["report", "latest", "--db", db, "-o", &html]).ok();
+    let html = std::fs::read_to_string(&html).unwrap();
+    let (time, shares) = html
+        .split_once("data-chart=\"client-shares\"")
+        .expect("a chart of the clients' shares");
+    let time = time
+        .split_once("data-chart=\"clients-over-time\"")
+        .expect("a chart of the clients over time")
+        .1;
+    // Each client's own series is stored on the run's clock and drawn as its line.
+    for c in ["c1", "c2", "c3"] {
+        let h = parts.iter().find(|h| h.host == c).unwrap();
+        assert!(!h.series.is_empty(), "{c}: no series stored");
+        assert!(time.contains(&format!(">{c}</text>")), "{c}: {time}");
+        let share = h.metrics["share_pct"];
+        assert!(
+            shares.contains(&format!("{c} ({share:.1} %)")),
+            "{c}: {shares}"
+        );
+    }
+    assert!(
+        time.contains(">aggregate of the 3 clients</text>"),
+        "{time}"
+    );
+    let m = &net.metrics;
+    let f = |k: &str| nsperf_results::stats::format_metric("throughput_bps", m[k]);
+    let stated = format!(
+        "aggregate: peak interval {}, sustained mean {} (from {:.1} s)",
+        f("peak_interval"),
+        f("sustained_mean"),
+        m["steady_start_s"]
+    );
+    assert!(time.contains(&stated), "{stated}: {time}");
+    let jain = format!("Jain's fairness index {:.3}", m["fairness_jain"]);
+    assert!(shares.contains(&jain), "{jain}: {shares}");
+    assert!(shares.contains("slowest: c"), "{shares}");
 }
 
 #[test]

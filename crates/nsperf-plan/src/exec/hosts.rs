@@ -769,8 +769,17 @@ fn merge(p: Parts, role: &str) -> Measurement {
     drop(placed);
     drop(ok);
     let mut rate_of = per_host.iter();
-    for (mut h, _, cpu) in p.parts {
+    for (mut h, series, cpu) in p.parts {
         h.role = role.to_string();
+        // Its intervals on the run's clock (time 0 the barrier), as they went into the sum.
+        let shift_s = (h.started_unix_ns as f64 - p.barrier_ns as f64) / 1e9;
+        h.series = series
+            .into_iter()
+            .map(|s| SeriesPoint {
+                start_s: s.start_s + shift_s,
+                ..s
+            })
+            .collect();
         if h.error.is_none()
             && let Some(r) = rate_of.next()
         {
@@ -959,6 +968,12 @@ mod tests {
         // The series over the window, on one grid from its start.
         let vals: Vec<f64> = m.series.iter().map(|p| p.value).collect();
         assert_eq!(vals, [100.0, 100.0]);
+        // Each host's intervals kept on the run's clock (c began 1 s after the barrier).
+        let starts =
+            |i: usize| -> Vec<f64> { m.hosts[i].series.iter().map(|p| p.start_s).collect() };
+        assert_eq!(starts(0), [0.0, 1.0, 2.0]);
+        assert_eq!(starts(1), [1.0, 2.0]);
+        assert_eq!(m.hosts[1].series[0].value, 50.0);
         assert_eq!(m.series[0].start_s, 1.0);
         assert_eq!(m.metrics["peak_interval"], 100.0);
         // Every payload byte counts in the total, inside the window or not.

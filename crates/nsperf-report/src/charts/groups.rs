@@ -106,6 +106,7 @@ pub(crate) fn latency(d: &ExperimentData, out: &mut String) {
                 .map(|r| shown.iter().map(|&k| r[k] * unit.factor).collect())
                 .collect(),
             label: None,
+            marked: None,
         };
         figure(
             out,
@@ -159,6 +160,7 @@ pub(crate) fn cpu(d: &ExperimentData, out: &mut String) {
         series: cores.iter().map(|c| format!("cpu{c}")).collect(),
         values,
         label: Some(|v| format!("{v:.1} %")),
+        marked: None,
     };
     figure(
         out,

@@ -17,8 +17,10 @@ use crate::ExperimentData;
 use crate::labels::{Unit, metric_label, metric_name, unit_for};
 use crate::svg::{self, HLine, Line, Marker, Plot, XAxis, esc};
 
+mod clients;
 mod groups;
 
+pub(crate) use clients::clients;
 pub(crate) use groups::{cpu, heatmaps, latency};
 
 /// Appends a chart in its `<figure>`.
@@ -441,6 +443,10 @@ fn ceilings(
 /// One repetition's interval series, its peak and its sustained mean; every other run of
 /// the step that a link event overlapped gets its own chart, so the outage it crossed is seen.
 pub(crate) fn throughput_over_time(d: &ExperimentData, step: &str, out: &mut String) {
+    // A step on several clients: their chart shows the aggregate among them.
+    if clients::has_clients(d, step) {
+        return;
+    }
     // The group with the highest mean that has a series; its first repetition.
     let best = d
         .stats

@@ -32,6 +32,28 @@ pub struct Bars {
     pub values: Vec<Vec<f64>>,
     /// Formats a value for its bar's tooltip.
     pub label: Option<fn(f64) -> String>,
+    /// A category drawn in [`MARKED`](super::MARKED) (the slowest client), and its legend
+    /// text.
+    pub marked: Option<(usize, String)>,
+}
+
+impl Bars {
+    /// The colour of the bar of category `ci`, series `si`.
+    fn color(&self, ci: usize, si: usize) -> &'static str {
+        match &self.marked {
+            Some((m, _)) if *m == ci => super::MARKED,
+            _ => PALETTE[si % PALETTE.len()],
+        }
+    }
+
+    /// The value of the bar of category `ci`, series `si` (0 when missing).
+    fn value(&self, ci: usize, si: usize) -> f64 {
+        self.values
+            .get(ci)
+            .and_then(|r| r.get(si))
+            .copied()
+            .unwrap_or(0.0)
+    }
 }
 
 /// Renders a grouped bar chart.
@@ -50,6 +72,9 @@ pub fn bars(b: &Bars) -> String {
     let mut side = Side::default();
     for (si, s) in b.series.iter().enumerate() {
         side.add(Swatch::Box(PALETTE[si % PALETTE.len()].into()), s);
+    }
+    if let Some((_, text)) = &b.marked {
+        side.add(Swatch::Box(super::MARKED.into()), text);
     }
     let probe = frame(title.len(), 0.0, false, side.height());
     let n = b.categories.len().max(1) as f64;
@@ -79,12 +104,7 @@ pub fn bars(b: &Bars) -> String {
     for ci in 0..b.categories.len() {
         let gx = f.x0 + gw * ci as f64 + gw * 0.1;
         for si in 0..b.series.len() {
-            let v = b
-                .values
-                .get(ci)
-                .and_then(|r| r.get(si))
-                .copied()
-                .unwrap_or(0.0);
+            let v = b.value(ci, si);
             if !v.is_finite() {
                 continue;
             }
@@ -95,7 +115,7 @@ pub fn bars(b: &Bars) -> String {
                 x = gx + bw * si as f64,
                 w = bw * 0.92,
                 h = (f.y1 - y).max(0.5),
-                c = PALETTE[si % PALETTE.len()],
+                c = b.color(ci, si),
                 t = esc(&b.label.map(|f| f(v)).unwrap_or_else(|| short(v)))
             );
         }
@@ -162,12 +182,7 @@ fn across(b: &Bars, title: &[String], side: &Side, xmax: f64) -> String {
         }
         let top = cy - ns * BAR_H / 2.0;
         for si in 0..b.series.len() {
-            let v = b
-                .values
-                .get(ci)
-                .and_then(|r| r.get(si))
-                .copied()
-                .unwrap_or(0.0);
+            let v = b.value(ci, si);
             if !v.is_finite() {
                 continue;
             }
@@ -177,7 +192,7 @@ fn across(b: &Bars, title: &[String], side: &Side, xmax: f64) -> String {
                 by = top + BAR_H * si as f64,
                 w = (sx(v) - x0).max(0.5),
                 bh = BAR_H * 0.9,
-                c = PALETTE[si % PALETTE.len()],
+                c = b.color(ci, si),
                 t = esc(&b.label.map(|f| f(v)).unwrap_or_else(|| short(v)))
             );
         }
@@ -224,6 +239,7 @@ mod tests {
             categories: cats.clone(),
             series: vec!["p50".into(), "p99".into(), "p99.9".into()],
             label: None,
+            marked: None,
         });
         assert!(!b.contains('…'), "a label was cut: {b}");
         assert_eq!(b.matches("class=\"bar\"").count(), 18 * 3);

@@ -51,6 +51,9 @@ pub const PALETTE: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
 ];
 
+/// Colour of a marked bar (the slowest client), apart from the series' colours.
+pub const MARKED: &str = "#b2182b";
+
 /// Cuts a label to `n` characters, with an ellipsis.
 pub fn clip(s: &str, n: usize) -> String {
     if s.chars().count() <= n {

@@ -28,8 +28,9 @@ use crate::params::{ParamValue, Params};
 /// Version of the store schema (`PRAGMA user_version`). Older stores are upgraded in place
 /// when opened (the columns added since are nullable; version 3 added `run_hosts`; version 4
 /// `runs.lab_json`, `runs.findings_json` and `run_events`; version 5 `run_params` (typed,
-/// resolved parameters), `experiments.label` and `runs.capture_path`).
-pub const STORE_VERSION: i64 = 5;
+/// resolved parameters), `experiments.label` and `runs.capture_path`; version 6
+/// `run_hosts.series_json`, each host's intervals on the run's clock).
+pub const STORE_VERSION: i64 = 6;
 
 /// One experiment (one execution of a plan, resumed or not).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -524,8 +525,9 @@ impl Store {
             let mut st = tx
                 .prepare_cached(
                     "INSERT INTO run_hosts (run_id, host, role, error, metric, value, payload_bytes,
-                     started_unix_ns, clock_offset_ns, clock_error_ns, metrics_json, report_json)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                     started_unix_ns, clock_offset_ns, clock_error_ns, metrics_json, report_json,
+                     series_json)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                 )
                 .map_err(&e)?;
             for h in &mm.hosts {
@@ -542,6 +544,8 @@ impl Store {
                     h.clock_error_ns as i64,
                     serde_json::to_string(&h.metrics).unwrap_or_default(),
                     h.report_json,
+                    (!h.series.is_empty())
+                        .then(|| serde_json::to_string(&h.series).unwrap_or_default()),
                 ])
                 .map_err(&e)?;
             }

@@ -251,8 +251,8 @@ impl Store {
             .conn
             .prepare_cached(
                 "SELECT host, role, error, metric, value, payload_bytes, started_unix_ns,
-                 clock_offset_ns, clock_error_ns, metrics_json, report_json FROM run_hosts
-                 WHERE run_id = ?1 ORDER BY rowid",
+                 clock_offset_ns, clock_error_ns, metrics_json, report_json, series_json
+                 FROM run_hosts WHERE run_id = ?1 ORDER BY rowid",
             )
             .map_err(self.err())?;
         let rows = st
@@ -270,17 +270,24 @@ impl Store {
                         clock_error_ns: u(r.get(8)?),
                         metrics: BTreeMap::new(),
                         report_json: r.get(10)?,
+                        series: Vec::new(),
                     },
                     r.get::<_, String>(9)?,
+                    r.get::<_, Option<String>>(11)?,
                 ))
             })
             .map_err(self.err())?;
         let mut v = Vec::new();
         for row in rows {
-            let (mut h, mj) = row.map_err(self.err())?;
+            let (mut h, mj, sj) = row.map_err(self.err())?;
             h.metrics = serde_json::from_str(&mj).map_err(|e| {
                 StoreError::Corrupt(format!("metrics of host {} of run {run_id}: {e}", h.host))
             })?;
+            if let Some(sj) = sj {
+                h.series = serde_json::from_str(&sj).map_err(|e| {
+                    StoreError::Corrupt(format!("series of host {} of run {run_id}: {e}", h.host))
+                })?;
+            }
             v.push(h);
         }
         Ok(v)

@@ -101,7 +101,8 @@ CREATE TABLE IF NOT EXISTS run_hosts (
     clock_offset_ns INTEGER NOT NULL,
     clock_error_ns INTEGER NOT NULL,
     metrics_json TEXT NOT NULL,
-    report_json TEXT
+    report_json TEXT,
+    series_json TEXT
 );
 CREATE TABLE IF NOT EXISTS run_params (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -139,6 +140,25 @@ pub(super) const UPGRADE_TO_5: &str = "
 ALTER TABLE experiments ADD COLUMN label TEXT;
 ALTER TABLE runs ADD COLUMN capture_path TEXT;
 ";
+
+/// What version 6 added to a version 3-5 store (one with `run_hosts`).
+pub(super) const UPGRADE_TO_6: &str = "
+ALTER TABLE run_hosts ADD COLUMN series_json TEXT;
+";
+
+/// True when `table` exists without `column`.
+fn lacks_column(
+    tx: &rusqlite::Transaction<'_>,
+    table: &str,
+    column: &str,
+) -> rusqlite::Result<bool> {
+    let (columns, has): (i64, i64) = tx.query_row(
+        "SELECT count(*), count(CASE WHEN name = ?2 THEN 1 END) FROM pragma_table_info(?1)",
+        params![table, column],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    Ok(columns > 0 && has == 0)
+}
 
 /// Fills `run_params` for the runs of a store written before parameters were typed: each
 /// value typed from its spelling ([`ParamValue::inferred`]); a template (`{bdp}`) in a
@@ -204,6 +224,9 @@ pub(super) fn upgrade(conn: &mut Connection, version: i64) -> rusqlite::Result<(
     }
     if (1..5).contains(&version) {
         tx.execute_batch(UPGRADE_TO_5)?;
+    }
+    if (3..6).contains(&version) && lacks_column(&tx, "run_hosts", "series_json")? {
+        tx.execute_batch(UPGRADE_TO_6)?;
     }
     tx.execute_batch(SCHEMA)?;
     if (1..5).contains(&version) {
