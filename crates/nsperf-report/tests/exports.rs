@@ -736,3 +736,107 @@ bs = "{record}"
         skip::skip("iozone layout in a browser: no chromium on PATH");
     }
 }
+
+/// A run of `n` clients through a 200 Mbit/s star port as the runner stores it (each
+/// client's intervals on the run's clock, the aggregate, the figures the charts read).
+fn many_clients_run(dir: &Path, n: usize) -> Store {
+    use nsperf_results::{HostPart, Measurement, NewExperiment, Phase, RunHeader, RunKey};
+    let mut store = Store::open(&dir.join("many.db")).unwrap();
+    let id = store
+        .create_experiment(&NewExperiment {
+            plan_name: "nfs-many-clients",
+            description: None,
+            fingerprint: "f",
+            plan_toml: "",
+            total_runs: 1,
+            host_json: "{}",
+            label: None,
+        })
+        .unwrap();
+    let pts = |start: f64, v: f64| -> Vec<nsperf_results::SeriesPoint> {
+        (0..5)
+            .map(|i| nsperf_results::SeriesPoint {
+                start_s: start + i as f64,
+                length_s: 1.0,
+                value: v * (1.0 + 0.05 * (i % 2) as f64),
+            })
+            .collect()
+    };
+    let rate =
+        |i: usize| 0.9e6 * (1.0 + (i % 4) as f64 * 0.1) / (1.0 + (i == n - 1) as u8 as f64 * 3.0);
+    let total: f64 = (0..n).map(rate).sum();
+    let hosts = (0..n)
+        .map(|i| HostPart {
+            host: format!("c{}", i + 1),
+            role: "client".into(),
+            metric: "throughput_bytes_per_s".into(),
+            value: rate(i),
+            series: pts(0.001 * i as f64, rate(i)),
+            metrics: [
+                ("window_rate".to_string(), rate(i)),
+                ("share_pct".to_string(), rate(i) / total * 100.0),
+            ]
+            .into(),
+            ..Default::default()
+        })
+        .collect();
+    let metrics = [
+        ("peak_interval", total * 1.05),
+        ("sustained_mean", total),
+        ("steady_start_s", 1.0),
+        ("fairness_jain", 0.95),
+        ("port.payload_ceiling", 191.28e6 / 8.0),
+        ("port.rate_bps", 200e6),
+        ("port.payload_pct", total / (191.28e6 / 8.0) * 100.0),
+        ("common_window_start_s", 0.02),
+        ("common_window_s", 4.0),
+    ];
+    let m = Measurement {
+        metric: "throughput_bytes_per_s".into(),
+        value: total,
+        metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        series: pts(0.02, total),
+        hosts,
+        ..Default::default()
+    };
+    let key = RunKey {
+        cell: "-".into(),
+        step: "read".into(),
+        phase: Phase::None,
+        repetition: 1,
+    };
+    let header = RunHeader {
+        key: &key,
+        kind: "io",
+        params: &[],
+        started_unix_ns: 1,
+        conditions: None,
+    };
+    store.write_run(id, &header, Ok(&m)).unwrap();
+    store
+}
+
+/// Issue 21 item 3: the charts of 20 clients (a line each, the ceiling, the peak and the
+/// sustained mean, 20 bars with the slowest named) lay out in a browser with no text on
+/// another and none cut.
+#[test]
+fn twenty_clients_lay_out_without_overlapping_or_cut_text() {
+    let Some(browser) = chromium() else {
+        skip::skip("browser test: no chromium on PATH (.ci/run installs the Debian package)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = many_clients_run(dir.path(), 20);
+    let data = ExperimentData::load(&store, "latest").unwrap();
+    let html = String::from_utf8(exporter("html").unwrap().export(&data).unwrap()).unwrap();
+    assert_eq!(figures(&html, "clients-over-time").len(), 1, "{html}");
+    assert_eq!(figures(&html, "client-shares").len(), 1);
+    assert!(figures(&html, "throughput-over-time").is_empty());
+    let checked = with_layout_script(dir.path(), "many.html", &html);
+    let dom = layout_of(browser, dir.path(), &checked);
+    assert!(
+        attr(&dom, "data-texts")[0] > 60,
+        "the texts were not measured"
+    );
+    assert_clean_layout(&dom);
+}
