@@ -8,12 +8,10 @@ use std::fmt::Write;
 
 use super::ticks::label_lines;
 use super::{
-    FONT, Frame, LINE, PALETTE, SIDE, Side, Swatch, W, draw_axes, draw_x_ticks, esc, fit_ticks,
-    frame, nice_ticks, open, plot_top, short, title_lines,
+    ACROSS_LABELS, Across, FONT, LINE, PALETTE, Side, Swatch, draw_axes, draw_x_ticks, esc,
+    fit_ticks, frame, nice_ticks, open, short, title_lines,
 };
 
-/// The width of the label column of bars across, px.
-const LABELS: f64 = 250.0;
 /// The thickness of one bar across, px.
 const BAR_H: f64 = 7.0;
 
@@ -131,43 +129,28 @@ fn across(b: &Bars, title: &[String], side: &Side, xmax: f64) -> String {
     let labels: Vec<Vec<String>> = b
         .categories
         .iter()
-        .map(|c| label_lines(c, LABELS - 16.0))
+        .map(|c| label_lines(c, ACROSS_LABELS - 16.0))
         .collect();
     let ns = b.series.len().max(1) as f64;
     let heights: Vec<f64> = labels
         .iter()
         .map(|l| (l.len() as f64 * LINE).max(ns * BAR_H) + 8.0)
         .collect();
-    let (x0, x1, y0) = (12.0 + LABELS, W - SIDE, plot_top(title.len()));
-    let sx = |x: f64| x0 + (x.clamp(0.0, xmax) / xmax) * (x1 - x0);
-    let ticks: Vec<(f64, String)> = nice_ticks(0.0, xmax, 6)
-        .into_iter()
-        .filter(|t| *t <= xmax * (1.0 + 1e-9))
-        .map(|t| (sx(t), short(t)))
-        .collect();
-    let slot = match ticks.as_slice() {
-        [a, b, ..] => b.0 - a.0,
-        _ => x1 - x0,
-    };
-    let lay = fit_ticks(&ticks, slot, false);
-    let y1 = y0 + heights.iter().sum::<f64>().max(side.height() + 8.0);
-    let f = Frame {
-        x0,
-        x1,
-        y0,
-        y1,
-        height: y1 + lay.height + 30.0,
-    };
+    let rows_h: f64 = heights.iter().sum();
+    let a = Across::new(title.len(), rows_h, side.height(), xmax);
+    let (f, ticks, lay) = (&a.f, &a.ticks, &a.lay);
+    let (x0, y0, y1) = (f.x0, f.y0, f.y1);
+    let sx = |x: f64| a.sx(x);
     let mut out = String::new();
     open(&mut out, &b.title, title, "bars", f.height);
-    for (x, _) in &ticks {
+    for (x, _) in ticks.iter() {
         let _ = write!(
             out,
             r##"<line x1="{x:.1}" y1="{y0:.1}" x2="{x:.1}" y2="{y1:.1}" stroke="#eee"/>"##
         );
     }
-    draw_axes(&mut out, &f, &[], &b.y_label, "", lay.height);
-    draw_x_ticks(&mut out, &ticks, f.y1, &lay);
+    draw_axes(&mut out, f, &[], &b.y_label, "", lay.height);
+    draw_x_ticks(&mut out, ticks, f.y1, lay);
     let mut y = f.y0;
     for (ci, (lines, h)) in labels.iter().zip(&heights).enumerate() {
         let cy = y + h / 2.0;
@@ -198,7 +181,7 @@ fn across(b: &Bars, title: &[String], side: &Side, xmax: f64) -> String {
         }
         y += h;
     }
-    side.draw(&mut out, &f);
+    side.draw(&mut out, f);
     out.push_str("</svg>");
     out
 }

@@ -7,12 +7,10 @@ use std::fmt::Write;
 use super::plot::y_top;
 use super::ticks::label_lines;
 use super::{
-    FONT, Frame, LINE, PALETTE, SIDE, Side, Swatch, W, draw_axes, draw_x_ticks, esc, fit_ticks,
-    nice_ticks, open, plot_top, short, title_lines,
+    ACROSS_LABELS, Across, FONT, LINE, PALETTE, Side, Swatch, draw_axes, draw_x_ticks, esc, open,
+    short, title_lines,
 };
 
-/// The width of the label column, px.
-const LABELS: f64 = 250.0;
 /// Colour of a row whose interval excludes the reference (a difference beyond the noise).
 const DIFFERS: &str = PALETTE[1];
 /// Colour of the other rows.
@@ -80,39 +78,21 @@ pub fn forest(fp: &Forest) -> String {
     let labels: Vec<Vec<String>> = fp
         .rows
         .iter()
-        .map(|r| label_lines(r, LABELS - 16.0))
+        .map(|r| label_lines(r, ACROSS_LABELS - 16.0))
         .collect();
     let heights: Vec<f64> = labels
         .iter()
         .map(|l| (l.len() as f64 * LINE).max(18.0) + 6.0)
         .collect();
-    let y0 = plot_top(title.len());
     let rows_h: f64 = heights.iter().sum();
-    let x0 = 12.0 + LABELS;
-    let x1 = W - SIDE;
-    let sx = |x: f64| x0 + (x.clamp(0.0, xmax) / xmax) * (x1 - x0);
-    let ticks: Vec<(f64, String)> = nice_ticks(0.0, xmax, 6)
-        .into_iter()
-        .filter(|t| *t <= xmax * (1.0 + 1e-9))
-        .map(|t| (sx(t), short(t)))
-        .collect();
-    let slot = match ticks.as_slice() {
-        [a, b, ..] => b.0 - a.0,
-        _ => x1 - x0,
-    };
-    let lay = fit_ticks(&ticks, slot, false);
-    let y1 = y0 + rows_h.max(side.height() + 8.0);
-    let f = Frame {
-        x0,
-        x1,
-        y0,
-        y1,
-        height: y1 + lay.height + 30.0,
-    };
+    let a = Across::new(title.len(), rows_h, side.height(), xmax);
+    let (f, ticks, lay) = (&a.f, &a.ticks, &a.lay);
+    let (x0, x1) = (f.x0, f.x1);
+    let sx = |x: f64| a.sx(x);
     let mut out = String::new();
     open(&mut out, &fp.title, &title, "forest", f.height);
-    draw_axes(&mut out, &f, &[], &fp.x_label, "", lay.height);
-    draw_x_ticks(&mut out, &ticks, f.y1, &lay);
+    draw_axes(&mut out, f, &[], &fp.x_label, "", lay.height);
+    draw_x_ticks(&mut out, ticks, f.y1, lay);
     let _ = write!(
         out,
         r##"<g class="ceiling"><line x1="{x:.1}" y1="{y0}" x2="{x:.1}" y2="{y1}" stroke="#555" stroke-width="1.5" stroke-dasharray="6 4"/></g>"##,
@@ -156,7 +136,7 @@ pub fn forest(fp: &Forest) -> String {
         );
         y += h;
     }
-    side.draw(&mut out, &f);
+    side.draw(&mut out, f);
     out.push_str("</svg>");
     out
 }

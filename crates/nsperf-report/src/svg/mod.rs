@@ -397,6 +397,60 @@ pub(crate) fn frame(title_n: usize, below: f64, x_title: bool, side_h: f64) -> F
     }
 }
 
+/// The width of the label column of a chart whose rows run across (forest plots, bars laid
+/// across), px.
+pub(crate) const ACROSS_LABELS: f64 = 250.0;
+
+/// The layout of a chart whose rows run across: the labels in a column on the left, the rows
+/// one under another, the value axis from 0 to `xmax` at the bottom.
+pub(crate) struct Across {
+    /// The plot area and the chart's height.
+    pub(crate) f: Frame,
+    /// The value axis's ticks, at their x.
+    pub(crate) ticks: Vec<(f64, String)>,
+    /// How the tick labels are laid out.
+    pub(crate) lay: ticks::TickLayout,
+    xmax: f64,
+}
+
+impl Across {
+    /// The layout for rows of `rows_h` px in all, a side column of `side_h` px and values up to
+    /// `xmax`, under `title_n` title lines.
+    pub(crate) fn new(title_n: usize, rows_h: f64, side_h: f64, xmax: f64) -> Across {
+        let (x0, x1, y0) = (12.0 + ACROSS_LABELS, W - SIDE, plot_top(title_n));
+        let mut a = Across {
+            f: Frame {
+                x0,
+                x1,
+                y0,
+                y1: y0 + rows_h.max(side_h + 8.0),
+                height: 0.0,
+            },
+            ticks: Vec::new(),
+            lay: fit_ticks(&[], x1 - x0, false),
+            xmax,
+        };
+        a.ticks = nice_ticks(0.0, xmax, 6)
+            .into_iter()
+            .filter(|t| *t <= xmax * (1.0 + 1e-9))
+            .map(|t| (a.sx(t), short(t)))
+            .collect();
+        let slot = match a.ticks.as_slice() {
+            [p, q, ..] => q.0 - p.0,
+            _ => x1 - x0,
+        };
+        a.lay = fit_ticks(&a.ticks, slot, false);
+        a.f.height = a.f.y1 + a.lay.height + 30.0;
+        a
+    }
+
+    /// The x of value `x`, clamped to the axis.
+    pub(crate) fn sx(&self, x: f64) -> f64 {
+        let f = &self.f;
+        f.x0 + (x.clamp(0.0, self.xmax) / self.xmax) * (f.x1 - f.x0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
