@@ -282,8 +282,14 @@ bs = "64k"
     let store = Store::open(Path::new(&db)).unwrap();
     let runs = store.runs(store.experiment("latest").unwrap().id).unwrap();
     assert_eq!(runs[0].status, RunStatus::Ok, "{:?}", runs[0].error);
-    let parts = store.hosts(runs[0].id).unwrap();
+    // The two hosts' parts, and the service's own count beside them.
+    let (servers, parts): (Vec<_>, Vec<_>) = store
+        .hosts(runs[0].id)
+        .unwrap()
+        .into_iter()
+        .partition(|h| h.role == "server");
     assert_eq!(parts.len(), 2, "{parts:?}");
+    assert_eq!(servers.len(), 1, "{servers:?}");
     for p in &parts {
         assert!(p.error.is_none() && p.value > 0.0, "{p:?}");
         let report: serde_json::Value =
