@@ -502,25 +502,36 @@ impl Fleet {
         );
     }
 
-    /// Waits until every step of `ids` reported [`StepReport::Ready`] or ended (or its agent
-    /// was lost), or `timeout`; true for each step that is ready and still running.
-    pub fn wait_ready(&mut self, ids: &[StepId], timeout: Duration) -> Vec<bool> {
-        let deadline = Instant::now() + timeout;
-        let ready = |o: &StepOutcome| o.reports.iter().any(|r| matches!(r, StepReport::Ready));
+    /// Reads the agents' messages until no step of `ids` is still running (not ended, its
+    /// agent not lost) with `waiting` true of its outcome, the deadline passes, an agent read
+    /// fails or the user interrupts.
+    fn pump_while(
+        &mut self,
+        ids: &[StepId],
+        deadline: Instant,
+        waiting: impl Fn(&StepOutcome) -> bool,
+    ) {
         loop {
             let pending = ids.iter().any(|s| {
                 self.steps
                     .get(s)
-                    .is_some_and(|o| o.end.is_none() && o.lost.is_none() && !ready(o))
+                    .is_some_and(|o| o.end.is_none() && o.lost.is_none() && waiting(o))
             });
             if !pending || nsperf_core::signal::interrupted() {
-                break;
+                return;
             }
             match self.pump(deadline) {
                 Ok(true) => {}
-                Ok(false) | Err(_) => break,
+                Ok(false) | Err(_) => return,
             }
         }
+    }
+
+    /// Waits until every step of `ids` reported [`StepReport::Ready`] or ended (or its agent
+    /// was lost), or `timeout`; true for each step that is ready and still running.
+    pub fn wait_ready(&mut self, ids: &[StepId], timeout: Duration) -> Vec<bool> {
+        let ready = |o: &StepOutcome| o.reports.iter().any(|r| matches!(r, StepReport::Ready));
+        self.pump_while(ids, Instant::now() + timeout, |o| !ready(o));
         ids.iter()
             .map(|s| {
                 self.steps
@@ -597,21 +608,7 @@ impl Fleet {
     /// Waits until every step of `ids` ended (or its agent was lost), or `timeout`; then hands
     /// their outcomes over (a step still running after the timeout is aborted and has no end).
     pub fn wait(&mut self, ids: &[StepId], timeout: Duration) -> Vec<StepOutcome> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let pending = ids.iter().any(|s| {
-                self.steps
-                    .get(s)
-                    .is_some_and(|o| o.end.is_none() && o.lost.is_none())
-            });
-            if !pending || nsperf_core::signal::interrupted() {
-                break;
-            }
-            match self.pump(deadline) {
-                Ok(true) => {}
-                Ok(false) | Err(_) => break,
-            }
-        }
+        self.pump_while(ids, Instant::now() + timeout, |_| true);
         ids.iter()
             .map(|s| {
                 let o = self.steps.remove(s).unwrap_or_default();
