@@ -5,8 +5,8 @@
 //! panic after `new_checked`); [`decode`] walks a frame to its TCP or UDP header; [`tcp`]
 //! tracks each connection (retransmissions, duplicate ACKs, windows with scaling, RTT, bytes
 //! in flight) and diagnoses what limited it, wherever the capture was taken; [`proto`]
-//! decodes the storage protocol above it (ONC RPC: NFS, MOUNT; calls matched to replies,
-//! per-operation response times, requests in flight); [`analyzer`]
+//! decodes the storage protocol above it (ONC RPC: NFS, MOUNT; SMB2/3; requests matched to
+//! replies, per-operation response times, requests in flight); [`analyzer`]
 //! ties them together into the [`model`] that `--json` prints, and [`findings`] says what the
 //! figures mean.
 //!

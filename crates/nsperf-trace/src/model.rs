@@ -100,8 +100,8 @@ pub struct TcpConnection {
     pub b_to_a: DirectionStats,
     /// What limited the direction that carried most data.
     pub diagnosis: Diagnosis,
-    /// The storage protocol decoded from the connection's bytes (NFS over ONC RPC), when
-    /// it carried one.
+    /// The storage protocol decoded from the connection's bytes (NFS over ONC RPC, SMB2/3),
+    /// when it carried one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<ProtocolStats>,
 }
@@ -113,6 +113,8 @@ pub enum AppProtocol {
     /// ONC RPC: NFS, MOUNT, the portmapper.
     #[default]
     OncRpc,
+    /// SMB2/3 over TCP (NetBIOS session framing, port 445).
+    Smb2,
 }
 
 /// What the protocol layer read from one connection.
@@ -159,6 +161,42 @@ pub struct ProtocolStats {
     /// What set the protocol's pace, with the figures (absent before this field existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnosis: Option<ProtocolDiagnosis>,
+    /// SMB2/3: what could and could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smb: Option<SmbStats>,
+}
+
+/// What could and could not be read of an SMB2/3 connection: SMB2 headers (signed or not)
+/// are read in full; messages behind an SMB3 transform header (encrypted) only by their
+/// sizes and times.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SmbStats {
+    /// The dialect the server chose (`3.1.1`), when its NEGOTIATE response was captured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<String>,
+    /// SMB2 headers read (each command of a compound chain counts).
+    pub headers: u64,
+    /// Of those, signed (the signature is not checked: the headers and bodies are readable).
+    pub signed: u64,
+    /// Messages behind an SMB3 transform header (encrypted): their commands, statuses and
+    /// times of service cannot be read; they are in no per-command figure.
+    pub encrypted_messages: u64,
+    /// Bytes of those messages (transform header included, NetBIOS header excluded).
+    pub encrypted_bytes: u64,
+    /// Compressed messages (SMB 3.1.1 compression transform), not read.
+    pub compressed_messages: u64,
+    /// SMB1 messages (a client's first multi-protocol NEGOTIATE), not read.
+    pub smb1_messages: u64,
+    /// Request messages holding a compound chain (more than one command).
+    pub compound_requests: u64,
+    /// Commands of compound chains not read (beyond the 4 KiB kept of a message).
+    pub chain_commands_cut: u64,
+    /// Interim responses (STATUS_PENDING, async): the final response ends the request.
+    pub interim_responses: u64,
+    /// Credits the client requested, summed over its requests.
+    pub credits_requested: u64,
+    /// Credits the server granted, summed over its responses.
+    pub credits_granted: u64,
 }
 
 /// What set the pace of a request/response protocol on one connection.

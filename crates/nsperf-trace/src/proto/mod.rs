@@ -3,7 +3,9 @@
 //! stream ([`stream`]: in order, each byte once, gaps reported), the stream becomes records
 //! ([`rpc`]: ONC RPC record marking across segment boundaries, only each record's head
 //! kept), and the records feed an I/O-free state machine per connection ([`nfs`]: calls
-//! matched to replies by XID) whose figures are per operation ([`ops`]). Packets and their
+//! matched to replies by XID) whose figures are per operation ([`ops`]). SMB2/3 ([`smb`])
+//! takes the same streams through a NetBIOS framer to requests matched to responses by
+//! message id, into the same per-operation figures. Packets and their
 //! capture times are the only inputs; memory per connection is bounded (a 1 KiB head per
 //! direction, at most 256 KiB held beyond a hole, at most 4096 calls pending, a histogram
 //! per operation) and nothing is allocated per packet once a connection has its buffers.
@@ -13,19 +15,22 @@ pub mod nfs4;
 pub mod ops;
 pub mod pace;
 pub mod rpc;
+pub mod smb;
 pub mod stream;
 pub mod verdict;
 
 use crate::decode::TcpSegment;
-use crate::model::{AppProtocol, Diagnosis, ProtocolStats};
+use crate::model::{AppProtocol, Diagnosis, ProtocolStats, SmbStats};
 use crate::wire::tcp::flags;
 
 use nfs::RpcSession;
 use rpc::RecordFramer;
-use stream::Stream;
+use stream::{Chunk, Stream};
 
 /// Ports of the RPC services decoded: NFS, the portmapper, mountd's usual port.
 const RPC_PORTS: [u16; 3] = [2049, 111, 20048];
+/// The SMB port (direct hosting over TCP).
+const SMB_PORT: u16 = 445;
 /// Data segments looked at before a connection is judged not to carry a protocol decoded.
 const DETECT_SEGMENTS: u8 = 16;
 
@@ -41,6 +46,8 @@ pub enum ProtoState {
     No,
     /// ONC RPC.
     Rpc(Box<RpcConn>),
+    /// SMB2/3.
+    Smb(Box<SmbConn>),
 }
 
 impl ProtoState {
@@ -55,6 +62,13 @@ impl ProtoState {
         t: i64,
         rtt: pace::RoundTrips,
     ) {
+        let smb_port = seg.src_port == SMB_PORT || seg.dst_port == SMB_PORT;
+        if smb_port && matches!(self, ProtoState::Undecided) {
+            // Known from the handshake on: the streams start at the SYNs (an SMB client
+            // sends each NetBIOS header in a segment of its own, which no hunt could
+            // recognise).
+            *self = ProtoState::Smb(Box::default());
+        }
         if seg.payload_len > 0 {
             let looked = match self {
                 ProtoState::Undecided => 0,
@@ -63,7 +77,9 @@ impl ProtoState {
             };
             if looked < DETECT_SEGMENTS {
                 let port = RPC_PORTS.contains(&seg.src_port) || RPC_PORTS.contains(&seg.dst_port);
-                *self = if port || rpc::looks_like_record(payload) {
+                *self = if smb_port || smb::looks_like_message(payload) {
+                    ProtoState::Smb(Box::default())
+                } else if port || rpc::looks_like_record(payload) {
                     ProtoState::Rpc(Box::default())
                 } else if looked + 1 == DETECT_SEGMENTS {
                     ProtoState::No
@@ -72,9 +88,13 @@ impl ProtoState {
                 };
             }
         }
-        if let ProtoState::Rpc(c) = self {
-            c.session.pace.rtt = rtt;
-            c.segment(dir, seg, payload, t);
+        match self {
+            ProtoState::Rpc(c) => {
+                c.session.pace.rtt = rtt;
+                c.segment(dir, seg, payload, t);
+            }
+            ProtoState::Smb(c) => c.segment(dir, seg, payload, t),
+            _ => {}
         }
     }
 
@@ -87,6 +107,7 @@ impl ProtoState {
                 s.diagnosis = Some(verdict::diagnose(&c.session.pace, &s.ops, tcp));
                 Some(s)
             }
+            ProtoState::Smb(c) => Some(c.summary()),
             _ => None,
         }
     }
@@ -108,23 +129,9 @@ impl RpcConn {
             framers,
             session,
         } = self;
-        if seg.flags & flags::SYN != 0 {
-            streams[dir].syn(seg.seq);
-        }
-        if seg.flags & flags::ACK != 0 && seg.flags & flags::RST == 0 {
-            // The peer got bytes up to here: those never captured are lost.
-            let (f, s) = (&mut framers[1 - dir], &mut *session);
-            streams[1 - dir].acknowledged(seg.ack, &mut |c| {
-                f.feed(c, t, &mut |r| s.record(1 - dir, &r))
-            });
-        }
-        let (f, s) = (&mut framers[dir], &mut *session);
-        streams[dir].segment(seg.seq, payload, seg.payload_len, &mut |c| {
-            f.feed(c, t, &mut |r| s.record(dir, &r))
+        reassemble(streams, dir, seg, payload, &mut |d, c| {
+            framers[d].feed(c, t, &mut |r| session.record(d, &r))
         });
-        if seg.flags & flags::FIN != 0 {
-            streams[dir].fin(seg.seq.wrapping_add(seg.payload_len));
-        }
         for (d, f) in framers.iter().enumerate() {
             session.pace.open(d, f.open_since());
         }
@@ -165,16 +172,108 @@ impl RpcConn {
             compound_ops: s.compound.summary(),
             compound_calls_cut: s.compound.cut,
             diagnosis: None,
+            smb: None,
         }
     }
 }
 
-/// The body of the `trace_proto` fuzz target (and of a seeded test): arbitrary bytes as the
-/// segments of both directions of an RPC connection. Whatever the bytes, nothing panics and
-/// the held bytes stay within their bound.
-#[doc(hidden)]
-pub fn fuzz_rpc_streams(data: &[u8]) {
-    let mut c = RpcConn::default();
+/// One segment of a connection through its two streams: `up` gets each direction's
+/// in-order chunks (the peer's too, when this segment acknowledges bytes never captured).
+fn reassemble(
+    streams: &mut [Stream; 2],
+    dir: usize,
+    seg: &TcpSegment,
+    payload: &[u8],
+    up: &mut dyn FnMut(usize, Chunk<'_>),
+) {
+    if seg.flags & flags::SYN != 0 {
+        streams[dir].syn(seg.seq);
+    }
+    if seg.flags & flags::ACK != 0 && seg.flags & flags::RST == 0 {
+        // The peer got bytes up to here: those never captured are lost.
+        streams[1 - dir].acknowledged(seg.ack, &mut |c| up(1 - dir, c));
+    }
+    streams[dir].segment(seg.seq, payload, seg.payload_len, &mut |c| up(dir, c));
+    if seg.flags & flags::FIN != 0 {
+        streams[dir].fin(seg.seq.wrapping_add(seg.payload_len));
+    }
+}
+
+/// SMB2/3 on one connection: two streams, two NetBIOS framers, one session.
+#[derive(Debug, Default)]
+pub struct SmbConn {
+    streams: [Stream; 2],
+    framers: [smb::Framer; 2],
+    session: smb::SmbSession,
+}
+
+impl SmbConn {
+    /// One segment sent by side `dir`.
+    pub fn segment(&mut self, dir: usize, seg: &TcpSegment, payload: &[u8], t: i64) {
+        let SmbConn {
+            streams,
+            framers,
+            session,
+        } = self;
+        reassemble(streams, dir, seg, payload, &mut |d, c| {
+            framers[d].feed(c, t, &mut |m| session.message(d, &m))
+        });
+    }
+
+    /// The figures so far (no verdict: docs/trace.md says why).
+    pub fn summary(&self) -> ProtocolStats {
+        let s = &self.session;
+        let fl = s.in_flight;
+        let r = &s.readable;
+        ProtocolStats {
+            protocol: AppProtocol::Smb2,
+            client: if s.calls_by_side[1] > s.calls_by_side[0] {
+                "b"
+            } else {
+                "a"
+            }
+            .into(),
+            ops: s.ops.summary(),
+            in_flight_max: fl.max,
+            in_flight_mean: if fl.span_ns > 0 {
+                fl.area / fl.span_ns as f64
+            } else {
+                0.0
+            },
+            in_flight_busy_mean: if fl.busy_ns > 0 {
+                fl.area / fl.busy_ns as f64
+            } else {
+                0.0
+            },
+            busy_s: fl.busy_ns as f64 / 1e9,
+            span_s: fl.span_ns as f64 / 1e9,
+            unanswered_calls: s.unanswered_calls + s.waiting() as u64,
+            unmatched_replies: s.unmatched_replies,
+            malformed_records: s.malformed,
+            missing_bytes: self.streams.iter().map(|x| x.missing_bytes).sum(),
+            resyncs: self.framers.iter().map(|x| x.resyncs).sum(),
+            smb: Some(SmbStats {
+                dialect: r.dialect.map(smb::dialect_name),
+                headers: r.headers,
+                signed: r.signed,
+                encrypted_messages: r.encrypted,
+                encrypted_bytes: r.encrypted_bytes,
+                compressed_messages: r.compressed,
+                smb1_messages: r.smb1,
+                compound_requests: r.compound_requests,
+                chain_commands_cut: r.chain_cut,
+                interim_responses: r.interim,
+                credits_requested: r.credits_requested,
+                credits_granted: r.credits_granted,
+            }),
+            ..ProtocolStats::default()
+        }
+    }
+}
+
+/// Arbitrary bytes as the segments of both directions of a connection to `port`, each
+/// handed to `seg`.
+fn fuzz_segments(data: &[u8], port: u16, mut feed: impl FnMut(usize, &TcpSegment, &[u8], i64)) {
     let mut seq = [1000u32, 5000u32];
     let mut rest = data;
     let mut t = 0;
@@ -189,8 +288,8 @@ pub fn fuzz_rpc_streams(data: &[u8]) {
         let seg = TcpSegment {
             src: std::net::IpAddr::from([10, 0, 0, 1 + dir as u8]),
             dst: std::net::IpAddr::from([10, 0, 0, 2 - dir as u8]),
-            src_port: 2049,
-            dst_port: 2049,
+            src_port: port,
+            dst_port: port,
             seq: seq[dir],
             ack: seq[1 - dir],
             flags: flags::ACK | if ctl & 0x80 != 0 { flags::FIN } else { 0 },
@@ -201,13 +300,36 @@ pub fn fuzz_rpc_streams(data: &[u8]) {
             payload_at: 0,
             payload_captured: n as u32,
         };
-        c.segment(dir, &seg, payload, t);
+        feed(dir, &seg, payload, t);
         seq[dir] = seq[dir].wrapping_add(seg.payload_len);
         t += 1000;
         rest = more;
     }
+}
+
+/// The body of the `trace_proto` fuzz target (and of a seeded test): arbitrary bytes as the
+/// segments of both directions of an RPC connection. Whatever the bytes, nothing panics and
+/// the held bytes stay within their bound.
+#[doc(hidden)]
+pub fn fuzz_rpc_streams(data: &[u8]) {
+    let mut c = RpcConn::default();
+    fuzz_segments(data, 2049, |d, seg, p, t| c.segment(d, seg, p, t));
     let s = c.summary();
     assert!(s.in_flight_max as usize <= nfs::MAX_PENDING);
+    assert!(
+        c.streams
+            .iter()
+            .all(|x| x.held_bytes() <= stream::MAX_HELD_BYTES)
+    );
+}
+
+/// The same for an SMB2/3 connection (the second body of the `trace_proto` fuzz target).
+#[doc(hidden)]
+pub fn fuzz_smb_streams(data: &[u8]) {
+    let mut c = SmbConn::default();
+    fuzz_segments(data, 445, |d, seg, p, t| c.segment(d, seg, p, t));
+    let s = c.summary();
+    assert!(s.in_flight_max as usize <= smb::MAX_PENDING);
     assert!(
         c.streams
             .iter()

@@ -74,7 +74,8 @@ pub struct InFlight {
 }
 
 impl InFlight {
-    fn step(&mut self, t: i64, delta: i32) {
+    /// `delta` requests start (or end) at `t`.
+    pub(crate) fn step(&mut self, t: i64, delta: i32) {
         let first = *self.first.get_or_insert(t);
         if let Some(s) = self.since {
             let dt = (t - s).max(0);

@@ -1,10 +1,27 @@
-//! Per-operation figures of a storage protocol: counts, bytes, sizes, service response
+//! Per-operation figures of a storage protocol (NFS procedures, SMB2 commands): counts, bytes, sizes, service response
 //! times in a histogram (no sample kept past the first few), errors by status.
 
 use crate::model::{OpError, OpSummary, SrtSummary};
 use crate::tcp::rtt::RttHistogram;
 
-use super::nfs::{op_name, program_name};
+use super::nfs;
+use super::smb::{self, SMB2_PROG};
+
+/// The name of an operation: an RPC procedure, or an SMB2 command.
+fn op_name(prog: u32, vers: u32, proc_: u32) -> &'static str {
+    match prog {
+        SMB2_PROG => smb::command_name(proc_),
+        _ => nfs::op_name(prog, vers, proc_),
+    }
+}
+
+/// The short name of a program (`nfs`, `smb2`).
+fn program_name(prog: u32) -> &'static str {
+    match prog {
+        SMB2_PROG => "smb2",
+        _ => nfs::program_name(prog),
+    }
+}
 
 /// Distinct error statuses kept per operation; more are counted under the last.
 const MAX_STATUSES: usize = 16;
@@ -143,6 +160,7 @@ fn status_name(prog: u32, st: u32) -> String {
             let d = nsperf_nfs::NfsStat(st).describe();
             d.split(' ').next().unwrap_or(d).to_string()
         }
+        SMB2_PROG => smb::status_name(st),
         _ => format!("status {st}"),
     }
 }

@@ -9,7 +9,7 @@ use clap::Args;
 use nsperf_core::report::Report;
 use nsperf_core::table::Table;
 use nsperf_core::units::{BitRate, Bytes};
-use nsperf_trace::model::{DirectionStats, ProtocolStats, TcpConnection};
+use nsperf_trace::model::{AppProtocol, DirectionStats, ProtocolStats, SmbStats, TcpConnection};
 use nsperf_trace::{
     ConnectionSpool, ConnectionStore, Filter, TraceConfig, TraceInterval, TraceSpec, TraceSummary,
 };
@@ -437,17 +437,57 @@ fn detail(c: &TcpConnection) -> String {
     s
 }
 
-/// The storage protocol of a connection: requests in flight, then one row per operation
-/// (service response times as tshark's `-z rpc,srt` times them).
-fn protocol_table(p: &ProtocolStats) -> String {
-    let versions: Vec<String> = p.nfs_versions.iter().map(|v| format!("NFSv{v}")).collect();
-    let mut s = format!(
-        "\nONC RPC{}, client {}: requests in flight max {}, mean {:.2} ({:.2} while any, {:.3} s of {:.3} s); {} unanswered, {} replies without their call{}\n",
-        if versions.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", versions.join(", "))
+/// The name of the protocol in the table's heading: `ONC RPC (NFSv3)`, `SMB2/3 (3.1.1)`.
+fn protocol_heading(p: &ProtocolStats) -> String {
+    match p.protocol {
+        AppProtocol::OncRpc => {
+            let versions: Vec<String> = p.nfs_versions.iter().map(|v| format!("NFSv{v}")).collect();
+            if versions.is_empty() {
+                "ONC RPC".into()
+            } else {
+                format!("ONC RPC ({})", versions.join(", "))
+            }
+        }
+        AppProtocol::Smb2 => match p.smb.as_ref().and_then(|m| m.dialect.as_ref()) {
+            Some(d) => format!("SMB2/3 (dialect {d})"),
+            None => "SMB2/3".into(),
         },
+    }
+}
+
+/// What could and could not be read of an SMB connection.
+fn smb_line(m: &SmbStats) -> String {
+    let mut s = format!(
+        "SMB: {} headers read ({} signed: readable, the signature not checked); {} compound requests; {} interim responses (STATUS_PENDING); credits requested {}, granted {}\n",
+        m.headers,
+        m.signed,
+        m.compound_requests,
+        m.interim_responses,
+        m.credits_requested,
+        m.credits_granted
+    );
+    if m.encrypted_messages > 0 {
+        s.push_str(&format!(
+            "SMB3 encrypted: {} messages, {}: only their sizes and times can be read; their commands, statuses and response times are in no figure above\n",
+            m.encrypted_messages,
+            Bytes(m.encrypted_bytes)
+        ));
+    }
+    if m.compressed_messages + m.smb1_messages + m.chain_commands_cut > 0 {
+        s.push_str(&format!(
+            "not read: {} compressed messages, {} SMB1 messages, {} compound chains cut\n",
+            m.compressed_messages, m.smb1_messages, m.chain_commands_cut
+        ));
+    }
+    s
+}
+
+/// The storage protocol of a connection: requests in flight, then one row per operation
+/// (service response times as tshark's `-z rpc,srt` and `-z smb2,srt` time them).
+fn protocol_table(p: &ProtocolStats) -> String {
+    let mut s = format!(
+        "\n{}, client {}: requests in flight max {}, mean {:.2} ({:.2} while any, {:.3} s of {:.3} s); {} unanswered, {} replies without their call{}\n",
+        protocol_heading(p),
         p.client,
         p.in_flight_max,
         p.in_flight_mean,
@@ -480,7 +520,10 @@ fn protocol_table(p: &ProtocolStats) -> String {
             .chain((o.rpc_errors > 0).then(|| format!("{} rpc", o.rpc_errors)))
             .collect();
         t.row([
-            format!("{} v{}", o.program, o.version),
+            match p.protocol {
+                AppProtocol::OncRpc => format!("{} v{}", o.program, o.version),
+                AppProtocol::Smb2 => o.program.clone(),
+            },
             o.op.clone(),
             o.calls.to_string(),
             o.replies.to_string(),
@@ -522,6 +565,9 @@ fn protocol_table(p: &ProtocolStats) -> String {
                 String::new()
             }
         ));
+    }
+    if let Some(m) = &p.smb {
+        s.push_str(&smb_line(m));
     }
     if let Some(d) = &p.diagnosis {
         s.push_str(&format!("protocol's pace: {}\n", d.message));
