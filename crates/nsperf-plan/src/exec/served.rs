@@ -64,17 +64,36 @@ impl ServiceCounts {
         }
     }
 
-    /// What the service served within `w` (read and written data, calls), between its
-    /// samples; `None` when the samples do not cover `w`.
+    /// What the service served within `w` (read and written data, calls), read between its
+    /// samples, with the least and the most data it can have served there (the samples
+    /// inside `w`, the samples around it); `None` when the samples do not cover `w`.
     pub(super) fn within(&self, w: Window) -> Option<Served> {
         let of = |f: fn(&ServiceCount) -> u64| -> Option<f64> {
             let s: Vec<(u64, u64)> = self.samples.iter().map(|c| (c.at_unix_ns, f(c))).collect();
             Some(count_at(&s, w.end_ns)? - count_at(&s, w.start_ns)?)
         };
+        let s = &self.samples;
+        let data = |c: &ServiceCount| (c.read_bytes + c.write_bytes) as f64;
+        // The samples at or before the start and at or after the end enclose the window; the
+        // first at or after the start and the last at or before the end lie within it.
+        let enclosing_start = s
+            .partition_point(|c| c.at_unix_ns <= w.start_ns)
+            .checked_sub(1)?;
+        let enclosing_end = s.get(s.partition_point(|c| c.at_unix_ns < w.end_ns))?;
+        let inner_start = s.partition_point(|c| c.at_unix_ns < w.start_ns);
+        let inner_end = s
+            .partition_point(|c| c.at_unix_ns <= w.end_ns)
+            .checked_sub(1);
+        let bytes_min = match inner_end {
+            Some(j) if j > inner_start => (data(&s[j]) - data(&s[inner_start])).max(0.0),
+            _ => 0.0,
+        };
         Some(Served {
             read_bytes: of(|c| c.read_bytes)?,
             write_bytes: of(|c| c.write_bytes)?,
             calls: of(|c| c.calls)?,
+            bytes_min,
+            bytes_max: data(enclosing_end) - data(&s[enclosing_start]),
         })
     }
 }
@@ -85,6 +104,10 @@ pub(super) struct Served {
     pub(super) read_bytes: f64,
     pub(super) write_bytes: f64,
     pub(super) calls: f64,
+    /// The least data it can have served within the window: between its samples inside it.
+    pub(super) bytes_min: f64,
+    /// The most: between its samples around it.
+    pub(super) bytes_max: f64,
 }
 
 /// The window the clients of `m` measured in, on the coordinator's clock: the window
@@ -132,20 +155,57 @@ pub(super) fn beside_clients(m: &mut Measurement, service: &str, w: Window, serv
         ("read_bytes", served.read_bytes),
         ("write_bytes", served.write_bytes),
         ("calls", served.calls),
+        ("bytes_min", served.bytes_min),
+        ("bytes_max", served.bytes_max),
         ("window_s", seconds),
     ] {
         part.metrics.insert(k.into(), v);
         m.metrics.insert(format!("server.{k}"), v);
     }
     m.metrics.insert("clients.bytes".into(), clients);
-    if clients > 0.0 {
-        let pct = (bytes - clients) / clients * 100.0;
-        m.metrics.insert("server_vs_clients_pct".into(), pct);
-        if let Some(f) = counts_differ(pct, bytes, clients, Some(seconds)) {
-            m.findings.push(f);
-        }
-    }
     m.hosts.push(part);
+    if clients <= 0.0 {
+        return;
+    }
+    let agree = COUNTS_AGREE_PCT / 100.0;
+    let spread = (served.bytes_max - served.bytes_min) / clients;
+    let pct = (bytes - clients) / clients * 100.0;
+    if spread <= 0.5 {
+        // Read between samples, the count is an estimate within the spread; beyond half the
+        // clients' sum it says nothing (a window of a few samples).
+        m.metrics.insert("server_vs_clients_pct".into(), pct);
+    }
+    let certain =
+        clients < served.bytes_min * (1.0 - agree) || clients > served.bytes_max * (1.0 + agree);
+    if certain || spread <= 2.0 * agree {
+        m.findings
+            .extend(counts_differ(pct, bytes, clients, Some(seconds)));
+    } else {
+        // Within what the server can have served, but its samples are too far apart for
+        // this window to check the clients within the tolerance.
+        m.findings.push(coarse(served, clients, seconds));
+    }
+}
+
+/// The finding when the server's samples are too far apart for the clients' window to
+/// check their sum within [`COUNTS_AGREE_PCT`] (the clients' sum is within what the server
+/// can have served there).
+fn coarse(served: Served, clients: f64, seconds: f64) -> nsperf_core::Finding {
+    let b = |x: f64| nsperf_core::Bytes(x.max(0.0).round() as u64).to_string();
+    nsperf_core::Finding::new(
+        "server_count_coarse",
+        nsperf_core::report::Severity::Info,
+        format!(
+            "the server's count is sampled every {} ms, too seldom for this {seconds:.3} s window: it served between {} and {} there, which holds the clients' {} but cannot check it within {COUNTS_AGREE_PCT} % (a longer step can)",
+            crate::step::SERVICE_COUNT_EVERY.as_millis(),
+            b(served.bytes_min),
+            b(served.bytes_max),
+            b(clients),
+        ),
+    )
+    .with("server_bytes_min", served.bytes_min)
+    .with("server_bytes_max", served.bytes_max)
+    .with("clients_bytes", clients)
 }
 
 /// The finding when the server's own count and the clients' sum differ by more than
@@ -217,6 +277,15 @@ mod tests {
             .unwrap();
         assert_eq!(s.write_bytes, 1000.0);
         assert_eq!(s.read_bytes, 250.0);
+        // Within 150..250 lies the sample at 200 only: nothing certain; around it 100 and 300.
+        assert_eq!((s.bytes_min, s.bytes_max), (0.0, 2500.0));
+        let s = c
+            .within(Window {
+                start_ns: 100,
+                end_ns: 290,
+            })
+            .unwrap();
+        assert_eq!((s.bytes_min, s.bytes_max), (1000.0, 2500.0));
         assert_eq!(
             c.within(Window {
                 start_ns: 150,
@@ -248,6 +317,8 @@ mod tests {
             read_bytes: 0.0,
             write_bytes: 2040.0,
             calls: 40.0,
+            bytes_min: 2000.0,
+            bytes_max: 2080.0,
         };
         beside_clients(&mut m, "nas", w, served);
         assert_eq!(m.metrics["clients.bytes"], 2000.0);
@@ -268,11 +339,73 @@ mod tests {
             read_bytes: 2280.0,
             write_bytes: 0.0,
             calls: 10.0,
+            bytes_min: 2200.0,
+            bytes_max: 2360.0,
         };
         beside_clients(&mut m, "nas", w, served);
         let f = &m.findings[0];
         assert_eq!(f.id, "server_count_differs");
         assert!(f.message.contains("-69.2 %"), "{}", f.message);
+    }
+
+    #[test]
+    fn a_window_shorter_than_the_samples_cannot_check_the_clients() {
+        // Two clients wrote 4 MiB in 3 ms between two of the server's samples 100 ms apart
+        // (a short step in CI): read between the samples, the server "served" 110 KB there.
+        let w = Window {
+            start_ns: 1_000_000_000,
+            end_ns: 1_003_000_000,
+        };
+        let mut m = Measurement {
+            metric: "throughput_bytes_per_s".into(),
+            value: 4_194_304.0 / 0.003,
+            hosts: vec![HostPart {
+                host: "c1".into(),
+                ..HostPart::default()
+            }],
+            ..Measurement::default()
+        };
+        let served = Served {
+            read_bytes: 0.0,
+            write_bytes: 110_000.0,
+            calls: 2.0,
+            bytes_min: 0.0,
+            bytes_max: 4_194_304.0,
+        };
+        beside_clients(&mut m, "nas", w, served);
+        assert!(!m.metrics.contains_key("server_vs_clients_pct"));
+        let ids: Vec<&str> = m.findings.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(ids, ["server_count_coarse"], "{:?}", m.findings);
+        assert_eq!(m.metrics["server.bytes_max"], 4_194_304.0);
+        // More than the server can have served even around the window: wrong either way.
+        let mut m2 = Measurement {
+            value: 2.0 * 4_194_304.0 / 0.003,
+            ..m.clone()
+        };
+        m2.findings.clear();
+        m2.hosts.truncate(1);
+        beside_clients(&mut m2, "nas", w, served);
+        let ids: Vec<&str> = m2.findings.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(ids, ["server_count_differs"]);
+        // A window of a dozen samples: the estimate is kept, but 8 % off within a 30 %
+        // spread is no evidence of a wrong side.
+        let mut m3 = Measurement {
+            value: 1000.0 / 0.003,
+            ..m.clone()
+        };
+        m3.findings.clear();
+        m3.hosts.truncate(1);
+        let served = Served {
+            read_bytes: 0.0,
+            write_bytes: 1080.0,
+            calls: 2.0,
+            bytes_min: 850.0,
+            bytes_max: 1150.0,
+        };
+        beside_clients(&mut m3, "nas", w, served);
+        assert!((m3.metrics["server_vs_clients_pct"] - 8.0).abs() < 1e-6);
+        let ids: Vec<&str> = m3.findings.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(ids, ["server_count_coarse"]);
     }
 
     #[test]
