@@ -285,8 +285,12 @@ pub(super) fn used_variables(s: &RawStep, raw: &RawPlan) -> Vec<String> {
             }
         }
     }
-    let in_lab =
-        s.client.is_some() || s.server.is_some() || s.site.is_some() || s.capture.is_some();
+    // A step on lab sites (`on`) crosses the lab's links as one with a `site` does.
+    let in_lab = s.client.is_some()
+        || s.server.is_some()
+        || s.site.is_some()
+        || s.capture.is_some()
+        || s.on.as_deref().is_some_and(|on| on_lab_sites(on, raw));
     if (in_lab || used.iter().any(|u| u == "bdp"))
         && let Some(l) = &raw.lab
     {
@@ -297,6 +301,27 @@ pub(super) fn used_variables(s: &RawStep, raw: &RawPlan) -> Vec<String> {
         }
     }
     used
+}
+
+/// Whether `on` names lab sites: a site of [lab], one of its client sites (`c1`…, or all of
+/// them: `clients`), or a [groups] entry holding one.
+fn on_lab_sites(on: &str, raw: &RawPlan) -> bool {
+    let Some(l) = &raw.lab else {
+        return false;
+    };
+    let clients = l.clients.unwrap_or(0);
+    let site = |n: &str| {
+        l.sites.iter().any(|x| x == n)
+            || (n == "clients" && clients > 0)
+            || n.strip_prefix('c')
+                .and_then(|k| k.parse::<u32>().ok())
+                .is_some_and(|k| (1..=clients).contains(&k))
+    };
+    site(on)
+        || raw
+            .groups
+            .get(on)
+            .is_some_and(|g| g.iter().any(|m| site(m)))
 }
 
 /// The kind of value each matrix parameter a step uses stands for, from the field it fills:

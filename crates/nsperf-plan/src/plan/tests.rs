@@ -625,6 +625,48 @@ time = "1s"
     assert!(e.contains("site: no site \"moon\" in the lab"), "{e}");
 }
 
+/// A step on lab sites depends on the lab's templated link: a matrix over the RTT gives it a
+/// cell per value (it ran once, in the first cell).
+#[test]
+fn steps_on_sites_follow_the_labs_matrix() {
+    let text = r#"
+name = "many"
+repetitions = 1
+[lab]
+sites = ["srv"]
+clients = 2
+topology = "star"
+rate = "200mbit"
+rtt = "{rtt}"
+[matrix]
+rtt = ["0ms", "50ms"]
+[groups]
+pair = ["c1", "c2"]
+[[service]]
+name = "nas"
+site = "srv"
+dir = "/tmp"
+[[step]]
+name = "all"
+type = "io"
+on = "clients"
+service = "nas"
+workload = "seqwrite"
+size = "1m"
+[[step]]
+name = "group"
+type = "exec"
+on = "pair"
+command = ["true"]
+"#;
+    let p = Plan::parse(text.as_bytes()).unwrap();
+    assert_eq!(p.cells.len(), 2);
+    for c in &p.cells {
+        let names: Vec<&str> = c.steps.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["all", "group"], "cell {:?}", c.params);
+    }
+}
+
 /// Issue 21 item 1: a lab's sites are hosts a step runs `on` (the `clients` sites of `[lab]
 /// clients = N` as the group `clients`, or `[groups]` of sites without `[hosts]`); only the
 /// sites steps run on get an agent, and a plan whose steps run on none has no hosts.
