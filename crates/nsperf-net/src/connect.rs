@@ -79,6 +79,7 @@ pub(crate) fn connect_socket(cfg: &ClientConfig) -> Result<(TcpStream, SocketAdd
     Err(last.unwrap_or(NetError::Connect {
         addr: cfg.host.clone(),
         reason: "no address".into(),
+        kind: None,
     }))
 }
 

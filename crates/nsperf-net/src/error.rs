@@ -25,6 +25,8 @@ pub enum NetError {
         addr: String,
         /// Why.
         reason: String,
+        /// The I/O error's kind, where one caused it.
+        kind: Option<std::io::ErrorKind>,
     },
     /// The server could not listen.
     #[error("cannot listen on {addr}: {reason}")]
@@ -113,7 +115,23 @@ impl NetError {
         NetError::Connect {
             addr: addr.to_string(),
             reason: e.to_string(),
+            kind: Some(e.kind()),
         }
+    }
+
+    /// A connection the server refused or reset before a byte was exchanged: what a server
+    /// between two listening sockets answers (iperf3 reopens its listener after each test, and
+    /// a connection queued on the old one is reset when it closes).
+    pub fn is_refused_or_reset(&self) -> bool {
+        matches!(
+            self,
+            NetError::Connect {
+                kind: Some(
+                    std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::ConnectionReset
+                ),
+                ..
+            }
+        )
     }
 }
 

@@ -124,15 +124,14 @@ fn random_cookie() -> Result<[u8; COOKIE_LEN], NetError> {
     Ok(wire::cookie_from(b))
 }
 
-/// Connects the control connection, retrying refusals for `retry` (an iperf3 server reopens
-/// its listener after a connection it could not use, such as nsperf's own greeting).
+/// Connects the control connection, retrying refusals and resets for `retry` (an iperf3 server
+/// reopens its listener after each test and after a connection it could not use, such as
+/// nsperf's own greeting; a connection queued on the old listener is reset).
 fn connect(cfg: &ClientConfig, retry: Duration) -> Result<(TcpStream, SocketAddr), NetError> {
     let until = Instant::now() + retry;
     loop {
         match crate::connect::connect_socket(cfg) {
-            Err(NetError::Connect { reason, .. })
-                if reason.contains("refused") && Instant::now() < until =>
-            {
+            Err(e) if e.is_refused_or_reset() && Instant::now() < until => {
                 std::thread::sleep(Duration::from_millis(100));
             }
             r => return r,
