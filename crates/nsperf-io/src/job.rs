@@ -2,10 +2,15 @@
 //! monomorphised: no allocation, no dynamic dispatch, two clock reads per op (one per batch
 //! on queued engines).
 //!
-//! Interval accounting: an op belongs to the interval in which it completed; intervals are
-//! laid on a grid starting at the common measuring start of all jobs, so the runner can add
-//! jobs' intervals index by index. Ops that complete before that start (the `--ramp_time`
-//! warm-up) are done but not counted. Per op, the loop also paces (`--rate`), stamps or
+//! Interval accounting: an op counts in the interval in which it completed (fio's IOPS), and
+//! its bytes over the time it was being moved — from its submission or the job's previous
+//! completion, whichever is later, to its completion — so that no interval shows more than
+//! crossed the wire or the device in it (a 1 MiB read that completes just after a boundary is
+//! not counted whole in the next interval; summed over many clients of one port, counting at
+//! completion put intervals a third above the port). Intervals are laid on a grid starting at
+//! the common measuring start of all jobs, so the runner can add jobs' intervals index by
+//! index. Ops that complete before that start (the `--ramp_time` warm-up) are done but not
+//! counted, and a counted op's bytes are spread from that start at the earliest. Per op, the loop also paces (`--rate`), stamps or
 //! checks the block (`--verify`) and publishes its totals to the live counters, each only
 //! when asked for.
 
@@ -278,31 +283,61 @@ pub struct JobError {
 }
 
 struct Grid {
+    start: Instant,
     next: Instant,
     interval: Duration,
     cur: (u64, u64),
     buckets: Vec<(u64, u64)>,
+    /// The job's last counted completion: the earliest its next op's bytes can have moved.
+    last_done: Instant,
 }
 
 impl Grid {
     fn new(start: Instant, interval: Duration, expect: usize) -> Self {
         Grid {
+            start,
             next: start + interval,
             interval,
             cur: (0, 0),
             buckets: Vec::with_capacity(expect),
+            last_done: start,
         }
     }
 
+    /// Counts an op submitted at `from` that completed at `t` with `bytes`: the op in the
+    /// interval of `t`, its bytes over `[max(from, last completion, start), t]` in proportion
+    /// to the time each interval holds of it (the remainder of the integer shares in the
+    /// interval of `t`, so every byte is counted once).
     #[inline]
-    fn add(&mut self, t: Instant, bytes: u64, ops: u64) {
+    fn add(&mut self, from: Instant, t: Instant, bytes: u64, ops: u64) {
         while t >= self.next {
             self.buckets.push(self.cur);
             self.cur = (0, 0);
             self.next += self.interval;
         }
-        self.cur.0 += bytes;
+        let from = from.max(self.last_done).min(t);
+        self.last_done = self.last_done.max(t);
+        let cur_start = self.next - self.interval;
         self.cur.1 += ops;
+        if from >= cur_start {
+            self.cur.0 += bytes;
+            return;
+        }
+        let span = t.duration_since(from).as_nanos();
+        let mut left = bytes;
+        let mut j = self.buckets.len();
+        let mut end = cur_start;
+        // Whole earlier intervals, back to the one `from` falls in.
+        while end > from && j > 0 {
+            j -= 1;
+            let begin = self.start + self.interval * j as u32;
+            let held = end.duration_since(begin.max(from)).as_nanos();
+            let share = (bytes as u128 * held / span) as u64;
+            self.buckets[j].0 += share.min(left);
+            left -= share.min(left);
+            end = begin;
+        }
+        self.cur.0 += left;
     }
 
     fn finish(mut self) -> Vec<(u64, u64)> {
@@ -341,7 +376,7 @@ impl Pass<'_> {
         if t1 >= self.clock.measure {
             let ns = t1.duration_since(t0).as_nanos() as u64;
             self.out.count(kind, n, ns);
-            self.grid.add(t1, n, 1);
+            self.grid.add(t0, t1, n, 1);
             if let Some(l) = self.live {
                 l.publish(self.out);
                 if l.with_latency {
@@ -637,5 +672,51 @@ mod tests {
         assert_eq!(w.counts[1], 2);
         assert_eq!(w.counts[LIVE_LATENCY_BUCKETS - 1], 1);
         assert_eq!(live.latency[OpKind::Read as usize].load().count(), 0);
+    }
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn an_op_spanning_intervals_counts_its_bytes_over_them_and_itself_once() {
+        let t = Instant::now();
+        let mut g = Grid::new(t, 100 * MS, 4);
+        // 1000 bytes moved from 50 ms to 250 ms: a quarter, a half, a quarter.
+        g.add(t + 50 * MS, t + 250 * MS, 1000, 1);
+        assert_eq!(g.finish(), vec![(250, 0), (500, 0), (250, 1)]);
+    }
+
+    #[test]
+    fn the_next_op_moves_after_the_previous_completion() {
+        let t = Instant::now();
+        let mut g = Grid::new(t, 100 * MS, 4);
+        // Two ops queued at once: the first takes the wire until 90 ms, the second after.
+        g.add(t, t + 90 * MS, 900, 1);
+        g.add(t, t + 190 * MS, 1000, 1);
+        assert_eq!(g.finish(), vec![(900 + 100, 1), (900, 1)]);
+    }
+
+    #[test]
+    fn bytes_before_the_measured_start_are_not_spread_before_it() {
+        let t = Instant::now();
+        let mut g = Grid::new(t + 100 * MS, 100 * MS, 4);
+        g.add(t, t + 150 * MS, 700, 1);
+        g.add(t + 150 * MS, t + 150 * MS, 5, 1);
+        let b = g.finish();
+        assert_eq!(b, vec![(705, 2)]);
+    }
+
+    #[test]
+    fn shares_always_add_up_to_the_bytes() {
+        let t = Instant::now();
+        let mut g = Grid::new(t, 7 * MS, 4);
+        let mut total = 0;
+        for k in 1..200u64 {
+            let bytes = k * 4093 % 100_003;
+            g.add(t + MS * (k as u32 % 13), t + MS * k as u32 * 3, bytes, 1);
+            total += bytes;
+        }
+        let b = g.finish();
+        assert_eq!(b.iter().map(|x| x.0).sum::<u64>(), total);
+        assert_eq!(b.iter().map(|x| x.1).sum::<u64>(), 199);
     }
 }

@@ -155,6 +155,12 @@ fn the_server_counts_what_it_served() {
     // A read past the end of the file serves what there is.
     let (tail, _) = s.client.read(&fh, ".nsperf-c-1", 45_000, &mut buf).unwrap();
     assert_eq!(tail, 5_000);
+    // A READ's data counts once the server's writev returned, which may be just after the
+    // client has it: wait for it (bounded).
+    let t0 = std::time::Instant::now();
+    while served.snapshot().read_bytes < 35_000 && t0.elapsed() < T {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let c = served.snapshot();
     assert_eq!(c.write_bytes, 50_000);
     assert_eq!(c.read_bytes, 35_000);
@@ -214,4 +220,74 @@ fn server_dying_mid_run_is_peer_lost() {
     let e: NfsError = err.unwrap();
     assert_eq!(e.failure(), Failure::PeerLost, "{e}");
     assert!(!e.to_string().contains('\n'));
+}
+
+/// A READ's data counts as served once the client acknowledged it, not when the server
+/// queued it: a client that does not read its socket holds the reply in the server's send
+/// queue, and the count stays below it (through a 50 ms path, 20 clients' queued replies made
+/// a window's count 8 % larger than what they received in it).
+#[test]
+fn a_read_counts_once_the_client_acknowledged_it() {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+
+    use nsperf_nfs::proto::{NFS_PROG, NFS_VERS, proc3};
+    use nsperf_nfs::rpc::{self, AuthSys};
+    use nsperf_nfs::xdr::{put_u32, put_u64};
+
+    let (_dir, h, url) = serve("acked", false);
+    let mut s = Session::open(&url, T).unwrap();
+    let dir = s.dir;
+    let fh = s.client.create(&dir, ".nsperf-a-1").unwrap();
+    const N: usize = 1 << 20;
+    s.client
+        .write(&fh, ".nsperf-a-1", 0, &vec![3u8; N], Stable::Unstable)
+        .unwrap();
+    let before = h.served().read_bytes;
+    // A raw connection with a small locked receive buffer that asks for 1 MiB and waits.
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", url.port.unwrap())).unwrap();
+    let small: libc::c_int = 16 << 10;
+    // SAFETY: one int option on a socket this test owns.
+    unsafe {
+        libc::setsockopt(
+            c.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&small as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    let mut call = Vec::new();
+    let start = rpc::begin_call(
+        &mut call,
+        1,
+        NFS_PROG,
+        NFS_VERS,
+        proc3::READ,
+        &AuthSys::current(),
+    );
+    fh.encode(&mut call);
+    put_u64(&mut call, 0);
+    put_u32(&mut call, N as u32);
+    rpc::finish_record(&mut call, start, 0);
+    c.write_all(&call).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let held = h.served().read_bytes - before;
+    assert!(
+        held < (N / 2) as u64,
+        "{held} B counted while the client holds at most its 16 KiB buffer"
+    );
+    // Once the client takes the reply, all of it counts.
+    let mut got = 0usize;
+    let mut buf = vec![0u8; 64 << 10];
+    c.set_read_timeout(Some(T)).unwrap();
+    while got < N {
+        got += c.read(&mut buf).unwrap();
+    }
+    let t0 = std::time::Instant::now();
+    while h.served().read_bytes - before < N as u64 && t0.elapsed() < T {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(h.served().read_bytes - before, N as u64);
+    s.client.remove(&dir, ".nsperf-a-1").unwrap();
 }

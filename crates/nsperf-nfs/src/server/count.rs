@@ -1,5 +1,5 @@
-//! The server's own count of what it served: the data of every READ it answered and every
-//! WRITE it took, and the calls it answered, in counters shared by the connection threads
+//! The server's own count of what it served: the data of the READs it answered (as its
+//! sockets take it) and of the WRITEs it was sent (as it arrives), and the calls it answered, in counters shared by the connection threads
 //! (read while the server runs, for the count beside the clients' sum).
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,9 +17,9 @@ pub struct ServedCounters {
 /// What a server served so far, by its own count.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Served {
-    /// Data bytes of the READ replies sent.
+    /// Data bytes of the READ replies its sockets took.
     pub read_bytes: u64,
-    /// Data bytes of the WRITE calls taken (answered OK).
+    /// Data bytes of the WRITE calls that arrived (counted as they arrive).
     pub write_bytes: u64,
     /// RPC calls answered (every program: portmapper, MOUNT, NFS).
     pub calls: u64,

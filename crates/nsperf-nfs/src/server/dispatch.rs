@@ -278,7 +278,6 @@ fn nfs(
                     put_u32(out, got as u32);
                     put_bool(out, eof);
                     put_u32(out, got as u32);
-                    cx.served.read(got);
                     return Ok(got);
                 }
                 Err(st) => {
@@ -297,7 +296,6 @@ fn nfs(
             ok_header(out, h.xid);
             match fs.write(&f, offset, bytes, stable) {
                 Ok(at) => {
-                    cx.served.write(bytes.len());
                     status(out, NfsStat::OK);
                     encode_wcc_data(out, Some(&at));
                     put_u32(out, count);

@@ -273,8 +273,7 @@ pub fn run_service(
                 let a = srv.local_addr();
                 rec.url = format!("nfs://{}:{}{}", a.ip(), a.port(), srv.export());
             }
-            let served = srv.served();
-            let _running = srv.spawn();
+            let running = srv.spawn();
             answers(&rec, &mut [])?;
             on_ready(&rec.url)?;
             match on_count {
@@ -282,7 +281,7 @@ pub fn run_service(
                     &mut [],
                     emulator,
                     nsperf_plan::step::SERVICE_COUNT_EVERY,
-                    &mut || count(&served.snapshot()),
+                    &mut || count(&running.served()),
                 ),
                 None => service::supervise(&mut [], emulator),
             }
