@@ -9,7 +9,9 @@ use std::collections::VecDeque;
 
 use crate::decode::{Decoded, TcpSegment, decode};
 use crate::filter::Filter;
-use crate::model::{SeriesBins, TcpConnection, TraceInterval, TraceSummary, UdpFlow};
+use crate::model::{
+    LiveConnection, LiveInterval, SeriesBins, TcpConnection, TraceInterval, TraceSummary, UdpFlow,
+};
 use crate::proto::ProtoState;
 use crate::reader::{RawPacket, ReadStats};
 use crate::series::{Bins, Cell, Series};
@@ -20,6 +22,13 @@ use crate::tcp::TcpConn;
 /// retransmitted last ACK) before it is summarised and released.
 const LINGER_NS: i64 = 2_000_000_000;
 
+/// The idle timeout `nsperf trace` uses unless told otherwise: a connection without a packet
+/// for 5 minutes of capture time is summarised and released (Zeek's TCP inactivity timeout;
+/// Linux's NFS client also closes a transport idle for 5 minutes).
+pub const DEFAULT_IDLE_NS: i64 = 300_000_000_000;
+/// Idle connections are looked for at most this often (capture time).
+const IDLE_SWEEP_NS: i64 = 1_000_000_000;
+
 /// Parameters of an analysis.
 #[derive(Debug, Clone, Default)]
 pub struct TraceConfig {
@@ -29,6 +38,10 @@ pub struct TraceConfig {
     pub bin_ns: i64,
     /// Connections with a series of their own: the largest ones (0: only the aggregate).
     pub series_connections: usize,
+    /// A connection without a packet for this long (capture time, ns) is summarised and
+    /// released, marked `aged_out`; a later packet of its addresses starts a new connection.
+    /// 0: never (the library's default; the CLI's is [`DEFAULT_IDLE_NS`]).
+    pub idle_ns: i64,
 }
 
 /// A flow key: the two endpoints, lower one first, so both directions find the same flow.
@@ -82,6 +95,70 @@ struct Live {
     wire_bytes: u64,
     /// The storage protocol the connection carries, decoded.
     proto: ProtoState,
+    /// Its counters when the last live interval ended.
+    mark: Counters,
+}
+
+/// Packets, wire bytes, unique bytes and retransmitted segments: what a live interval
+/// counts, for the whole capture and per connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Counters {
+    packets: u64,
+    wire_bytes: u64,
+    unique_bytes: u64,
+    rexmit: u64,
+}
+
+impl Counters {
+    fn since(self, mark: Counters) -> Counters {
+        Counters {
+            packets: self.packets - mark.packets,
+            wire_bytes: self.wire_bytes - mark.wire_bytes,
+            unique_bytes: self.unique_bytes - mark.unique_bytes,
+            rexmit: self.rexmit - mark.rexmit,
+        }
+    }
+}
+
+/// What the live view counts between two intervals.
+#[derive(Debug, Clone, Copy, Default)]
+struct IntervalCounts {
+    packets: u64,
+    tcp: Counters,
+    new: u64,
+    closed: u64,
+    aged_out: u64,
+}
+
+/// Why a connection was released.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Release {
+    /// Closed, reset, replaced by a new SYN, or open at the end of the capture.
+    Done,
+    /// No packet for the idle timeout.
+    Idle,
+}
+
+impl Live {
+    fn counters(&self) -> Counters {
+        let h = &self.conn.half;
+        Counters {
+            packets: h[0].s.packets + h[1].s.packets,
+            wire_bytes: self.wire_bytes,
+            unique_bytes: h[0].s.unique_bytes + h[1].s.unique_bytes,
+            rexmit: h[0].s.retransmitted_packets + h[1].s.retransmitted_packets,
+        }
+    }
+
+    /// The connection's figures so far, the protocol's verdict beside TCP's.
+    fn summary(&self) -> TcpConnection {
+        let mut c = self.conn.summary();
+        c.protocol = self.proto.summary(&c.diagnosis);
+        if let Some(d) = c.protocol.as_ref().and_then(|p| p.diagnosis.as_ref()) {
+            crate::proto::verdict::amend_tcp(&mut c.diagnosis, d);
+        }
+        c
+    }
 }
 
 struct UdpState {
@@ -107,6 +184,12 @@ pub struct Analyzer<S: ConnectionStore = Vec<TcpConnection>> {
     series: Series,
     /// Series of the largest released connections: (wire bytes, id, bins).
     kept_series: Vec<(u64, u32, Bins)>,
+    /// Capture time of the next look for idle connections.
+    next_idle_sweep_ns: i64,
+    /// Keys of idle connections found by a sweep (kept to reuse its allocation).
+    idle_keys: Vec<FlowKey>,
+    /// What happened since the last live interval.
+    interval: IntervalCounts,
 }
 
 fn endpoint(addr: IpAddr, port: u16) -> String {
@@ -133,6 +216,9 @@ impl<S: ConnectionStore> Analyzer<S> {
             last_ns: 0,
             series: Series::new(cfg_bin_ns),
             kept_series: Vec::new(),
+            next_idle_sweep_ns: i64::MIN,
+            idle_keys: Vec::new(),
+            interval: IntervalCounts::default(),
         }
     }
 
@@ -149,6 +235,7 @@ impl<S: ConnectionStore> Analyzer<S> {
     /// Feeds one captured packet.
     pub fn packet(&mut self, p: &RawPacket<'_>) {
         self.summary.packets += 1;
+        self.interval.packets += 1;
         let first = *self.first_ns.get_or_insert(p.ts_ns);
         self.last_ns = self.last_ns.max(p.ts_ns);
         let bin = self.series_bin(p.ts_ns - first);
@@ -176,18 +263,31 @@ impl<S: ConnectionStore> Analyzer<S> {
             Decoded::Unusable => self.summary.unusable_packets += 1,
         }
         self.release_finished(p.ts_ns);
+        self.release_idle(p.ts_ns);
     }
 
     fn tcp(&mut self, seg: &TcpSegment, p: &RawPacket<'_>, bin: Option<usize>) {
         let (key, fwd) = FlowKey::new((seg.src, seg.src_port), (seg.dst, seg.dst_port));
-        if self.live.get(&key).is_some_and(|l| l.conn.is_reuse(seg)) {
-            if let Some(old) = self.live.remove(&key) {
-                self.release(old);
+        let idle_ns = self.cfg.idle_ns;
+        let idle = |l: &Live| idle_ns > 0 && p.ts_ns - l.conn.last_ns > idle_ns;
+        match self.live.get(&key) {
+            Some(l) if idle(l) => {
+                if let Some(old) = self.live.remove(&key) {
+                    self.release(old, Release::Idle);
+                }
             }
+            Some(l) if l.conn.is_reuse(seg) => {
+                if let Some(old) = self.live.remove(&key) {
+                    self.release(old, Release::Done);
+                }
+            }
+            _ => {}
         }
         let next_id = &mut self.next_id;
+        let new = &mut self.interval.new;
         let flow = self.live.entry(key).or_insert_with(|| {
             *next_id += 1;
+            *new += 1;
             Live {
                 a_is_lo: fwd,
                 conn: TcpConn::new(
@@ -199,6 +299,7 @@ impl<S: ConnectionStore> Analyzer<S> {
                 bins: Bins::default(),
                 wire_bytes: 0,
                 proto: ProtoState::default(),
+                mark: Counters::default(),
             }
         });
         let dir = if fwd == flow.a_is_lo { 0 } else { 1 };
@@ -212,8 +313,13 @@ impl<S: ConnectionStore> Analyzer<S> {
             flow.proto
                 .segment(dir, seg, seg.payload(p.data), p.ts_ns, rtt);
         }
+        let (unique, rexmit) = sent.map_or((0, 0), |s| (s.unique, u64::from(s.rexmit)));
+        let t = &mut self.interval.tcp;
+        t.packets += 1;
+        t.wire_bytes += u64::from(p.orig_len);
+        t.unique_bytes += unique;
+        t.rexmit += rexmit;
         if let Some(b) = bin {
-            let (unique, rexmit) = sent.map_or((0, 0), |s| (s.unique, u64::from(s.rexmit)));
             let add = |c: &mut Cell| {
                 c.0 += u64::from(p.orig_len);
                 c.1 += unique;
@@ -306,17 +412,48 @@ impl<S: ConnectionStore> Analyzer<S> {
             self.finished.pop_front();
             if self.live.get(&key).is_some_and(|l| l.conn.id == id) {
                 if let Some(l) = self.live.remove(&key) {
-                    self.release(l);
+                    self.release(l, Release::Done);
                 }
             }
         }
     }
 
-    fn release(&mut self, mut l: Live) {
-        let mut c = l.conn.summary();
-        c.protocol = l.proto.summary(&c.diagnosis);
-        if let Some(d) = c.protocol.as_ref().and_then(|p| p.diagnosis.as_ref()) {
-            crate::proto::verdict::amend_tcp(&mut c.diagnosis, d);
+    /// Summarises and releases the connections without a packet for the idle timeout,
+    /// looking at most once a second of capture time.
+    fn release_idle(&mut self, now: i64) {
+        let idle_ns = self.cfg.idle_ns;
+        if idle_ns <= 0 || now < self.next_idle_sweep_ns {
+            return;
+        }
+        self.next_idle_sweep_ns = now.saturating_add(IDLE_SWEEP_NS.min(idle_ns));
+        let mut keys = std::mem::take(&mut self.idle_keys);
+        keys.clear();
+        keys.extend(
+            self.live
+                .iter()
+                .filter(|(_, l)| now - l.conn.last_ns > idle_ns)
+                .map(|(k, _)| *k),
+        );
+        // In order of id, so that the store and the series see the same order whatever the
+        // hash map's.
+        keys.sort_by_key(|k| self.live.get(k).map_or(0, |l| l.conn.id));
+        for k in &keys {
+            if let Some(l) = self.live.remove(k) {
+                self.release(l, Release::Idle);
+            }
+        }
+        self.idle_keys = keys;
+    }
+
+    fn release(&mut self, l: Live, why: Release) {
+        let mut c = l.summary();
+        match why {
+            Release::Idle => {
+                c.aged_out = true;
+                self.summary.connections_aged_out += 1;
+                self.interval.aged_out += 1;
+            }
+            Release::Done => self.interval.closed += 1,
         }
         self.store.push(c);
         let n = self.cfg.series_connections;
@@ -339,12 +476,77 @@ impl<S: ConnectionStore> Analyzer<S> {
         }
     }
 
+    /// What happened since the last call (or the start): the live view of a capture being
+    /// read, with the `rows` connections most active in the interval (by wire bytes), each
+    /// with the verdict of its figures so far. Reads no clock: the caller decides when an
+    /// interval ends.
+    pub fn interval(&mut self, rows: usize) -> LiveInterval {
+        let n = std::mem::take(&mut self.interval);
+        let mut active = 0;
+        let mut top: Vec<(u64, u32, FlowKey)> = Vec::with_capacity(rows + 1);
+        for (k, l) in &self.live {
+            let d = l.counters().since(l.mark);
+            if d.packets == 0 {
+                continue;
+            }
+            active += 1;
+            if rows > 0 {
+                top.push((d.wire_bytes, l.conn.id, *k));
+                top.sort_by_key(|t| (std::cmp::Reverse(t.0), t.1));
+                top.truncate(rows);
+            }
+        }
+        let connections = top
+            .iter()
+            .filter_map(|(_, _, k)| self.live.get(k))
+            .map(|l| {
+                let d = l.counters().since(l.mark);
+                let c = l.summary();
+                let pd = c.protocol.and_then(|p| p.diagnosis);
+                LiveConnection {
+                    id: c.id,
+                    a: c.a,
+                    b: c.b,
+                    packets: d.packets,
+                    wire_bytes: d.wire_bytes,
+                    unique_bytes: d.unique_bytes,
+                    retransmitted_packets: d.rexmit,
+                    path_rtt_ns: c.diagnosis.path_rtt.min_ns,
+                    limit: c.diagnosis.limit,
+                    diagnosis: c.diagnosis.message,
+                    protocol_limit: pd.as_ref().map(|d| d.limit),
+                    protocol: pd.map(|d| d.message),
+                }
+            })
+            .collect();
+        for l in self.live.values_mut() {
+            l.mark = l.counters();
+        }
+        LiveInterval {
+            packets: n.packets,
+            wire_bytes: n.tcp.wire_bytes,
+            unique_bytes: n.tcp.unique_bytes,
+            retransmitted_packets: n.tcp.rexmit,
+            live_connections: self.live.len() as u64,
+            active_connections: active,
+            new_connections: n.new,
+            closed_connections: n.closed,
+            aged_out_connections: n.aged_out,
+            last_packet_unix_ns: if self.first_ns.is_some() {
+                self.last_ns
+            } else {
+                0
+            },
+            connections,
+        }
+    }
+
     /// The summary (connections in the store) and the throughput series.
     pub fn finish(mut self, capture: ReadStats) -> (TraceSummary<S>, Vec<TraceInterval>) {
         let mut rest: Vec<Live> = self.live.drain().map(|(_, l)| l).collect();
         rest.sort_by_key(|l| l.conn.id);
         for l in rest {
-            self.release(l);
+            self.release(l, Release::Done);
         }
         if let Err(e) = self.store.seal() {
             let why = format!("connections lost: {e}");
@@ -365,6 +567,7 @@ impl<S: ConnectionStore> Analyzer<S> {
             filtered_packets: s.filtered_packets,
             duplicated_frames: s.duplicated_frames,
             connection_count: self.store.count(),
+            connections_aged_out: s.connections_aged_out,
             connections: self.store,
             udp_flows: Vec::new(),
             series: None,

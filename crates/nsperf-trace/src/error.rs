@@ -24,6 +24,14 @@ pub enum TraceError {
         /// What was wrong.
         reason: String,
     },
+    /// A live capture could not start or failed (`trace -i`).
+    #[error("cannot capture on {iface}: {source}")]
+    Capture {
+        /// The interface named.
+        iface: String,
+        /// Why: `NotFound` for no such interface, `PermissionDenied` without root.
+        source: std::io::Error,
+    },
     /// A bad filter expression.
     #[error("bad filter '{0}': expected host ADDR, port N, or both joined by 'and'")]
     Filter(String),
@@ -33,6 +41,12 @@ impl Classify for TraceError {
     fn failure(&self) -> Failure {
         match self {
             TraceError::Filter(_) => Failure::Usage,
+            TraceError::Capture { source, .. } => match source.kind() {
+                std::io::ErrorKind::NotFound => Failure::Input,
+                std::io::ErrorKind::PermissionDenied => Failure::Permission,
+                std::io::ErrorKind::Unsupported => Failure::Unsupported,
+                _ => Failure::Runtime,
+            },
             _ => Failure::Input,
         }
     }

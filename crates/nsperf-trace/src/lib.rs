@@ -35,10 +35,10 @@ pub mod wire;
 
 use std::path::Path;
 
-pub use analyzer::{Analyzer, TraceConfig};
+pub use analyzer::{Analyzer, DEFAULT_IDLE_NS, TraceConfig};
 pub use error::TraceError;
 pub use filter::Filter;
-pub use model::{Limit, TraceInterval, TraceSpec, TraceSummary};
+pub use model::{Limit, LiveInterval, TraceInterval, TraceSpec, TraceSummary};
 pub use reader::CaptureReader;
 pub use store::{ConnectionSpool, ConnectionStore};
 

@@ -18,6 +18,12 @@ pub struct TraceSpec {
     pub bin_s: f64,
     /// How many connections get a detailed section in the human output.
     pub top: usize,
+    /// The interface captured live (`-i`), if any (`file` is then `-i IFACE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    /// The idle timeout (`--idle-timeout`), seconds; 0: none.
+    #[serde(default)]
+    pub idle_timeout_s: f64,
 }
 
 /// Totals of the whole capture. `C` holds the connections: a `Vec` in memory, or a
@@ -50,6 +56,11 @@ pub struct TraceSummary<C = Vec<TcpConnection>> {
     pub duplicated_frames: u64,
     /// Number of TCP connections.
     pub connection_count: u64,
+    /// TCP connections summarised and released because no packet of theirs came for the
+    /// idle timeout (capture time; `--idle-timeout`, default 5 min): counted in
+    /// `connection_count`, each marked `aged_out`. A later packet of the same addresses and
+    /// ports starts a new connection.
+    pub connections_aged_out: u64,
     /// TCP connections, in order of their first packet.
     pub connections: C,
     /// UDP flows, in order of their first packet.
@@ -91,6 +102,9 @@ pub struct TcpConnection {
     pub closed: bool,
     /// A RST was captured.
     pub reset: bool,
+    /// Summarised and released after no packet for the idle timeout (absent when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aged_out: bool,
     /// Window scaling is known (both SYNs captured); when false every window figure is the
     /// raw field and the real window may be up to 2^14 times larger.
     pub window_scale_known: bool,
@@ -619,4 +633,64 @@ pub struct TraceInterval {
     pub goodput_bps: f64,
     /// Retransmitted segments in the bin.
     pub retransmissions: u64,
+}
+
+/// What a live analysis saw between two calls of [`crate::Analyzer::interval`] (`nsperf
+/// trace -i`, or a capture read from a pipe): the packets of the interval and the connections
+/// most active in it, each with the verdict its figures so far give.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LiveInterval {
+    /// Packets read in the interval (every kind).
+    pub packets: u64,
+    /// Wire bytes (frame lengths) of the TCP packets of the interval.
+    pub wire_bytes: u64,
+    /// Payload bytes sent for the first time (goodput) in the interval.
+    pub unique_bytes: u64,
+    /// Retransmitted TCP segments in the interval.
+    pub retransmitted_packets: u64,
+    /// Connections held in memory at the end of the interval.
+    pub live_connections: u64,
+    /// Connections that had a packet in the interval.
+    pub active_connections: u64,
+    /// Connections that started in the interval.
+    pub new_connections: u64,
+    /// Connections summarised and released in the interval: closed (FIN or RST, 2 s after).
+    pub closed_connections: u64,
+    /// Connections summarised and released in the interval after the idle timeout.
+    pub aged_out_connections: u64,
+    /// Capture time of the last packet read so far, ns since the Unix epoch (0: none yet).
+    pub last_packet_unix_ns: i64,
+    /// The connections with the most wire bytes in the interval, largest first.
+    pub connections: Vec<LiveConnection>,
+}
+
+/// One connection in a [`LiveInterval`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LiveConnection {
+    /// The connection's id (as in the final summary).
+    pub id: u32,
+    /// `address:port` of side a.
+    pub a: String,
+    /// `address:port` of side b.
+    pub b: String,
+    /// Packets of the interval, both directions.
+    pub packets: u64,
+    /// Wire bytes of the interval, both directions.
+    pub wire_bytes: u64,
+    /// Bytes sent for the first time in the interval, both directions.
+    pub unique_bytes: u64,
+    /// Retransmitted segments in the interval, both directions.
+    pub retransmitted_packets: u64,
+    /// The smallest path RTT measured so far, ns (0: not yet).
+    pub path_rtt_ns: u64,
+    /// The verdict of the connection's figures so far.
+    pub limit: Limit,
+    /// Its sentence.
+    pub diagnosis: String,
+    /// What set the storage protocol's pace so far, when one is decoded and judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol_limit: Option<ProtocolLimit>,
+    /// Its sentence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
 }

@@ -117,6 +117,11 @@ fn code_1_runtime_failure_no_space_left() {
 fn code_2_usage() {
     fails_with(&run(&["net", "--loopback", "-t", "soon"]), 2, "soon");
     fails_with(&run(&["io", "run", "/tmp", "-t", "0"]), 2, "-t/--time");
+    fails_with(
+        &run(&["trace", "x.pcap", "-w", "y.pcap"]),
+        2,
+        "needs -i IFACE",
+    );
 }
 
 #[test]
@@ -125,6 +130,11 @@ fn code_3_input() {
         &run(&["trace", "/nonexistent/nsperf-exit3.pcap"]),
         3,
         "No such file",
+    );
+    fails_with(
+        &run(&["trace", "-i", "nsperf-none0", "-t", "1s"]),
+        3,
+        "cannot capture on nsperf-none0: no such network interface",
     );
 }
 

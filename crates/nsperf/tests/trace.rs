@@ -585,3 +585,59 @@ fn frames_captured_twice_15ms_apart_counted_as_tcptrace_counts_them() {
         }
     }
 }
+
+/// Issue 22 item 5: a capture arriving through a pipe in two parts, a second apart (cut in
+/// the middle of a record), is analysed as it comes: `--json-stream` prints intervals while
+/// the pipe is open (the first ones hold the first part's packets), and the final report is
+/// the file's, every figure equal.
+#[test]
+fn a_pipe_is_analysed_live_and_ends_with_the_files_analysis() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let dir = scratch();
+    let path = own_capture(dir.path(), "pipe.pcap", window_64k());
+    let bytes = std::fs::read(&path).unwrap();
+    let mut child = nsperf(["trace", "-", "--json-stream", "--interval", "200ms"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let half = bytes.len() / 2 + 7;
+    stdin.write_all(&bytes[..half]).unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    stdin.write_all(&bytes[half..]).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (last, intervals) = lines.split_last().unwrap();
+    assert!(intervals.len() >= 4, "{} intervals", intervals.len());
+    let first_part: u64 = intervals[..3]
+        .iter()
+        .map(|i| i["packets"].as_u64().unwrap())
+        .sum();
+    let total: u64 = intervals
+        .iter()
+        .map(|i| i["packets"].as_u64().unwrap())
+        .sum();
+    let file = run(&["trace", &path, "--json"]).ok().json();
+    let packets = file["summary"]["packets"].as_u64().unwrap();
+    assert!(
+        first_part > 0 && first_part < packets,
+        "{first_part} of {packets} packets in the first 600 ms"
+    );
+    assert_eq!(total, packets, "the intervals add up to the capture");
+    assert!(intervals[0]["connections"][0]["limit"].is_string());
+    assert_eq!(last["summary"], file["summary"]);
+}

@@ -29,8 +29,8 @@ struct LiveLab {
 }
 
 impl LiveLab {
-    fn up(link: &[&str]) -> LiveLab {
-        let name = format!("trv{}", std::process::id() % 100_000);
+    fn up(prefix: &str, link: &[&str]) -> LiveLab {
+        let name = format!("{prefix}{}", std::process::id() % 100_000);
         let _ = run(&["lab", "down", &name]);
         let mut args = vec!["lab", "up", &name, "--rate", "45mbit", "--rtt", "50ms"];
         args.extend_from_slice(link);
@@ -278,7 +278,7 @@ fn lab_verdicts_are_the_same_at_the_sender_the_link_and_the_receiver() {
             "receiver_window",
         ),
     ];
-    let mut lab = LiveLab::up(&[]);
+    let mut lab = LiveLab::up("trv", &[]);
     let mut wrong = Vec::new();
     for (case, link, apps, truth) in cases {
         lab.set(link);
@@ -322,4 +322,142 @@ fn lab_verdicts_are_the_same_at_the_sender_the_link_and_the_receiver() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Sends SIGINT to `child` and waits for it (at most 30 s); its exit code.
+fn interrupt(child: &mut Child) -> Option<i32> {
+    // SAFETY: signalling our own child process by its pid.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(30) {
+        if let Ok(Some(st)) = child.try_wait() {
+            return st.code();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// `summary` of a trace report without `capture` (how the packets were read: a socket or a
+/// file).
+fn without_capture(report: &serde_json::Value) -> serde_json::Value {
+    let mut s = report["summary"].clone();
+    s.as_object_mut().unwrap().remove("capture");
+    s
+}
+
+/// Issue 22 item 5: while a transfer crosses a lab, `nsperf trace -i` on site a's link device
+/// (writing what it saw with `-w`) and `nsperf lab capture --analyse` on the emulated link
+/// both print intervals as it runs (per-connection figures and verdicts), stop on SIGINT with
+/// exit 0, and end with the analysis of the same packets in a file: every figure of every
+/// connection equal to `nsperf trace FILE`'s.
+#[test]
+fn live_analysis_ends_with_the_analysis_of_the_same_packets_in_a_file() {
+    let what = "live analysis test";
+    if !(require_root(what) && require_program("ip", what)) {
+        return;
+    }
+    let lab = LiveLab::up("trl", &["--loss", "0"]);
+    let dir = lab.dir.path().to_path_buf();
+    let (live_pcap, link_pcap) = (dir.join("live.pcap"), dir.join("link.pcapng"));
+    let out = |name: &str| Stdio::from(std::fs::File::create(dir.join(name)).unwrap());
+    let mut live = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.ns("a"),
+            nsperf_bin(),
+            "trace",
+            "-i",
+            "wan0",
+        ])
+        .arg("-w")
+        .arg(&live_pcap)
+        .args(["--json-stream", "--interval", "500ms", "--top", "2"])
+        .stdout(out("live.out"))
+        .stderr(out("live.err"))
+        .spawn()
+        .expect("trace -i");
+    let mut analysed = nsperf(["lab", "capture", &lab.name, "a-b", "-w"])
+        .arg(&link_pcap)
+        .args(["--analyse", "--json", "--interval", "500ms"])
+        .stdout(out("lab.out"))
+        .stderr(out("lab.err"))
+        .spawn()
+        .expect("lab capture --analyse");
+    std::thread::sleep(Duration::from_millis(1500));
+    let apps = Apps {
+        rcvbuf: None,
+        paced_ms: None,
+        slow_read_ms: None,
+    };
+    let bytes = transfer(&lab, apps);
+    std::thread::sleep(Duration::from_millis(2500));
+    let codes = (interrupt(&mut live), interrupt(&mut analysed));
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+    assert_eq!(
+        codes,
+        (Some(0), Some(0)),
+        "trace -i: {}\nlab capture: {}",
+        read("live.err"),
+        read("lab.err")
+    );
+    assert!(bytes > 1_000_000, "the transfer moved {bytes} B");
+
+    // trace -i: JSON lines, one per interval, then the report
+    let text = read("live.out");
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let (last, intervals) = lines.split_last().expect("output");
+    assert!(intervals.len() >= 8, "{} intervals", intervals.len());
+    assert!(intervals.iter().all(|i| i["event"] == "interval"));
+    let busy: Vec<&serde_json::Value> = intervals
+        .iter()
+        .filter(|i| i["goodput_bps"].as_f64().unwrap() > 5e6)
+        .collect();
+    assert!(
+        busy.len() >= 3,
+        "{} intervals with the transfer",
+        busy.len()
+    );
+    for i in &busy {
+        let c = &i["connections"][0];
+        assert!(c["wire_bytes"].as_u64().unwrap() > 0 && c["b"] == "10.77.0.2:5301");
+        assert_ne!(c["limit"], "none", "{c}");
+    }
+    let bulk_live = last["summary"]["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["a_to_b"]["unique_bytes"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert!(
+        bulk_live >= bytes,
+        "{bulk_live} unique bytes, {bytes} received"
+    );
+    assert_eq!(last["summary"]["capture"]["format"], "live");
+    assert_eq!(
+        last["summary"]["capture"]["records"],
+        last["summary"]["packets"]
+    );
+    let file = run(&["trace", live_pcap.to_str().unwrap(), "--json"])
+        .ok()
+        .json();
+    assert_eq!(without_capture(last), without_capture(&file));
+
+    // lab capture --analyse: the report of the whole file, and the emulator's summary
+    let doc: serde_json::Value = serde_json::from_str(&read("lab.out")).expect("lab JSON");
+    assert!(doc["link_capture"]["directions"].is_array());
+    let file = run(&["trace", link_pcap.to_str().unwrap(), "--json"])
+        .ok()
+        .json();
+    assert_eq!(doc["summary"], file["summary"]);
+    assert!(doc["summary"]["connection_count"].as_u64().unwrap() >= 1);
 }

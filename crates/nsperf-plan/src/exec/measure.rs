@@ -231,6 +231,7 @@ pub(super) fn analyse_capture(
         filter: nsperf_trace::Filter::default(),
         bin_ns: 1_000_000_000,
         series_connections: 3,
+        idle_ns: nsperf_trace::DEFAULT_IDLE_NS,
     };
     let t0 = std::time::Instant::now();
     let (summary, intervals) = nsperf_trace::analyze_file(file, cfg)
@@ -240,6 +241,8 @@ pub(super) fn analyse_capture(
         filter: None,
         bin_s: 1.0,
         top: 3,
+        interface: None,
+        idle_timeout_s: nsperf_trace::DEFAULT_IDLE_NS as f64 / 1e9,
     };
     let findings = nsperf_trace::findings::findings(&summary, spec.top)
         .map_err(|e| ExecError::Other(format!("capture analysis: {e}")))?;

@@ -8,6 +8,7 @@
 //! before it.
 
 mod decompress;
+mod live;
 
 use std::io::Read;
 use std::path::Path;
@@ -19,6 +20,7 @@ use serde::Serialize;
 
 pub use decompress::Compression;
 use decompress::Damage;
+pub use live::{LiveInput, PacketSocket, PcapWriter};
 
 use crate::error::TraceError;
 use crate::wire::link::LinkType;
@@ -77,6 +79,10 @@ pub struct ReadStats {
     /// when the file does not say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub declared_vantage: Option<String>,
+    /// A live capture from an interface (`trace -i`): packets the kernel dropped because
+    /// nsperf did not read them fast enough (absent for a file or a pipe).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_dropped: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -169,7 +175,23 @@ impl CaptureReader {
     /// is recorded in [`CaptureReader::stats`]; an error is returned only when not even the
     /// capture's header could be read.
     pub fn for_each_packet(&mut self, mut f: impl FnMut(&RawPacket<'_>)) -> Result<(), TraceError> {
+        self.for_each_packet_while(|p| {
+            f(p);
+            true
+        })
+    }
+
+    /// As [`CaptureReader::for_each_packet`], and stops cleanly after a packet for which `f`
+    /// returns false (a live analysis told to stop: the capture is not reported cut).
+    pub fn for_each_packet_while(
+        &mut self,
+        mut f: impl FnMut(&RawPacket<'_>) -> bool,
+    ) -> Result<(), TraceError> {
+        let mut go = true;
         loop {
+            if !go {
+                return Ok(());
+            }
             let offset = self.inner.consumed() as u64;
             match self.inner.next() {
                 Ok((len, block)) => {
@@ -198,7 +220,7 @@ impl CaptureReader {
                             } else {
                                 let frac = u64::from(b.ts_usec) * (1_000_000_000 / i.units_per_s);
                                 let data = &b.data[..(b.caplen as usize).min(b.data.len())];
-                                f(&RawPacket {
+                                go = f(&RawPacket {
                                     ts_ns: i64::from(b.ts_sec) * 1_000_000_000 + frac as i64,
                                     link: i.link,
                                     data,
@@ -233,7 +255,7 @@ impl CaptureReader {
                                         .saturating_add(i.offset_s.saturating_mul(1_000_000_000));
                                     let data =
                                         &epb.data[..(epb.caplen as usize).min(epb.data.len())];
-                                    f(&RawPacket {
+                                    go = f(&RawPacket {
                                         ts_ns,
                                         link: i.link,
                                         data,

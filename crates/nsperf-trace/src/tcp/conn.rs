@@ -212,11 +212,9 @@ impl TcpConn {
         true
     }
 
-    /// The connection's figures (consumes the state held back for them).
-    pub fn summary(&mut self) -> TcpConnection {
-        for h in &mut self.half {
-            h.flush_timestamp_rtt();
-        }
+    /// The connection's figures so far (the state is left as it is: a live view of an open
+    /// connection gives what its final summary would give at this point).
+    pub fn summary(&self) -> TcpConnection {
         let dur_ns = (self.last_ns - self.first_ns).max(0);
         let mut out = TcpConnection {
             id: self.id,
@@ -243,7 +241,7 @@ impl TcpConn {
                 }
             }
             s.rtt = h.rtt.summary();
-            s.rtt_timestamps = h.rtt_ts.summary();
+            s.rtt_timestamps = h.timestamp_rtt_summary();
             s.timestamp_tick_ns = h.ts_clock.tick_ns();
             if let (Some(f), Some(l)) = (h.first_data_ns, h.last_data_ns) {
                 if l > f {

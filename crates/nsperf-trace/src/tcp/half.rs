@@ -261,6 +261,23 @@ impl Half {
         }
     }
 
+    /// The timestamp RTT figures, with the samples held back (while the clock's tick is
+    /// unknown) counted as [`Half::flush_timestamp_rtt`] would, without changing the state:
+    /// a live view of a connection gives the figures its final summary would give now.
+    pub fn timestamp_rtt_summary(&self) -> crate::model::RttSummary {
+        if self.pending_ts.is_empty() {
+            return self.rtt_ts.summary();
+        }
+        let tick = self.ts_clock.tick_ns();
+        let mut h = self.rtt_ts.clone();
+        for &p in &self.pending_ts {
+            if tick.is_none_or(|t| p >= t) {
+                h.record(p);
+            }
+        }
+        h.summary()
+    }
+
     /// The data → ACK time of now: the smallest of the last samples (None before any).
     pub fn recent_rtt(&self) -> Option<u64> {
         let n = self.recent_rtt_n.min(RECENT_RTT);

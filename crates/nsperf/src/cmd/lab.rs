@@ -277,6 +277,16 @@ pub struct CaptureArgs {
     /// Stop after this long (`10s`); default: until Ctrl-C.
     #[arg(short = 't', long = "time", value_parser = |s: &str| parse_delay("time", s))]
     time: Option<u64>,
+    /// Analyse the link while it is captured, as `nsperf trace -i` does: per-connection
+    /// figures and verdicts every `--interval`, then the analysis of the whole file.
+    #[arg(long, alias = "analyze")]
+    analyse: bool,
+    /// With `--analyse`: print every this long (0: only the final analysis).
+    #[arg(long, value_parser = nsperf_core::parse_duration, default_value = "1s", requires = "analyse")]
+    interval: std::time::Duration,
+    /// With `--analyse`: connections shown per interval and in detail at the end.
+    #[arg(long, default_value_t = 3, requires = "analyse")]
+    top: usize,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
@@ -331,7 +341,11 @@ pub fn run(args: LabArgs) -> anyhow::Result<()> {
         LabCommand::List(a) => list(a.json),
         LabCommand::Stats(a) => super::lab_report::stats(&a.name, a.json),
         LabCommand::Capture(a) => {
-            super::lab_report::capture(&a.name, &a.link, &a.file, a.time, a.json)
+            let analyse = a.analyse.then_some(super::lab_report::Analyse {
+                interval: a.interval,
+                top: a.top,
+            });
+            super::lab_report::capture(&a.name, &a.link, &a.file, a.time, a.json, analyse)
         }
         LabCommand::Events(a) => super::lab_report::events(&a.name, a.json),
         LabCommand::Emulate { name } => Ok(nsperf_lab::emulator::run(&name)?),

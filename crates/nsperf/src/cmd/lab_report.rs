@@ -166,41 +166,124 @@ pub fn events(name: &str, json: bool) -> anyhow::Result<()> {
 }
 
 /// `lab capture NAME LINK -w FILE [-t TIME]`.
+/// `lab capture --analyse`: how the live analysis prints.
+#[derive(Debug, Clone, Copy)]
+pub struct Analyse {
+    /// Print every this long (zero: only at the end).
+    pub interval: Duration,
+    /// Connections shown per interval and in detail.
+    pub top: usize,
+}
+
 pub fn capture(
     name: &str,
     link: &str,
     file: &Path,
     time_ns: Option<u64>,
     json: bool,
+    analyse: Option<Analyse>,
 ) -> anyhow::Result<()> {
     let cap = lab::capture(name, link, file)?;
     eprintln!(
-        "capturing link {link} of lab {name} into {}{}",
+        "capturing link {link} of lab {name} into {}{}{}",
         file.display(),
+        if analyse.is_some() {
+            ", analysed live"
+        } else {
+            ""
+        },
         match time_ns {
             Some(t) => format!(" for {:.1} s", t as f64 / 1e9),
             None => " (Ctrl-C stops)".into(),
         }
     );
-    let t0 = Instant::now();
     let limit = time_ns.map(Duration::from_nanos);
+    if let Some(a) = analyse {
+        return capture_analysed(file, cap, limit, json, a);
+    }
+    let t0 = Instant::now();
     while !nsperf_core::signal::interrupted() && limit.is_none_or(|l| t0.elapsed() < l) {
         std::thread::sleep(Duration::from_millis(20));
     }
     let s = cap.stop()?;
     if json {
-        #[derive(Serialize)]
-        struct Spec<'a> {
-            lab: &'a str,
-            link: &'a str,
-        }
-        let mut r: Report<Spec, (), CaptureSummary> =
-            Report::new("lab", Spec { lab: name, link }, s);
-        r.duration_ns = (r.summary.duration_s * 1e9) as u64;
-        return print_json(&r);
+        return print_json(&capture_report(name, link, s));
     }
     print_capture(&s);
     Ok(())
+}
+
+#[derive(Serialize)]
+struct CaptureSpec<'a> {
+    lab: &'a str,
+    link: &'a str,
+}
+
+fn capture_report<'a>(
+    name: &'a str,
+    link: &'a str,
+    s: CaptureSummary,
+) -> Report<CaptureSpec<'a>, (), CaptureSummary> {
+    let mut r: Report<CaptureSpec, (), CaptureSummary> =
+        Report::new("lab", CaptureSpec { lab: name, link }, s);
+    r.duration_ns = (r.summary.duration_s * 1e9) as u64;
+    r
+}
+
+/// `lab capture --analyse`: the file the emulator writes is followed by the live analysis;
+/// at the stop the capture ends first, then the analysis reads the file to its end, so its
+/// result is `nsperf trace FILE`'s. JSON: the trace report with the emulator's summary in
+/// `link_capture` (as a plan's kept capture).
+fn capture_analysed(
+    file: &Path,
+    cap: lab::LinkCapture,
+    limit: Option<Duration>,
+    json: bool,
+    a: Analyse,
+) -> anyhow::Result<()> {
+    use super::trace_live::{LiveOptions, Source, analyse};
+    let format = if json {
+        crate::output::Format::Json
+    } else {
+        crate::output::Format::Human
+    };
+    let opts = LiveOptions {
+        interval: a.interval,
+        time: limit,
+        rows: a.top,
+        format,
+    };
+    let cfg = nsperf_trace::TraceConfig {
+        series_connections: a.top,
+        idle_ns: nsperf_trace::DEFAULT_IDLE_NS,
+        ..nsperf_trace::TraceConfig::default()
+    };
+    let spec = nsperf_trace::TraceSpec {
+        file: file.display().to_string(),
+        top: a.top,
+        idle_timeout_s: nsperf_trace::DEFAULT_IDLE_NS as f64 / 1e9,
+        ..nsperf_trace::TraceSpec::default()
+    };
+    let t0 = Instant::now();
+    let mut cap = Some(cap);
+    let mut stopped = None;
+    let mut stop = || -> anyhow::Result<()> {
+        if let Some(c) = cap.take() {
+            stopped = Some(c.stop()?);
+        }
+        Ok(())
+    };
+    let (summary, intervals) = analyse(Source::Follow(file), cfg, &opts, Some(&mut stop))?;
+    let s = stopped.ok_or_else(|| anyhow::anyhow!("the capture did not stop"))?;
+    let report = super::trace::build_report(spec, summary, intervals, t0)?;
+    if json {
+        let mut doc = serde_json::to_value(&report)?;
+        doc["link_capture"] = serde_json::to_value(&s)?;
+        return print_json(&doc);
+    }
+    print_capture(&s);
+    println!();
+    super::trace::print_report(format, &report)
 }
 
 fn print_capture(s: &CaptureSummary) {

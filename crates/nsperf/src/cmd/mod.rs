@@ -18,3 +18,4 @@ pub mod run;
 pub mod server;
 pub mod step;
 pub mod trace;
+pub mod trace_live;

@@ -1,4 +1,5 @@
-//! `nsperf trace FILE`: per-connection TCP analysis of a pcap/pcapng capture.
+//! `nsperf trace FILE`: per-connection TCP analysis of a pcap/pcapng capture; `-i IFACE`
+//! or `-` (a pipe) analyses live ([`super::trace_live`]).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -19,8 +20,28 @@ use crate::output::{Format, OutputArgs, print_json};
 /// Arguments of `nsperf trace`.
 #[derive(Debug, Args)]
 pub struct TraceArgs {
-    /// Capture file (pcap or pcapng, plain or gzip/zstd/xz); `-` reads standard input.
-    pub file: PathBuf,
+    /// Capture file (pcap or pcapng, plain or gzip/zstd/xz); `-` reads standard input live
+    /// (`tcpdump -w - | nsperf trace -`).
+    #[arg(required_unless_present = "interface", conflicts_with = "interface")]
+    pub file: Option<PathBuf>,
+    /// Capture live from this network interface (needs root; no libpcap): figures every
+    /// `--interval`, the full analysis at the end (Ctrl-C, SIGTERM or `-t`).
+    #[arg(short = 'i', long = "interface", value_name = "IFACE")]
+    pub interface: Option<String>,
+    /// Live (`-i`, `-`): print per-connection figures and verdicts this often (0: only the
+    /// final analysis).
+    #[arg(long, value_parser = nsperf_core::parse_duration, default_value = "1s")]
+    pub interval: Duration,
+    /// Live (`-i`, `-`): stop after this long (default: Ctrl-C, SIGTERM or end of input).
+    #[arg(short = 't', long = "time", value_parser = nsperf_core::parse_duration)]
+    pub time: Option<Duration>,
+    /// With `-i`: also write the packets analysed into this pcap file.
+    #[arg(short = 'w', long = "write", value_name = "FILE")]
+    pub write: Option<PathBuf>,
+    /// A connection without a packet for this long (capture time) is summarised and
+    /// released (`aged_out`); 0 keeps every connection until it closes.
+    #[arg(long, value_parser = nsperf_core::parse_duration, default_value = "5m")]
+    pub idle_timeout: Duration,
     /// Keep only packets of `host ADDR`, `port N`, or `host ADDR and port N`.
     #[arg(long)]
     pub filter: Option<String>,
@@ -42,6 +63,25 @@ const TABLE_BLOCK: usize = 1000;
 
 /// Runs `nsperf trace`.
 pub fn run(args: TraceArgs) -> anyhow::Result<()> {
+    if args.write.is_some() && args.interface.is_none() {
+        return Err(crate::exit::classified(
+            nsperf_core::Failure::Usage,
+            "trace: -w FILE writes the packets of a live capture: it needs -i IFACE",
+        ));
+    }
+    let (cfg, spec) = config(&args)?;
+    let file = args.file.clone().unwrap_or_default();
+    if args.interface.is_some() || file.as_os_str() == "-" {
+        return super::trace_live::run(&args, cfg, spec);
+    }
+    let t0 = Instant::now();
+    let (summary, intervals) = nsperf_trace::analyze_file_spooled(&file, cfg)
+        .with_context(|| format!("trace {}", file.display()))?;
+    report(args.output.format(), spec, summary, intervals, t0)
+}
+
+/// The analysis' configuration and the spec of its report, from the flags.
+fn config(args: &TraceArgs) -> anyhow::Result<(TraceConfig, TraceSpec)> {
     let filter = match &args.filter {
         Some(f) => Filter::parse(f)?,
         None => Filter::default(),
@@ -50,29 +90,60 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
     if args.output.format() == Format::Csv && bin.is_zero() {
         bin = Duration::from_secs(1);
     }
+    let ns = |d: Duration| d.as_nanos().min(i64::MAX as u128) as i64;
     let cfg = TraceConfig {
         filter,
-        bin_ns: bin.as_nanos().min(i64::MAX as u128) as i64,
+        bin_ns: ns(bin),
         series_connections: args.top,
+        idle_ns: ns(args.idle_timeout),
     };
     let spec = TraceSpec {
-        file: args.file.display().to_string(),
+        file: match (&args.file, &args.interface) {
+            (Some(f), _) => f.display().to_string(),
+            (None, Some(i)) => format!("-i {i}"),
+            (None, None) => String::new(),
+        },
         filter: args.filter.clone(),
         bin_s: bin.as_secs_f64(),
         top: args.top,
+        interface: args.interface.clone(),
+        idle_timeout_s: args.idle_timeout.as_secs_f64(),
     };
-    let t0 = Instant::now();
-    let (summary, intervals) = nsperf_trace::analyze_file_spooled(&args.file, cfg)
-        .with_context(|| format!("trace {}", args.file.display()))?;
-    let findings = nsperf_trace::findings::findings(&summary, args.top)?;
+    Ok((cfg, spec))
+}
+
+/// Prints the analysis of a whole capture (a file's, or a live one's at its end).
+pub(super) fn report(
+    format: Format,
+    spec: TraceSpec,
+    summary: TraceSummary<ConnectionSpool>,
+    intervals: Vec<TraceInterval>,
+    t0: Instant,
+) -> anyhow::Result<()> {
+    print_report(format, &build_report(spec, summary, intervals, t0)?)
+}
+
+/// The report of a whole capture, findings included.
+pub(super) fn build_report(
+    spec: TraceSpec,
+    summary: TraceSummary<ConnectionSpool>,
+    intervals: Vec<TraceInterval>,
+    t0: Instant,
+) -> anyhow::Result<TraceReport> {
+    let findings = nsperf_trace::findings::findings(&summary, spec.top)?;
     let mut report = TraceReport::new("trace", spec, summary);
     report.duration_ns = t0.elapsed().as_nanos() as u64;
     report.intervals = intervals;
     report.findings = findings;
-    match args.output.format() {
-        Format::Json | Format::JsonStream => print_json(&report),
-        Format::Csv => print_csv(&report),
-        Format::Human => print_human(&report),
+    Ok(report)
+}
+
+/// Prints a report in the format asked.
+pub(super) fn print_report(format: Format, report: &TraceReport) -> anyhow::Result<()> {
+    match format {
+        Format::Json | Format::JsonStream => print_json(report),
+        Format::Csv => print_csv(report),
+        Format::Human => print_human(report),
     }
 }
 
@@ -85,13 +156,19 @@ fn print_human(r: &TraceReport) -> anyhow::Result<()> {
     let mut o = String::new();
     use std::fmt::Write as _;
     let c = &s.capture;
+    let source = match c.kernel_dropped {
+        Some(d) => format!("live capture, {d} packets dropped by the kernel"),
+        None => format!(
+            "{}{} ({} compression)",
+            c.format,
+            if c.truncated { " cut short" } else { "" },
+            c.compression
+        ),
+    };
     let _ = writeln!(
         o,
-        "{}: {}{} ({} compression), {} packets over {:.3} s: {} TCP, {} UDP, {} other IP, {} not IP, {} unusable",
+        "{}: {source}, {} packets over {:.3} s: {} TCP, {} UDP, {} other IP, {} not IP, {} unusable",
         r.spec.file,
-        c.format,
-        if c.truncated { " cut short" } else { "" },
-        c.compression,
         s.packets,
         secs(s.capture_duration_ns),
         s.tcp_packets,
@@ -105,6 +182,13 @@ fn print_human(r: &TraceReport) -> anyhow::Result<()> {
     }
     if let Some(w) = &c.stopped_early {
         let _ = writeln!(o, "warning: {w}");
+    }
+    if s.connections_aged_out > 0 {
+        let _ = writeln!(
+            o,
+            "{} connections aged out: no packet for {} s (--idle-timeout), summarised and released",
+            s.connections_aged_out, r.spec.idle_timeout_s
+        );
     }
     if s.duplicated_frames > 0 {
         let _ = writeln!(
