@@ -25,9 +25,20 @@
 #          smbclient //10.77.0.2/SHARE -A CREDS -c 'get bench-1g /dev/null'  (its default:
 #          unsigned) and the same with --option='client signing=required' (like for like)
 #   write: nsperf … -w seqwrite --fsync end (FLUSH at the end); smbclient put from /dev/shm
+#
+# fio's libnfs engine (PARTS=fio; in the default): fio 3.42 built by ../shared/peers/build.sh
+# (FIO=path, default /opt/peers/bin/fio, built there when missing), against nsperf's embedded
+# NFS server in site c (`nsperf lab serve … nfs DIR`), one RPC in flight (fio's nfs engine
+# hangs at --iodepth above 1), alternating, each tool's own figure:
+#   write: fio --ioengine=nfs --nfs_url=nfs://10.77.0.3/DIR --filename=fio-1g --rw=write --bs=1m --size=1g --iodepth=1
+#          (UNSTABLE WRITEs; libnfs's close sends a COMMIT after fio's clock stopped)
+#          nsperf io run URL -w seqwrite -s 1g -b 1m --iodepth 1   (UNSTABLE, COMMIT at close, untimed:
+#          the same work; and --fsync end, the COMMIT timed, for reference)
+#   read:  fio … --rw=read (the file fio just wrote: in the server's cache)
+#          nsperf io run URL -w seqread -s 1g -b 1m --iodepth 1  (remote-warm)
 set -euo pipefail
 RUNS=${1:-${RUNS:-5}}
-PARTS=${PARTS:-nfs smb}
+PARTS=${PARTS:-nfs smb fio}
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "needs root (lab namespaces)" >&2; exit 1; }
 for p in ganesha.nfsd rpcbind nfs-cp smbd smbclient; do
@@ -45,7 +56,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 mkdir -p "$DIR" "$SHM"
-"$NS" lab up "$LAB" --sites a,b >/dev/null
+"$NS" lab up "$LAB" --sites a,b,c >/dev/null
 A() { "$NS" lab exec "$LAB" a -- "$@"; }
 json() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)"; }
 timed() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null; t1=$(date +%s%N); python3 -c "print($((1 << 30)) / (($t1 - $t0) / 1e9))"; }
@@ -78,6 +89,38 @@ print("|---|---|---|---|---|---|")
 print(f"| seq read 1 GiB, 1 MiB requests, 8 in flight | {mib(m(nr))} | get {mib(m(gs))} | {m(nr)/m(gs):.2f}x | get {mib(m(gd))} | {m(nr)/m(gd):.2f}x |")
 print(f"| seq write 1 GiB + FLUSH | {mib(m(nw))} | put {mib(m(ps))} | {m(nw)/m(ps):.2f}x | put {mib(m(pd))} | {m(nw)/m(pd):.2f}x |")
 print(f"smb runs: {len(nr)}; per run read nsperf {[round(x/2**20) for x in nr]} smbclient {[round(x/2**20) for x in gd]} signed {[round(x/2**20) for x in gs]}; write nsperf {[round(x/2**20) for x in nw]} smbclient {[round(x/2**20) for x in pd]} signed {[round(x/2**20) for x in ps]} (MiB/s)")
+PY
+fi
+if [[ " $PARTS " == *" fio "* ]]; then
+  FIO=${FIO:-/opt/peers/bin/fio}
+  [ -x "$FIO" ] || ../shared/peers/build.sh "$(dirname "$(dirname "$FIO")")" >/dev/null
+  "$FIO" --enghelp=nfs >/dev/null 2>&1 || { echo "$FIO has no nfs engine (build it with ../shared/peers/build.sh)" >&2; exit 1; }
+  EDIR=$DIR/embedded
+  mkdir -p "$EDIR"
+  "$NS" lab serve "$LAB" c nfs "$EDIR" >/dev/null   # one NFS server per site: b has ganesha
+  EURL=nfs://10.77.0.3$EDIR
+  fio_nfs() {
+    A "$FIO" --name=nfs --ioengine=nfs --nfs_url="$EURL" --filename=fio-1g --bs=1m --size=1g \
+      --iodepth=1 --output-format=json "$@" | json "max(j['jobs'][0]['write']['bw_bytes'], j['jobs'][0]['read']['bw_bytes'])"
+  }
+  ns_nfs() { A "$NS" io run "$EURL" -s 1g -b 1m --iodepth 1 --json "$@" | json "j['summary']['throughput_bytes_per_s']"; }
+  declare -a FW FR EW EE ER
+  for i in $(seq 1 "$RUNS"); do
+    FW+=("$(fio_nfs --rw=write)"); FR+=("$(fio_nfs --rw=read)"); rm -f "$EDIR/fio-1g"
+    EW+=("$(ns_nfs -w seqwrite)"); EE+=("$(ns_nfs -w seqwrite --fsync end)"); ER+=("$(ns_nfs -w seqread)")
+    echo "fio run $i: write fio ${FW[-1]} nsperf ${EW[-1]} (--fsync end ${EE[-1]})  read fio ${FR[-1]} nsperf ${ER[-1]} B/s" >&2
+  done
+  python3 - "${EW[*]}" "${EE[*]}" "${FW[*]}" "${ER[*]}" "${FR[*]}" <<'PY'
+import statistics as st, sys
+ew, ee, fw, er, fr = ([float(x) for x in a.split()] for a in sys.argv[1:])
+m = st.median
+mib = lambda x: f"{x / 2**20:.0f} MiB/s"
+print("| embedded server, 1 GiB, 1 MiB RPCs, one in flight | nsperf nfs (median) | fio --ioengine=nfs (median) | ratio |")
+print("|---|---|---|---|")
+print(f"| seq write, UNSTABLE + COMMIT at close (untimed) | {mib(m(ew))} | {mib(m(fw))} | {m(ew)/m(fw):.2f}x |")
+print(f"| seq write, nsperf --fsync end (COMMIT timed) | {mib(m(ee))} | {mib(m(fw))} | {m(ee)/m(fw):.2f}x |")
+print(f"| seq read (server cache warm) | {mib(m(er))} | {mib(m(fr))} | {m(er)/m(fr):.2f}x |")
+print(f"fio runs: {len(ew)}; per run write nsperf {[round(x/2**20) for x in ew]} --fsync end {[round(x/2**20) for x in ee]} fio {[round(x/2**20) for x in fw]}; read nsperf {[round(x/2**20) for x in er]} fio {[round(x/2**20) for x in fr]} (MiB/s)")
 PY
 fi
 [[ " $PARTS " == *" nfs "* ]] || exit 0

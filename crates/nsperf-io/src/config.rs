@@ -103,6 +103,42 @@ impl std::str::FromStr for FsyncMode {
     }
 }
 
+/// What the nfs engine does when it closes a file written with UNSTABLE WRITEs that the pass
+/// did not commit (`--fsync none`): `--on-close`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnClose {
+    /// One COMMIT per file after the measured pass, not timed in it (its time is reported
+    /// apart): what libnfs's `nfs_close` does, so fio's nfs engine, and the kernel client
+    /// (close-to-open).
+    #[default]
+    Commit,
+    /// Nothing: the server may still hold the data in memory when the run ends.
+    None,
+}
+
+impl std::str::FromStr for OnClose {
+    type Err = IoError;
+    fn from_str(s: &str) -> Result<Self, IoError> {
+        match s.to_ascii_lowercase().as_str() {
+            "commit" => Ok(OnClose::Commit),
+            "none" => Ok(OnClose::None),
+            _ => Err(IoError::Config(format!(
+                "unknown --on-close '{s}' (commit, none)"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for OnClose {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OnClose::Commit => "commit",
+            OnClose::None => "none",
+        })
+    }
+}
+
 /// Everything a run needs. Sizes in bytes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunConfig {
@@ -147,6 +183,9 @@ pub struct RunConfig {
     pub fsync: FsyncMode,
     /// Count the time of `close()` in the pass (iozone `-c`).
     pub include_close: bool,
+    /// `nfs://` with `--fsync none`: COMMIT each written file after the pass (untimed).
+    #[serde(default)]
+    pub on_close: OnClose,
     /// The engine asked for.
     pub engine: EngineKind,
     /// Ops in flight for queued engines.
@@ -283,6 +322,7 @@ impl RunConfig {
             drop_caches: false,
             fsync: FsyncMode::None,
             include_close: false,
+            on_close: OnClose::Commit,
             engine: EngineKind::Psync,
             iodepth: 1,
             rwmix_read_pct: 70,

@@ -39,12 +39,14 @@ mod target;
 mod verify;
 mod workload;
 
-pub use config::{CacheMode, DEFAULT_CONNECT_TIMEOUT, FsyncMode, RateLimit, RunConfig, VerifyMode};
+pub use config::{
+    CacheMode, DEFAULT_CONNECT_TIMEOUT, FsyncMode, OnClose, RateLimit, RunConfig, VerifyMode,
+};
 pub use engine::EngineKind;
 pub use error::IoError;
 pub use job::{LIVE_LATENCY_BOUNDS_NS, LIVE_LATENCY_BUCKETS, LatencyBuckets};
 pub use network_path::{NetworkPath, PathCeiling};
-pub use remote::RemoteFacts;
+pub use remote::{Commit, RemoteFacts};
 pub use result::{Headline, IoInterval, IoReport, IoSummary, Phase};
 pub use runner::{JobProgress, Observer, Progress, run, run_observed};
 pub use target::{FILE_PREFIX, Target};

@@ -5,6 +5,7 @@ use nsperf_core::report::{Finding, Severity};
 use nsperf_core::units::Bytes;
 
 use crate::config::{CacheMode, FsyncMode, RunConfig};
+use crate::remote::Commit;
 use crate::result::IoSummary;
 
 /// The findings of a run through a network file protocol.
@@ -40,14 +41,26 @@ pub fn remote_findings(
             .with("rpc_bytes", used as f64),
         );
     }
-    if s.write_bytes > 0 && cfg.fsync == FsyncMode::None {
+    if let (true, Commit::Close, Some(ns)) = (s.write_bytes > 0, r.commit, r.close_commit_ns) {
+        out.push(
+            Finding::new(
+                "committed_at_close",
+                Severity::Info,
+                format!(
+                    "writes were sent UNSTABLE and committed after the measured pass, one COMMIT per file at close ({}, not in the figures), as libnfs and so fio's nfs engine do; --fsync end times the COMMIT inside the pass, --on-close none never sends it",
+                    nsperf_core::units::format_duration(std::time::Duration::from_nanos(ns))
+                ),
+            )
+            .with("close_commit_ns", ns as f64),
+        );
+    } else if s.write_bytes > 0 && cfg.fsync == FsyncMode::None {
         out.push(Finding::new(
             "writes_unstable",
             Severity::Info,
             if smb {
                 "writes were never flushed (--fsync none): the server may still hold them in memory; --fsync end adds a timed FLUSH, --fsync each sends WRITE_THROUGH writes"
             } else {
-                "writes were sent UNSTABLE and never committed (--fsync none): the server may still hold them in memory; --fsync end adds a timed COMMIT, --fsync each sends FILE_SYNC writes"
+                "writes were sent UNSTABLE and never committed (--fsync none --on-close none): the server may still hold them in memory; --fsync end adds a timed COMMIT, --fsync each sends FILE_SYNC writes, --on-close commit (the default) one COMMIT after the pass"
             },
         ));
     }

@@ -55,10 +55,43 @@ pub struct RemoteFacts {
     /// `file_sync` (`--fsync each`); SMB `buffered` (FLUSH at the end with `--fsync end`) or
     /// `write_through` (`--fsync each`).
     pub write_stable: String,
+    /// When the data written was made durable on the server: `end` (a timed COMMIT/FLUSH,
+    /// `--fsync end`), `close` (NFS: one COMMIT per file after the measured pass, not in its
+    /// figures, as libnfs and so fio's nfs engine do; `--on-close commit`, the default), or
+    /// `none` (never asked: `--on-close none`, writes already stable with `--fsync each`, or
+    /// nothing written).
+    #[serde(default)]
+    pub commit: Commit,
+    /// With `commit` `close`: how long those COMMITs took (outside `elapsed_s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_commit_ns: Option<u64>,
     /// SMB: whether messages were signed (every authenticated session is; a guest session
     /// is not). Absent for NFS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signed: Option<bool>,
+}
+
+/// When written data was made durable (`summary.remote.commit`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Commit {
+    /// Never asked (or nothing to ask: stable writes, no writes).
+    #[default]
+    None,
+    /// A timed COMMIT/FLUSH at the end of the pass (`--fsync end`).
+    End,
+    /// A COMMIT per file after the pass, untimed (`--on-close commit`).
+    Close,
+}
+
+impl std::fmt::Display for Commit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Commit::None => "none",
+            Commit::End => "end",
+            Commit::Close => "close",
+        })
+    }
 }
 
 /// Opens a job's data connection to a file (called on each job's thread).

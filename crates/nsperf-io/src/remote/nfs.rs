@@ -7,8 +7,10 @@
 //! GUARDED: never an existing file)
 //! → lay them out with unmeasured WRITEs and a COMMIT → set the cache phase (remote-warm:
 //! read through once so the server's cache holds the data; cold: drop this host's page
-//! cache, which is the server's in a lab) → measured pass → files removed (REMOVE), also on
-//! error and after Ctrl-C.
+//! cache, which is the server's in a lab) → measured pass → with `--fsync none` and
+//! `--on-close commit` (the default), one COMMIT per file written, timed apart and outside the
+//! pass's figures (libnfs's `nfs_close` sends it, so fio's nfs engine does the same work) →
+//! files removed (REMOVE), also on error and after Ctrl-C.
 
 use std::time::Duration;
 
@@ -16,8 +18,8 @@ use nsperf_nfs::proto::FileType;
 use nsperf_nfs::{FileHandle, NfsError, NfsStat, Pipeline, Session, Stable};
 
 use super::suite::{MetaOp, RemoteFs};
-use super::{JobOpener, RemoteFacts, Started};
-use crate::config::{FsyncMode, RunConfig};
+use super::{Commit, JobOpener, RemoteFacts, Started};
+use crate::config::{FsyncMode, OnClose, RunConfig};
 use crate::engine::Nfs;
 use crate::engine::nfs::to_io;
 use crate::error::IoError;
@@ -36,6 +38,8 @@ struct RemoteFiles {
     tag: String,
     seq: u32,
     created: Vec<(FileHandle, String, bool)>,
+    /// The data files made by [`RemoteFiles::create`] (handle, name), for the COMMIT at close.
+    data: Vec<(FileHandle, String)>,
 }
 
 impl RemoteFiles {
@@ -46,6 +50,7 @@ impl RemoteFiles {
             tag: crate::stale::remote_owner(),
             seq: 0,
             created: Vec::new(),
+            data: Vec::new(),
         }
     }
 
@@ -60,7 +65,17 @@ impl RemoteFiles {
         let dir = self.session.dir;
         let fh = self.session.client.create(&dir, &name)?;
         self.created.push((dir, name.clone(), false));
+        self.data.push((fh, name.clone()));
         Ok((fh, name))
+    }
+
+    /// The COMMIT at close: one per data file, in order; how long they took together.
+    fn commit_on_close(&mut self) -> Result<u64, IoError> {
+        let t = std::time::Instant::now();
+        for (fh, name) in &self.data {
+            self.session.client.commit(fh, name)?;
+        }
+        Ok(t.elapsed().as_nanos() as u64)
     }
 
     /// Creates a directory in the target directory.
@@ -140,6 +155,8 @@ pub fn run(
         } else {
             "unstable".into()
         },
+        commit: commit_of(cfg),
+        close_commit_ns: None,
         signed: None,
     };
     let mut files = RemoteFiles::new(session, stable_of(cfg));
@@ -156,6 +173,14 @@ pub fn run(
     };
     let cpu = monitor.stop();
     let run = run?;
+    let mut remote = remote;
+    if remote.commit == Commit::Close {
+        if files.data.is_empty() {
+            remote.commit = Commit::None;
+        } else {
+            remote.close_commit_ns = Some(files.commit_on_close()?);
+        }
+    }
     drop(files);
     let server_ip = remote
         .server
@@ -252,6 +277,20 @@ impl crate::stale::Listing for NfsDir<'_> {
             Err(err) if !gone(&err) => Err(io_err(err)),
             _ => Ok(()),
         }
+    }
+}
+
+/// When the data written is made durable: a timed COMMIT with `--fsync end`, none needed with
+/// FILE_SYNC writes (`--fsync each`), else one COMMIT per file at close unless `--on-close
+/// none`.
+fn commit_of(cfg: &RunConfig) -> Commit {
+    if !cfg.workload.writes() {
+        return Commit::None;
+    }
+    match (cfg.fsync, cfg.on_close) {
+        (FsyncMode::End, _) => Commit::End,
+        (FsyncMode::Each, _) | (FsyncMode::None, OnClose::None) => Commit::None,
+        (FsyncMode::None, OnClose::Commit) => Commit::Close,
     }
 }
 

@@ -132,6 +132,12 @@ pub fn run(
         } else {
             "buffered".into()
         },
+        commit: if eff.fsync == crate::config::FsyncMode::End && eff.workload.writes() {
+            super::Commit::End
+        } else {
+            super::Commit::None
+        },
+        close_commit_ns: None,
         signed: Some(n.signed),
     };
     let mut files = SmbFiles {

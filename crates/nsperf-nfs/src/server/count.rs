@@ -1,5 +1,6 @@
 //! The server's own count of what it served: the data of the READs it answered (as its
-//! sockets take it) and of the WRITEs it was sent (as it arrives), and the calls it answered, in counters shared by the connection threads
+//! sockets take it) and of the WRITEs it was sent (as it arrives), the COMMITs and stable
+//! WRITEs it synced, and the calls it answered, in counters shared by the connection threads
 //! (read while the server runs, for the count beside the clients' sum).
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,6 +13,8 @@ pub struct ServedCounters {
     read_bytes: AtomicU64,
     write_bytes: AtomicU64,
     calls: AtomicU64,
+    commits: AtomicU64,
+    stable_writes: AtomicU64,
 }
 
 /// What a server served so far, by its own count.
@@ -23,6 +26,12 @@ pub struct Served {
     pub write_bytes: u64,
     /// RPC calls answered (every program: portmapper, MOUNT, NFS).
     pub calls: u64,
+    /// COMMITs answered OK (each one synced its file).
+    #[serde(default)]
+    pub commits: u64,
+    /// WRITEs asked `DATA_SYNC` or `FILE_SYNC` and taken (each one synced before its reply).
+    #[serde(default)]
+    pub stable_writes: u64,
 }
 
 impl Served {
@@ -51,12 +60,26 @@ impl ServedCounters {
         self.write_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
+    /// Counts a COMMIT answered OK.
+    #[inline]
+    pub(crate) fn commit(&self) {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a WRITE synced before its reply.
+    #[inline]
+    pub(crate) fn stable_write(&self) {
+        self.stable_writes.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The counts now.
     pub fn snapshot(&self) -> Served {
         Served {
             read_bytes: self.read_bytes.load(Ordering::Relaxed),
             write_bytes: self.write_bytes.load(Ordering::Relaxed),
             calls: self.calls.load(Ordering::Relaxed),
+            commits: self.commits.load(Ordering::Relaxed),
+            stable_writes: self.stable_writes.load(Ordering::Relaxed),
         }
     }
 }

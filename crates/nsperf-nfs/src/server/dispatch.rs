@@ -296,6 +296,9 @@ fn nfs(
             ok_header(out, h.xid);
             match fs.write(&f, offset, bytes, stable) {
                 Ok(at) => {
+                    if stable > 0 {
+                        cx.served.stable_write();
+                    }
                     status(out, NfsStat::OK);
                     encode_wcc_data(out, Some(&at));
                     put_u32(out, count);
@@ -429,6 +432,7 @@ fn nfs(
             ok_header(out, h.xid);
             match fs.commit(&f) {
                 Ok(at) => {
+                    cx.served.commit();
                     status(out, NfsStat::OK);
                     encode_wcc_data(out, Some(&at));
                     put_u64(out, cx.verifier);

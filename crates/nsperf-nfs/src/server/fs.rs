@@ -204,14 +204,38 @@ impl ExportFs {
                     Err(e)
                 }
             })
-            .map_err(io_stat)?;
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    // The handle's file is gone (removed behind the server's back).
+                    self.forget(ino);
+                    NfsStat::STALE
+                } else {
+                    io_stat(e)
+                }
+            })?;
         let f = Arc::new(f);
         let mut o = self.open.lock().map_err(|_| NfsStat::SERVERFAULT)?;
+        // A file removed behind the server's back (not through REMOVE) would stay open here,
+        // its space held until the cache filled: closed on the next miss (a handful of
+        // `fstat`s, only when a file is opened).
+        o.retain(|_, f| f.metadata().is_ok_and(|m| m.nlink() > 0));
         if o.len() >= OPEN_CACHE {
             o.clear();
         }
         o.insert(ino, f.clone());
         Ok(f)
+    }
+
+    /// `STALE` for a file that no longer has a name (removed behind the server's back, as a
+    /// kernel server answers), closing it; the attributes otherwise.
+    fn live(&self, fh: &FileHandle, md: &std::fs::Metadata) -> Result<Attr, NfsStat> {
+        if md.nlink() == 0 && md.is_file() {
+            if let Ok(ino) = self.ino_of(fh) {
+                self.forget(ino);
+            }
+            return Err(NfsStat::STALE);
+        }
+        Ok(attr_of(md))
     }
 
     /// READ into `buf`: (bytes, eof, attributes).
@@ -223,6 +247,7 @@ impl ExportFs {
     ) -> Result<(usize, bool, Attr), NfsStat> {
         let f = self.file(fh)?;
         let md = f.metadata().map_err(io_stat)?;
+        self.live(fh, &md)?;
         if !md.is_file() {
             return Err(if md.is_dir() {
                 NfsStat::ISDIR
@@ -259,7 +284,8 @@ impl ExportFs {
             1 => f.sync_data().map_err(io_stat)?,
             _ => f.sync_all().map_err(io_stat)?,
         }
-        f.metadata().map(|m| attr_of(&m)).map_err(io_stat)
+        let md = f.metadata().map_err(io_stat)?;
+        self.live(fh, &md)
     }
 
     /// COMMIT: everything written to the file is made durable.

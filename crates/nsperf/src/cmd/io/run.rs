@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::Args;
 use nsperf_core::table::Table;
 use nsperf_core::units::Bytes;
-use nsperf_io::{CacheMode, EngineKind, FsyncMode, IoReport, RunConfig, Target, Workload};
+use nsperf_io::{CacheMode, EngineKind, FsyncMode, IoReport, OnClose, RunConfig, Target, Workload};
 
 use super::{dur_ns, ops, rate};
 use crate::exit::usage;
@@ -94,6 +94,10 @@ pub struct RunArgs {
     /// Count the time of close() in the measured pass.
     #[arg(long)]
     pub include_close: bool,
+    /// nfs:// with --fsync none: commit (default: one COMMIT per file after the measured
+    /// pass, not timed in it, as libnfs and fio's nfs engine do) or none (never committed).
+    #[arg(long, value_name = "commit|none")]
+    pub on_close: Option<OnClose>,
     /// I/O engine: psync (pread/pwrite), uring (io_uring), mmap, null (no I/O), nfs (NFSv3
     /// RPCs, the engine of nfs:// targets), smb (SMB 2/3 requests, the engine of smb://
     /// targets). Default: psync, nfs for nfs://, smb for smb://.
@@ -328,6 +332,10 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
     c.drop_caches = a.drop_caches;
     c.fsync = a.fsync;
     c.include_close = a.include_close;
+    match (a.on_close, matches!(c.target, Target::Nfs { .. })) {
+        (Some(_), false) => return Err(usage("--on-close is for nfs:// targets")),
+        (o, _) => c.on_close = o.unwrap_or_default(),
+    }
     c.engine = a.engine.or(proto).unwrap_or(EngineKind::Psync);
     c.iodepth = a.iodepth;
     c.rwmix_read_pct = match a.rwmixwrite {
@@ -482,6 +490,12 @@ pub fn human(r: &IoReport) -> String {
             String::new()
         }
     );
+    if let Some(ns) = s.remote.as_ref().and_then(|r| r.close_commit_ns) {
+        o += &format!(
+            "commit    at close {} (one COMMIT per file after the pass, not in the figures)\n",
+            dur_ns(ns as f64)
+        );
+    }
     if !s.phases.is_empty() {
         let mut t = Table::new(["phase", "ops", "ops/s"]);
         for p in &s.phases {
@@ -641,7 +655,14 @@ fn remote_line(r: &nsperf_io::RemoteFacts) -> String {
         if smb { "requests" } else { "RPCs" },
         Bytes(r.rpc_bytes),
         r.rpcs_in_flight,
-        r.write_stable,
+        match r.commit {
+            nsperf_io::Commit::None => r.write_stable.clone(),
+            nsperf_io::Commit::End => format!("{}, committed at the end (timed)", r.write_stable),
+            nsperf_io::Commit::Close => format!(
+                "{}, committed at close (after the pass, untimed)",
+                r.write_stable
+            ),
+        },
         Bytes(r.rtmax_bytes as u64),
         Bytes(r.wtmax_bytes as u64),
         match r.signed {
