@@ -27,8 +27,14 @@ pub struct CpuTimes {
 }
 
 impl CpuTimes {
-    fn total(&self) -> u64 {
+    /// Every tick counted, idle included.
+    pub fn total(&self) -> u64 {
         self.user + self.system + self.idle + self.iowait + self.irq + self.softirq + self.steal
+    }
+
+    /// The ticks not idle nor waiting for I/O (what [`CoreUsage::busy_pct`] counts).
+    pub fn busy(&self) -> u64 {
+        self.user + self.system + self.irq + self.softirq + self.steal
     }
 }
 
@@ -212,7 +218,8 @@ impl CpuSampler {
     }
 }
 
-fn read_proc_stat() -> Vec<(u32, CpuTimes)> {
+/// Each core's counters now (`/proc/stat`); empty when it cannot be read.
+pub fn read_proc_stat() -> Vec<(u32, CpuTimes)> {
     std::fs::read_to_string("/proc/stat")
         .map(|t| parse_proc_stat(&t))
         .unwrap_or_default()

@@ -156,17 +156,76 @@ pub struct StepGo {
     pub start_at_unix_ns: u64,
 }
 
-/// A file service's own count of what it served since it started, sampled while it runs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// A file service's own count of what it served since it started, sampled while it runs,
+/// with the counters of the host it runs on over the same time: its own CPU time, its
+/// network interfaces' bytes and each core's busy time. Every field but the first is a
+/// running total, read between samples over a window.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServiceCount {
     /// When the counters were read (wall clock, ns since the Unix epoch).
     pub at_unix_ns: u64,
-    /// Data bytes of the READ replies sent so far.
+    /// Data bytes of the READ replies that crossed its sockets so far.
     pub read_bytes: u64,
-    /// Data bytes of the WRITE calls taken so far.
+    /// Data bytes of the WRITE calls that arrived so far.
     pub write_bytes: u64,
     /// Calls answered so far.
     pub calls: u64,
+    /// The service process's CPU time so far (user and system, every thread), ns.
+    #[serde(default)]
+    pub cpu_ns: u64,
+    /// Bytes received by the network interfaces of its network namespace (loopback left
+    /// out: in a lab, the site's links).
+    #[serde(default)]
+    pub nic_rx_bytes: u64,
+    /// Bytes they sent.
+    #[serde(default)]
+    pub nic_tx_bytes: u64,
+    /// Each core's busy and total ticks (`/proc/stat`; the host's, which in a lab on one
+    /// machine its clients' sites share).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cores: Vec<CoreTicks>,
+}
+
+/// One core's running totals of `/proc/stat` ticks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoreTicks {
+    /// Ticks not idle nor waiting for I/O.
+    pub busy: u64,
+    /// Every tick.
+    pub total: u64,
+}
+
+impl ServiceCount {
+    /// The host's counters now beside a service's own count (`at_unix_ns` now).
+    pub fn now(read_bytes: u64, write_bytes: u64, calls: u64) -> Self {
+        let cpu_ns = nsperf_core::cpu::process_times()
+            .map(|t| ((t.user_s + t.sys_s) * 1e9) as u64)
+            .unwrap_or(0);
+        let (mut nic_rx_bytes, mut nic_tx_bytes) = (0, 0);
+        for n in nsperf_core::nic::read_nic_counters() {
+            if n.name != "lo" {
+                nic_rx_bytes += n.rx_bytes;
+                nic_tx_bytes += n.tx_bytes;
+            }
+        }
+        let cores = nsperf_core::cpu::read_proc_stat()
+            .iter()
+            .map(|(_, t)| CoreTicks {
+                busy: t.busy(),
+                total: t.total(),
+            })
+            .collect();
+        ServiceCount {
+            at_unix_ns: nsperf_core::clock::unix_time_ns(),
+            read_bytes,
+            write_bytes,
+            calls,
+            cpu_ns,
+            nic_rx_bytes,
+            nic_tx_bytes,
+            cores,
+        }
+    }
 }
 
 impl StepRequest {

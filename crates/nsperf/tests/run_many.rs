@@ -273,6 +273,21 @@ time = "5s"
         peak <= ceiling * 1.03 && sustained <= ceiling * 1.01,
         "peak interval {peak:.0} B/s, sustained {sustained:.0} B/s against the port's {ceiling:.0} B/s"
     );
+    // The server's interfaces over the same window: what arrived is about the clients'
+    // payload (the veth counts GRO-coalesced packets, one set of headers per 64 KiB: it
+    // read 23.92 MB/s with the clients' 23.90) and at most the port's rate.
+    let nic = m["server.nic_rx_bytes_per_s"];
+    eprintln!(
+        "server NIC {:.2} MB/s in, CPU {:.0} % of a core, cores {:.0} % busy",
+        nic / 1e6,
+        m["server.cpu_pct"],
+        m["server.cores_mean_busy_pct"]
+    );
+    assert!(
+        nic >= value * 0.99 && nic <= 200e6 / 8.0 * 1.01,
+        "server NIC {nic:.0} B/s against the clients' {value:.0} and the port's 25e6"
+    );
+    assert!(m["server.cpu_s"] > 0.0, "{m:?}");
     // The run says so itself: the port's figures beside the aggregate.
     let pct = m["port.payload_pct"];
     assert!((pct - value / ceiling * 100.0).abs() < 0.01, "{pct} {m:?}");

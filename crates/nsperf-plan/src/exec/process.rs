@@ -79,6 +79,9 @@ impl RunningService {
         if let Some(s) = self.counts.within(w) {
             served::beside_clients(m, name, w, s);
         }
+        if let Some(h) = self.counts.host_within(w) {
+            served::host_use(m, &h);
+        }
     }
 }
 

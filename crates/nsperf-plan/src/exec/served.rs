@@ -70,7 +70,9 @@ impl ServiceCounts {
     pub(super) fn within(&self, w: Window) -> Option<Served> {
         let of = |f: fn(&ServiceCount) -> u64| -> Option<f64> {
             let s: Vec<(u64, u64)> = self.samples.iter().map(|c| (c.at_unix_ns, f(c))).collect();
-            Some(count_at(&s, w.end_ns)? - count_at(&s, w.start_ns)?)
+            // Never below zero: the READ count leaves out what the sockets hold
+            // unacknowledged, WRITE replies' headers too (a few hundred bytes).
+            Some((count_at(&s, w.end_ns)? - count_at(&s, w.start_ns)?).max(0.0))
         };
         let s = &self.samples;
         let data = |c: &ServiceCount| (c.read_bytes + c.write_bytes) as f64;
@@ -95,6 +97,119 @@ impl ServiceCounts {
             bytes_min,
             bytes_max: data(enclosing_end) - data(&s[enclosing_start]),
         })
+    }
+}
+
+impl ServiceCounts {
+    /// The server host's use over `w`, read between the samples: the service's CPU time,
+    /// its interfaces' bytes, each core's busy share; `None` when the samples do not cover
+    /// `w` or carry no host counters (an older nsperf's).
+    pub(super) fn host_within(&self, w: Window) -> Option<HostUse> {
+        let over = |f: &dyn Fn(&ServiceCount) -> Option<u64>| -> Option<f64> {
+            let s: Vec<(u64, u64)> = self
+                .samples
+                .iter()
+                .filter_map(|c| Some((c.at_unix_ns, f(c)?)))
+                .collect();
+            Some(count_at(&s, w.end_ns)? - count_at(&s, w.start_ns)?)
+        };
+        if self
+            .samples
+            .iter()
+            .all(|c| c.cpu_ns == 0 && c.cores.is_empty())
+        {
+            return None;
+        }
+        let cores = self
+            .samples
+            .iter()
+            .map(|c| c.cores.len())
+            .min()
+            .unwrap_or(0);
+        let cores_busy_pct = (0..cores)
+            .filter_map(|i| {
+                let busy = over(&|c| c.cores.get(i).map(|t| t.busy))?;
+                let total = over(&|c| c.cores.get(i).map(|t| t.total))?;
+                (total > 0.0).then(|| (busy / total * 100.0).clamp(0.0, 100.0))
+            })
+            .collect();
+        Some(HostUse {
+            seconds: w.seconds(),
+            cpu_s: over(&|c| Some(c.cpu_ns))? / 1e9,
+            nic_rx_bytes: over(&|c| Some(c.nic_rx_bytes))?,
+            nic_tx_bytes: over(&|c| Some(c.nic_tx_bytes))?,
+            cores_busy_pct,
+        })
+    }
+}
+
+/// The server host's use over a window.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct HostUse {
+    /// The window's length.
+    pub(super) seconds: f64,
+    /// The service process's CPU time.
+    pub(super) cpu_s: f64,
+    /// Bytes its interfaces received (loopback left out).
+    pub(super) nic_rx_bytes: f64,
+    /// Bytes they sent.
+    pub(super) nic_tx_bytes: f64,
+    /// Each core's busy share, %.
+    pub(super) cores_busy_pct: Vec<f64>,
+}
+
+/// Beyond this mean busy share of every core of the server's host, a finding: the machine
+/// may set the pace, not the port or the protocol.
+const HOST_BUSY_PCT: f64 = 90.0;
+
+/// Sets the server host's use over the clients' window beside them: `server.cpu_s`,
+/// `server.cpu_pct` (of one core), `server.nic_rx_bytes`/`nic_tx_bytes` and their rates,
+/// each core's busy share (on the server's part, `core{N}_busy_pct`; on the run, the mean
+/// and the busiest), and a `server_host_busy` finding when every core was nearly busy.
+pub(super) fn host_use(m: &mut Measurement, h: &HostUse) {
+    let s = h.seconds.max(1e-9);
+    let mean = (!h.cores_busy_pct.is_empty())
+        .then(|| h.cores_busy_pct.iter().sum::<f64>() / h.cores_busy_pct.len() as f64);
+    let max = h.cores_busy_pct.iter().copied().reduce(f64::max);
+    let mut figures = vec![
+        ("cpu_s", h.cpu_s),
+        ("cpu_pct", h.cpu_s / s * 100.0),
+        ("nic_rx_bytes", h.nic_rx_bytes),
+        ("nic_tx_bytes", h.nic_tx_bytes),
+        ("nic_rx_bytes_per_s", h.nic_rx_bytes / s),
+        ("nic_tx_bytes_per_s", h.nic_tx_bytes / s),
+    ];
+    figures.extend(mean.map(|v| ("cores_mean_busy_pct", v)));
+    figures.extend(max.map(|v| ("cores_max_busy_pct", v)));
+    let part = m.hosts.iter_mut().rev().find(|p| p.role == "server");
+    if let Some(part) = part {
+        for &(k, v) in &figures {
+            part.metrics.insert(k.into(), v);
+        }
+        for (i, v) in h.cores_busy_pct.iter().enumerate() {
+            part.metrics.insert(format!("core{i}_busy_pct"), *v);
+        }
+    }
+    for (k, v) in figures {
+        m.metrics.insert(format!("server.{k}"), v);
+    }
+    if let (Some(mean), Some(max)) = (mean, max)
+        && mean >= HOST_BUSY_PCT
+    {
+        m.findings.push(
+            nsperf_core::Finding::new(
+                "server_host_busy",
+                nsperf_core::report::Severity::Warning,
+                format!(
+                    "the server's host had its {} cores {mean:.0} % busy on average over the {s:.2} s window (the busiest {max:.0} %; the service itself used {:.0} % of one core): the machine may set the pace, not the port nor the protocol — in a lab on one machine the clients' sites share these cores",
+                    h.cores_busy_pct.len(),
+                    h.cpu_s / s * 100.0,
+                ),
+            )
+            .with("cores_mean_busy_pct", mean)
+            .with("cores_max_busy_pct", max)
+            .with("server_cpu_pct", h.cpu_s / s * 100.0),
+        );
     }
 }
 
@@ -251,8 +366,70 @@ mod tests {
             read_bytes: read,
             write_bytes: write,
             calls: at / 10,
+            ..ServiceCount::default()
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn the_hosts_use_over_a_window_and_a_finding_when_its_cores_are_busy() {
+        use crate::step::CoreTicks;
+        let sample = |at: u64, cpu_ns: u64, rx: u64, busy: [u64; 2], total: u64| {
+            serde_json::to_string(&StepReport::ServiceCount(ServiceCount {
+                at_unix_ns: at,
+                cpu_ns,
+                nic_rx_bytes: rx,
+                nic_tx_bytes: rx / 10,
+                cores: busy.iter().map(|&b| CoreTicks { busy: b, total }).collect(),
+                ..ServiceCount::default()
+            }))
+            .unwrap()
+        };
+        let mut c = ServiceCounts::default();
+        // 1 s apart: the service took 0.6 s of CPU, 100 MB arrived, core 0 95 % busy, core 1 90 %.
+        c.take(
+            [
+                sample(0, 0, 0, [0, 0], 0),
+                sample(1_000_000_000, 600_000_000, 100_000_000, [95, 90], 100),
+            ]
+            .into_iter(),
+        );
+        let w = Window {
+            start_ns: 0,
+            end_ns: 1_000_000_000,
+        };
+        let h = c.host_within(w).unwrap();
+        assert_eq!(h.cores_busy_pct, vec![95.0, 90.0]);
+        let mut m = Measurement {
+            hosts: vec![HostPart {
+                host: "nas".into(),
+                role: "server".into(),
+                ..HostPart::default()
+            }],
+            ..Measurement::default()
+        };
+        host_use(&mut m, &h);
+        assert_eq!(m.metrics["server.cpu_pct"], 60.0);
+        assert_eq!(m.metrics["server.nic_rx_bytes_per_s"], 1e8);
+        assert_eq!(m.metrics["server.nic_tx_bytes"], 1e7);
+        assert_eq!(m.metrics["server.cores_mean_busy_pct"], 92.5);
+        assert_eq!(m.hosts[0].metrics["core1_busy_pct"], 90.0);
+        assert_eq!(m.findings[0].id, "server_host_busy");
+        // Half as busy: no finding. No host counters (an older service): nothing.
+        let mut c2 = ServiceCounts::default();
+        c2.take(
+            [
+                sample(0, 0, 0, [0, 0], 0),
+                sample(1_000_000_000, 1, 1, [50, 40], 100),
+            ]
+            .into_iter(),
+        );
+        let mut m2 = Measurement::default();
+        host_use(&mut m2, &c2.host_within(w).unwrap());
+        assert!(m2.findings.is_empty() && m2.metrics["server.cores_max_busy_pct"] == 50.0);
+        let mut c3 = ServiceCounts::default();
+        c3.take([line(0, 0, 0), line(1_000_000_000, 5, 5)].into_iter());
+        assert_eq!(c3.host_within(w), None);
     }
 
     #[test]

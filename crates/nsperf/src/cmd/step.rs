@@ -55,12 +55,11 @@ pub fn run() -> anyhow::Result<()> {
         StepSpec::Service { site, service } => {
             let site = site.as_ref().map(|s| (s.lab.as_str(), s.site.as_str()));
             let mut count = |c: &nsperf_nfs::server::Served| {
-                let _ = print_json_line(&StepReport::ServiceCount(ServiceCount {
-                    at_unix_ns: nsperf_core::clock::unix_time_ns(),
-                    read_bytes: c.read_bytes,
-                    write_bytes: c.write_bytes,
-                    calls: c.calls,
-                }));
+                let _ = print_json_line(&StepReport::ServiceCount(ServiceCount::now(
+                    c.read_bytes,
+                    c.write_bytes,
+                    c.calls,
+                )));
             };
             super::lab_serve::run_service(
                 &service,
