@@ -793,7 +793,73 @@ fn merge(p: Parts, role: &str) -> Measurement {
         m.cpu.extend(cpu);
         m.hosts.push(h);
     }
+    hosts_cpu(&mut m);
     m
+}
+
+/// At or beyond this share of a core busy on average over the hosts' passes, the hosts'
+/// machines may set the pace, not the server nor the network.
+const HOSTS_CORE_BUSY_PCT: f64 = 90.0;
+
+/// The hosts' CPU beside the aggregate: their step processes' CPU time summed
+/// (`hosts.cpu_s`, and as % of one core over the longest pass, `hosts.cpu_pct`), the busiest
+/// core each saw over its pass, averaged and at most (`hosts.busiest_core_pct_mean`,
+/// `…_max`), and a `hosts_cpu_busy` warning when that average is at or beyond
+/// [`HOSTS_CORE_BUSY_PCT`]: then the machines, not what they measure, may be the limit (in
+/// a lab on one machine every site shares its cores: 50 client sites on 2 cores).
+fn hosts_cpu(m: &mut Measurement) {
+    let clients: Vec<&HostPart> = m
+        .hosts
+        .iter()
+        .filter(|h| h.error.is_none() && h.role != "server")
+        .collect();
+    let cpu_s: Vec<f64> = clients
+        .iter()
+        .filter_map(|h| h.metrics.get("process.cpu_s").copied())
+        .collect();
+    let busiest: Vec<f64> = clients
+        .iter()
+        .filter_map(|h| h.metrics.get("cpu_busiest_core_pct").copied())
+        .collect();
+    let longest = clients
+        .iter()
+        .filter_map(|h| h.metrics.get("elapsed_s").copied())
+        .fold(0.0, f64::max);
+    let n = clients.len();
+    if !cpu_s.is_empty() {
+        let sum: f64 = cpu_s.iter().sum();
+        m.metrics.insert("hosts.cpu_s".into(), sum);
+        if longest > 0.0 {
+            m.metrics
+                .insert("hosts.cpu_pct".into(), sum / longest * 100.0);
+        }
+    }
+    if busiest.is_empty() {
+        return;
+    }
+    let mean = busiest.iter().sum::<f64>() / busiest.len() as f64;
+    let max = busiest.iter().copied().fold(0.0, f64::max);
+    m.metrics.insert("hosts.busiest_core_pct_mean".into(), mean);
+    m.metrics.insert("hosts.busiest_core_pct_max".into(), max);
+    if mean < HOSTS_CORE_BUSY_PCT {
+        return;
+    }
+    let own = m
+        .metrics
+        .get("hosts.cpu_pct")
+        .map(|p| format!("; their {n} step processes used {p:.0} % of one core together"))
+        .unwrap_or_default();
+    m.findings.push(
+        nsperf_core::Finding::new(
+            "hosts_cpu_busy",
+            nsperf_core::report::Severity::Warning,
+            format!(
+                "the hosts' busiest core was {mean:.0} % busy on average over their passes (at most {max:.0} %){own}: their machines may set the pace, not the server nor the network — in a lab on one machine every site shares its cores, so fewer sites or more cores tell"
+            ),
+        )
+        .with("busiest_core_pct_mean", mean)
+        .with("busiest_core_pct_max", max),
+    );
 }
 
 /// The hosts' rates the aggregate is the sum of.
@@ -978,6 +1044,45 @@ mod tests {
         assert_eq!(m.metrics["peak_interval"], 100.0);
         // Every payload byte counts in the total, inside the window or not.
         assert_eq!(m.payload_bytes, Some(300));
+    }
+
+    #[test]
+    fn the_hosts_cpu_beside_the_aggregate_and_a_warning_when_their_cores_are_busy() {
+        let b = 5_000_000_000u64;
+        let with_cpu = |name: &str, cpu_s: f64, busiest: f64| {
+            let mut h = part(name, 100.0, b, 1000.0);
+            h.metrics.insert("process.cpu_s".into(), cpu_s);
+            h.metrics.insert("cpu_busiest_core_pct".into(), busiest);
+            h.metrics.insert("elapsed_s".into(), 2.0);
+            (h, pts(&[100.0, 100.0]), vec![])
+        };
+        let m = merge(
+            Parts {
+                barrier_ns: b,
+                parts: vec![with_cpu("c1", 0.5, 95.0), with_cpu("c2", 0.3, 91.0)],
+            },
+            "client",
+        );
+        assert_eq!(m.metrics["hosts.cpu_s"], 0.8);
+        assert!((m.metrics["hosts.cpu_pct"] - 40.0).abs() < 1e-9);
+        assert_eq!(m.metrics["hosts.busiest_core_pct_mean"], 93.0);
+        assert_eq!(m.metrics["hosts.busiest_core_pct_max"], 95.0);
+        let f = m
+            .findings
+            .iter()
+            .find(|f| f.id == "hosts_cpu_busy")
+            .unwrap();
+        assert!(f.message.contains("93 %") && f.message.contains("40 % of one core"));
+        // Half as busy: the figures, no warning.
+        let m = merge(
+            Parts {
+                barrier_ns: b,
+                parts: vec![with_cpu("c1", 0.5, 45.0), with_cpu("c2", 0.3, 41.0)],
+            },
+            "client",
+        );
+        assert_eq!(m.metrics["hosts.busiest_core_pct_mean"], 43.0);
+        assert!(!m.findings.iter().any(|f| f.id == "hosts_cpu_busy"));
     }
 
     #[test]
