@@ -160,7 +160,7 @@ pub(super) struct HostUse {
 
 /// Beyond this mean busy share of every core of the server's host, a finding: the machine
 /// may set the pace, not the port or the protocol.
-const HOST_BUSY_PCT: f64 = 90.0;
+const HOST_BUSY_PCT: f64 = 85.0;
 
 /// Sets the server host's use over the clients' window beside them: `server.cpu_s`,
 /// `server.cpu_pct` (of one core), `server.nic_rx_bytes`/`nic_tx_bytes` and their rates,
