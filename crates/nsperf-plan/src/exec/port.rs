@@ -152,8 +152,8 @@ const PORT_FULL_PCT: f64 = 95.0;
 
 /// Busy cores beside a full port are not the limit: the warnings that the machines may set
 /// the pace (`hosts_cpu_busy`, `server_host_busy`) become notes that say the port did, so no
-/// finding contradicts the port's figure beside it (8 client sites through a 1 Gbit/s lab
-/// port: 99.9 % of its payload rate, with the emulator's core 100 % busy).
+/// finding contradicts the port's figure beside it (8 client sites through a 10 Gbit/s lab
+/// port: 99.8 % of its payload rate, with the clients' busiest core 94 % busy).
 fn port_set_the_pace(m: &mut Measurement, pct: f64) {
     for f in m
         .findings
