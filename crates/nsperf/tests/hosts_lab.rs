@@ -147,8 +147,10 @@ time = "3s"
     let plan_path = dir.join("plan.toml");
     std::fs::write(&plan_path, plan).unwrap();
     let db = dir.join("r.db");
-    // sshd takes a moment to listen.
-    std::thread::sleep(Duration::from_millis(500));
+    // sshd takes a moment to listen, longer on a loaded machine: wait for every one.
+    for (site, a) in &hosts {
+        wait_sshd(&name, site, &format!("10.77.0.{a}:22"));
+    }
     let r = run_with_limit(
         {
             let mut c = nsperf(["lab", "exec", &name, "coord", "--", nsperf_bin(), "run"]);
@@ -161,7 +163,14 @@ time = "3s"
         Duration::from_secs(240),
     )
     .ok();
-    assert_eq!(r.json()["measured"], 2, "{}\n{}", r.stdout, r.stderr);
+    if r.json()["measured"] != 2 {
+        panic!(
+            "{}\n{}\nwhat the store holds: {}",
+            r.stdout,
+            r.stderr,
+            stored_failures(&db)
+        );
+    }
 
     let store = Store::open(&db).unwrap();
     let runs = store.runs(store.experiment("latest").unwrap().id).unwrap();
@@ -216,4 +225,43 @@ time = "3s"
         );
     }
     assert!(!store.series(io.id).unwrap().is_empty());
+}
+
+/// Waits (at most 20 s) until the sshd of `site` listens on `addr`.
+fn wait_sshd(lab: &str, site: &str, addr: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = nsperf(["lab", "exec", lab, site, "--", "ss", "-Hltn"])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&out.stdout).contains(addr) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sshd in {site} does not listen on {addr} after 20 s: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Every run's and host part's error the store holds, for a failure message.
+fn stored_failures(db: &Path) -> String {
+    let Ok(store) = Store::open(db) else {
+        return "no store".into();
+    };
+    let Ok(exp) = store.experiment("latest") else {
+        return "no experiment".into();
+    };
+    let mut out = String::new();
+    for run in store.runs(exp.id).unwrap_or_default() {
+        out.push_str(&format!("\n{}: {:?} {:?}", run.step, run.status, run.error));
+        for p in store.hosts(run.id).unwrap_or_default() {
+            if let Some(e) = &p.error {
+                out.push_str(&format!("\n  {}: {e}", p.host));
+            }
+        }
+    }
+    out
 }
