@@ -269,10 +269,14 @@ pub enum StepReport {
     Served(Box<ServerTotals>),
     /// A running step's progress (when the request asked for it).
     Progress(StepProgress),
-    /// A service step answers its clients at this URL (`nfs://ADDRESS[:PORT]/DIR`).
+    /// A service step answers its clients at this URL (`nfs://ADDRESS[:PORT]/DIR`,
+    /// `smb://ADDRESS/SHARE`).
     Serving {
         /// Where clients reach it.
         url: String,
+        /// The smbclient-style credentials file its clients use (Samba), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        credentials: Option<std::path::PathBuf>,
     },
     /// A service step's own count so far (the embedded NFS server: every
     /// [`SERVICE_COUNT_EVERY`] while it serves).

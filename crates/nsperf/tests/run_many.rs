@@ -311,3 +311,95 @@ time = "5s"
     assert_eq!(skew as f64, m["start_skew_ns"]);
     assert!(skew <= 10_000_000, "start skew {:.2} ms", skew as f64 / 1e6);
 }
+
+/// The same scene through SMB: a plan's Samba service in the server's site, three client sites
+/// writing through it at once (checked blocks) and one site reading back through it, cold and
+/// remote-warm; each client's part measured, its data through its own site's link, the shares
+/// reported, and nothing left in the share after.
+#[test]
+fn client_sites_through_a_samba_service_of_the_plan() {
+    let what = "client sites through a plan's Samba service";
+    if !require_lab(what) || !require_program("smbd", what) {
+        return;
+    }
+    let dir = Scratch::new(TMPFS, "run-many-smb");
+    let export = Path::new(dir.path()).join("Share");
+    std::fs::create_dir(&export).unwrap();
+    let plan = write_plan(
+        &dir,
+        &format!(
+            r#"name = "smb-sites"
+repetitions = 1
+[lab]
+sites = ["srv"]
+clients = 3
+topology = "star"
+rate = "200mbit"
+access_rate = "1g"
+[[service]]
+name = "nas"
+kind = "smb"
+site = "srv"
+dir = "{export}"
+[[step]]
+name = "write"
+type = "io"
+on = "clients"
+service = "nas"
+workload = "seqwrite"
+size = "8m"
+bs = "64k"
+iodepth = 4
+verify = "crc32"
+time = "2s"
+[[step]]
+name = "read"
+type = "io"
+site = "c1"
+service = "nas"
+workload = "seqread"
+size = "8m"
+bs = "1m"
+iodepth = 4
+verify = "crc32"
+phases = ["cold", "remote-warm"]
+"#,
+            export = export.display(),
+        ),
+    );
+    let db = Path::new(dir.path()).join("r.db").display().to_string();
+    let r = run_with_limit(
+        nsperf(["run", &plan, "--db", &db, "--no-report", "--json"]),
+        Duration::from_secs(180),
+    )
+    .ok();
+    assert_eq!(r.json()["measured"], 3, "{}\n{}", r.stdout, r.stderr);
+    let store = Store::open(Path::new(&db)).unwrap();
+    let runs = store.runs(store.experiment("latest").unwrap().id).unwrap();
+    let write = runs.iter().find(|r| r.step == "write").unwrap();
+    assert_eq!(write.status, RunStatus::Ok, "{:?}", write.error);
+    let parts = store.hosts(write.id).unwrap();
+    assert_eq!(parts.len(), 3, "{parts:?}");
+    for p in &parts {
+        assert!(p.error.is_none() && p.value > 0.0, "{p:?}");
+        // Each client's data went out through its own site's link.
+        assert!(
+            p.metrics["nic.tx_bytes"] >= p.payload_bytes.unwrap() as f64,
+            "{p:?}"
+        );
+    }
+    let sum: u64 = parts.iter().filter_map(|h| h.payload_bytes).sum();
+    assert_eq!(write.payload_bytes, Some(sum));
+    // At most the port's rate (200 Mbit/s of frames: 25 MB/s), every client a share.
+    assert!(write.value.unwrap() <= 25e6, "{:?}", write.value);
+    assert!(write.metrics["fairness_jain"] > 0.5, "{:?}", write.metrics);
+    let reads: Vec<_> = runs.iter().filter(|r| r.step == "read").collect();
+    assert_eq!(reads.len(), 2);
+    for r in reads {
+        assert_eq!(r.status, RunStatus::Ok, "{:?} {:?}", r.phase, r.error);
+        assert_eq!(r.payload_bytes, Some(8 << 20), "{:?}", r.phase);
+    }
+    // nsperf's files are gone from the share.
+    let left: Vec<_> = std::fs::read_dir(&export).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{CommandRole, Executor, Lab, Measurement, NicDelta, RunContext, SeriesPoint};
+use super::{
+    CommandRole, Executor, Lab, Measurement, NicDelta, RunContext, SeriesPoint, ServiceAnswer,
+};
 use nsperf_lab::Schedule;
 use nsperf_lab::events::LinkEvent;
 use nsperf_lab::stats::LabStats;
@@ -139,13 +141,20 @@ impl Executor for MockExecutor {
         &mut self,
         _lab: Option<&Lab>,
         service: &ServiceSpec,
-    ) -> Result<String, ExecError> {
+    ) -> Result<ServiceAnswer, ExecError> {
         self.log.push(format!("service_start {}", service.name));
         self.running.push(service.name.clone());
-        Ok(format!(
-            "nfs://127.0.0.1:2049{}",
-            service.config.dir.display()
-        ))
+        let dir = &service.config.dir;
+        Ok(match service.config.protocol {
+            nsperf_lab::service::Protocol::Nfs => ServiceAnswer {
+                url: format!("nfs://127.0.0.1:2049{}", dir.display()),
+                credentials: None,
+            },
+            nsperf_lab::service::Protocol::Smb => ServiceAnswer {
+                url: format!("smb://127.0.0.1/{}", nsperf_lab::samba::share_name(dir)),
+                credentials: Some(dir.join(".mock-credentials")),
+            },
+        })
     }
 
     fn service_check(&mut self, name: &str) -> Result<(), ExecError> {

@@ -76,8 +76,17 @@ pub struct RunContext<'a> {
     pub phase: Phase,
     /// Repetition, 1-based.
     pub repetition: u32,
-    /// The URL of the running service the step goes through, if any.
-    pub service_url: Option<&'a str>,
+    /// Where the running service the step goes through answers, if it goes through one.
+    pub service: Option<&'a ServiceAnswer>,
+}
+
+/// Where a running service answers: what its clients are given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceAnswer {
+    /// The URL of its export or share (`nfs://ADDRESS[:PORT]/DIR`, `smb://ADDRESS/SHARE`).
+    pub url: String,
+    /// The smbclient-style credentials file of a Samba share (the secret stays in it).
+    pub credentials: Option<std::path::PathBuf>,
 }
 
 /// Carries out the steps of a plan. Errors of kind [`ExecError::Skip`] mean "cannot here"
@@ -117,12 +126,12 @@ pub trait Executor {
         role: CommandRole,
     ) -> Result<(), ExecError>;
     /// Starts a service of the plan (in its lab site when it has one, the lab up) and waits
-    /// until it answers; returns the URL its clients use.
+    /// until it answers; returns where its clients reach it.
     fn service_start(
         &mut self,
         lab: Option<&Lab>,
         service: &ServiceSpec,
-    ) -> Result<String, ExecError>;
+    ) -> Result<ServiceAnswer, ExecError>;
     /// `Ok` while the started service `name` runs; the error says how it ended.
     fn service_check(&mut self, name: &str) -> Result<(), ExecError>;
     /// Stops the service `name` (nothing of it is left running).

@@ -24,7 +24,7 @@ use super::child::{self, Background, ChildRun, is_root};
 use super::hosts::HostRunner;
 use super::measure;
 use super::served::{self, ServiceCounts};
-use super::{CommandRole, Executor, Lab, Measurement, RunContext};
+use super::{CommandRole, Executor, Lab, Measurement, RunContext, ServiceAnswer};
 use crate::error::ExecError;
 use crate::plan::{
     Action, BonnieStep, CapturePoint, ExecStep, Hosts, IoStep, LinkSettings, NetStep, Payload,
@@ -548,12 +548,11 @@ pub(super) fn io_config(
         Phase::None | Phase::RemoteWarm => {}
     }
     if let Some(svc) = &io.service {
-        let base = ctx
-            .service_url
+        let answer = ctx
+            .service
             .ok_or_else(|| ExecError::Other(format!("service {} is not running", svc.name)))?;
-        let url = crate::plan::service_url(base, &svc.path)
+        config.target = crate::plan::service_target(answer, &svc.path)
             .map_err(|e| ExecError::Other(format!("service {}: {e}", svc.name)))?;
-        config.target = nsperf_io::Target::Nfs { url };
     }
     Ok(config)
 }
@@ -728,7 +727,7 @@ impl Executor for ProcessExecutor {
         &mut self,
         lab: Option<&Lab>,
         service: &ServiceSpec,
-    ) -> Result<String, ExecError> {
+    ) -> Result<ServiceAnswer, ExecError> {
         self.service_stop(&service.name);
         let what = format!("service {}", service.describe());
         let mut config = service.config.clone();
@@ -751,9 +750,9 @@ impl Executor for ProcessExecutor {
         };
         let (cmd, input) = self.step(&spec)?;
         let mut bg = Background::spawn_tied(cmd, Some(input), &what)?;
-        let url = match bg.next_line(SERVICE_READY) {
+        let answer = match bg.next_line(SERVICE_READY) {
             Some(line) => match serde_json::from_str::<StepReport>(&line) {
-                Ok(StepReport::Serving { url }) => url,
+                Ok(StepReport::Serving { url, credentials }) => ServiceAnswer { url, credentials },
                 Ok(other) => return Err(unexpected(&what, &other)),
                 Err(e) => {
                     return Err(ExecError::Output {
@@ -780,7 +779,7 @@ impl Executor for ProcessExecutor {
                 counts: ServiceCounts::default(),
             },
         );
-        Ok(url)
+        Ok(answer)
     }
 
     fn service_check(&mut self, name: &str) -> Result<(), ExecError> {

@@ -34,7 +34,7 @@ pub use nsperf_results::{Phase, RunKey};
 use crate::error::PlanError;
 pub use hosts::{BatchGroup, HostSpec, Hosts, OnHosts};
 pub use raw::Param;
-pub use service::service_url;
+pub use service::service_target;
 
 /// Most runs one plan may expand to.
 pub const MAX_RUNS: usize = 100_000;
@@ -258,7 +258,7 @@ pub struct IoStep {
     /// Lab site to run in, if any.
     pub site: Option<String>,
     /// The run, as the io engine takes it (checked by its `validate`); a cache phase
-    /// overrides its cache mode. Through a service, its `nfs://` target is the service's
+    /// overrides its cache mode. Through a service, its `nfs://` or `smb://` target is the service's
     /// address as known at load time; the runner puts the running service's URL in.
     pub config: RunConfig,
     /// The plan's service it goes through, if any.
@@ -266,11 +266,11 @@ pub struct IoStep {
 }
 
 impl IoStep {
-    /// True when the target is reached through a network file protocol (a service or an
-    /// `nfs://` URL): the engine sets the cache phase itself (it has no client cache; it
+    /// True when the target is reached through a network file protocol (a service, an
+    /// `nfs://` or `smb://` URL): the engine sets the cache phase itself (it has no client cache; it
     /// evicts the server's copy after laying the file out, or reads it through once).
     pub fn is_remote(&self) -> bool {
-        matches!(self.config.target, nsperf_io::Target::Nfs { .. })
+        self.config.target.is_remote()
     }
 }
 

@@ -12,7 +12,7 @@ use nsperf_net::{DEFAULT_PORT, Direction, Mode, TestParams};
 
 use super::build::{Ctx, invalid};
 use super::raw::{Param, RawStep, allowed, present_fields};
-use super::service::{io_engine, io_phases, io_target};
+use super::service::{io_engine, io_phases, io_target, with_credentials};
 use super::{
     Action, BonnieStep, CapturePoint, ExecStep, Hosts, IoStep, LabSpec, NetStep, OnHosts, Payload,
     Phase, ResolvedStep, StepKind, Target,
@@ -529,6 +529,7 @@ fn io(f: &Fields<'_>, s: &RawStep, phases: &[Phase]) -> Result<IoStep, PlanError
         f.ctx.services,
         f.ctx.link_rate_bps,
     )?;
+    let place = with_credentials(&f.at, place, f.str("credentials", &s.credentials)?)?;
     let mut config = RunConfig::new(place.target.clone(), workload, size.0, bs.0);
     config.network_path = place.path;
     let cache = f.parsed::<CacheMode, _>("cache", &s.cache, str::parse)?;

@@ -7,11 +7,13 @@ use std::path::{Component, Path, PathBuf};
 use nsperf_io::{CacheMode, EngineKind, NetworkPath, PathCeiling, Target as IoTarget};
 use nsperf_lab::service::{Protocol, ServerKind, ServiceConfig};
 use nsperf_nfs::NfsUrl;
+use nsperf_smb::SmbUrl;
 
 use super::build::{check_name, invalid};
 use super::raw::{RawService, RawStep};
 use super::{LabSpec, Phase, ServiceSpec, ServiceUse};
 use crate::error::PlanError;
+use crate::exec::ServiceAnswer;
 
 /// The plan's services, checked by the lab's rules (names, sites, server and protocol).
 pub(super) fn services(
@@ -31,14 +33,6 @@ pub(super) fn services(
             .unwrap_or("nfs")
             .parse()
             .map_err(|e| invalid(format!("{at} kind: {e}")))?;
-        // An io step reaches a service through the protocol's engine and URL; the plan
-        // builds nfs:// targets so far (an smb:// target needs the service's credentials
-        // file passed to the step: to be added with the smb engine's plan support).
-        if protocol != Protocol::Nfs {
-            return Err(invalid(format!(
-                "{at} kind: {protocol} services are not available in plans yet (nfs is; `nsperf lab serve LAB SITE {protocol} DIR` serves one by hand)"
-            )));
-        }
         let server: ServerKind = match &r.server {
             Some(s) => s
                 .parse()
@@ -156,10 +150,9 @@ pub(super) fn io_target(
     let err = |field: &str, m: String| invalid(format!("{at} {field}: {m}"));
     let Some(name) = service else {
         let dir = dir.unwrap_or_else(|| ".".into());
-        if NfsUrl::is_nfs_url(&dir) {
-            let url: NfsUrl = dir.parse().map_err(|e| err("dir", format!("{e}")))?;
+        if NfsUrl::is_nfs_url(&dir) || SmbUrl::is_smb_url(&dir) {
             return Ok(IoWhere {
-                target: IoTarget::Nfs { url },
+                target: target_at(&dir, "", None).map_err(|e| err("dir", e))?,
                 service: None,
                 path: NetworkPath::default(),
             });
@@ -226,8 +219,15 @@ pub(super) fn io_target(
         Some(i) => nsperf_lab::site_addr(i).to_string(),
         None => "127.0.0.1".into(),
     };
-    let url = service_url(&format!("nfs://{host}{}", svc.config.dir.display()), &rel)
-        .map_err(|e| err("dir", e))?;
+    let base = match svc.config.protocol {
+        Protocol::Nfs => format!("nfs://{host}{}", svc.config.dir.display()),
+        Protocol::Smb => format!(
+            "smb://{host}/{}",
+            nsperf_lab::samba::share_name(&svc.config.dir)
+        ),
+    };
+    // An SMB share's credentials file is known once its server runs.
+    let target = target_at(&base, &rel, None).map_err(|e| err("dir", e))?;
     // Across the lab's link, when the step runs in another site than the server.
     let crosses = match site {
         StepSite::Site(me) => svc.site.as_deref().is_some_and(|s| s != me),
@@ -236,7 +236,7 @@ pub(super) fn io_target(
         StepSite::ThisHost => false,
     };
     Ok(IoWhere {
-        target: IoTarget::Nfs { url },
+        target,
         service: Some(ServiceUse {
             name: name.to_string(),
             path: rel,
@@ -250,15 +250,51 @@ pub(super) fn io_target(
     })
 }
 
-/// The URL of a directory inside a service: the service's URL and a relative path.
-pub fn service_url(base: &str, rel: &str) -> Result<NfsUrl, String> {
+/// The target of a directory inside a running service: where it answers and a relative path.
+pub fn service_target(answer: &ServiceAnswer, rel: &str) -> Result<IoTarget, String> {
+    target_at(&answer.url, rel, answer.credentials.clone())
+}
+
+/// The target of a directory under an `nfs://` or `smb://` URL.
+fn target_at(base: &str, rel: &str, credentials: Option<PathBuf>) -> Result<IoTarget, String> {
     let full = if rel.is_empty() {
         base.to_string()
     } else {
         format!("{}/{rel}", base.trim_end_matches('/'))
     };
-    full.parse()
-        .map_err(|e: nsperf_nfs::url::UrlError| e.to_string())
+    if SmbUrl::is_smb_url(&full) {
+        let url = full.parse::<SmbUrl>().map_err(|e| e.to_string())?;
+        return Ok(IoTarget::Smb { url, credentials });
+    }
+    let url = full
+        .parse::<NfsUrl>()
+        .map_err(|e: nsperf_nfs::url::UrlError| e.to_string())?;
+    Ok(IoTarget::Nfs { url })
+}
+
+/// An io step's `credentials` (an smbclient-style file) for its `smb://` URL; a share of the
+/// plan's own Samba service comes with its own.
+pub(super) fn with_credentials(
+    at: &str,
+    mut w: IoWhere,
+    file: Option<String>,
+) -> Result<IoWhere, PlanError> {
+    let Some(file) = file else {
+        return Ok(w);
+    };
+    match (&mut w.target, &w.service) {
+        (IoTarget::Smb { credentials, .. }, None) => {
+            *credentials = Some(absolute(Path::new(&file)));
+            Ok(w)
+        }
+        (IoTarget::Smb { .. }, Some(s)) => Err(invalid(format!(
+            "{at} credentials: service \"{}\" gives its clients its own credentials file: leave credentials out",
+            s.name
+        ))),
+        _ => Err(invalid(format!(
+            "{at} credentials: an smbclient-style file for an smb:// target; this step's target is not one"
+        ))),
+    }
 }
 
 /// Checks the cache phases of an io step against its target and sets the cache mode of a
@@ -270,13 +306,13 @@ pub(super) fn io_phases(
     cache: Option<CacheMode>,
 ) -> Result<Option<CacheMode>, PlanError> {
     let err = |m: &str| invalid(format!("{at} phases: {m}"));
-    let remote = matches!(w.target, IoTarget::Nfs { .. });
+    let remote = w.target.is_remote();
     let ours = w.service.is_some();
     for p in phases {
         match p {
             Phase::Warm if remote => {
                 return Err(err(
-                    "warm means the client's page cache holds the data; the nfs engine keeps none (every read crosses the network): use remote-warm (only the server's cache holds it) or cold",
+                    "warm means the client's page cache holds the data; the nfs and smb engines keep none (every read crosses the network): use remote-warm (only the server's cache holds it) or cold",
                 ));
             }
             Phase::Cold if remote && !ours => {
@@ -286,7 +322,7 @@ pub(super) fn io_phases(
             }
             Phase::RemoteWarm if !remote => {
                 return Err(err(
-                    "remote-warm applies to io steps through a [[service]] or an nfs:// target (the server's cache holds the data, the client's none), and to exec steps with a prime command",
+                    "remote-warm applies to io steps through a [[service]] or an nfs:// or smb:// target (the server's cache holds the data, the client's none), and to exec steps with a prime command",
                 ));
             }
             _ => {}
@@ -306,19 +342,24 @@ pub(super) fn io_phases(
     }))
 }
 
-/// The engine of an io step's target: nfs for a network target (an `engine` naming another
-/// is refused).
+/// The engine of an io step's target: nfs or smb for a network target (an `engine` naming
+/// another is refused).
 pub(super) fn io_engine(
     at: &str,
     w: &IoWhere,
     asked: Option<EngineKind>,
 ) -> Result<Option<EngineKind>, PlanError> {
-    match (&w.target, asked) {
-        (IoTarget::Nfs { .. }, None | Some(EngineKind::Nfs)) => Ok(Some(EngineKind::Nfs)),
-        (IoTarget::Nfs { .. }, Some(e)) => Err(invalid(format!(
-            "{at} engine: an nfs:// target or a service is done by the nfs engine, not {e}"
+    let needs = match &w.target {
+        IoTarget::Nfs { .. } => EngineKind::Nfs,
+        IoTarget::Smb { .. } => EngineKind::Smb,
+        _ => return Ok(asked),
+    };
+    match asked {
+        None => Ok(Some(needs)),
+        Some(e) if e == needs => Ok(Some(e)),
+        Some(e) => Err(invalid(format!(
+            "{at} engine: an {needs}:// target or service is done by the {needs} engine, not {e}"
         ))),
-        (_, e) => Ok(e),
     }
 }
 
@@ -489,6 +530,79 @@ rtt = ["0ms", "50ms"]
             e.contains("remote-warm applies to io steps through a [[service]]"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn an_io_step_through_a_samba_service_and_an_smb_url() {
+        let smb = "name = \"nas\"\nkind = \"smb\"\nsite = \"server\"\ndir = \"/srv/Share\"";
+        let p = plan(
+            smb,
+            &format!("{STEP}\ndir = \"a\"\nphases = [\"cold\", \"remote-warm\"]"),
+        )
+        .unwrap();
+        assert_eq!(
+            p.services[0].describe(),
+            "nas (samba smb of /srv/Share in site server)"
+        );
+        let s = &p.cells[1].steps[0];
+        assert!(s.engine_sets_cache());
+        let Action::Io(io) = &s.action else { panic!() };
+        // The share is the directory's last component; the credentials come with the server.
+        assert_eq!(io.config.target.to_string(), "smb://10.77.0.2/Share/a");
+        assert_eq!(io.config.engine, nsperf_io::EngineKind::Smb);
+        let answer = crate::exec::ServiceAnswer {
+            url: "smb://10.77.0.2/Share".into(),
+            credentials: Some("/run/creds".into()),
+        };
+        let t = super::service_target(&answer, &io.service.as_ref().unwrap().path).unwrap();
+        let nsperf_io::Target::Smb { url, credentials } = &t else {
+            panic!("{t:?}")
+        };
+        assert_eq!(url.to_string(), "smb://10.77.0.2/Share/a");
+        assert_eq!(
+            credentials.as_deref(),
+            Some(std::path::Path::new("/run/creds"))
+        );
+        // An smb:// URL of the step's own, with a credentials file.
+        let url = "name = \"r\"\ntype = \"io\"\ndir = \"smb://nas.example/share/d\"\nworkload = \"seqread\"\ncredentials = \"/etc/nas.cred\"";
+        let p = Plan::parse(format!("name = \"u\"\n[[step]]\n{url}").as_bytes()).unwrap();
+        let Action::Io(io) = &p.cells[0].steps[0].action else {
+            panic!()
+        };
+        assert_eq!(io.config.engine, nsperf_io::EngineKind::Smb);
+        assert_eq!(io.config.cache, nsperf_io::CacheMode::RemoteWarm);
+        let nsperf_io::Target::Smb { credentials, .. } = &io.config.target else {
+            panic!()
+        };
+        assert_eq!(
+            credentials.as_deref(),
+            Some(std::path::Path::new("/etc/nas.cred"))
+        );
+        for (svc, step, want) in [
+            (
+                smb,
+                format!("{STEP}\ncredentials = \"/x\""),
+                "gives its clients its own credentials file",
+            ),
+            (
+                SVC,
+                format!("{STEP}\ncredentials = \"/x\""),
+                "this step's target is not one",
+            ),
+            (
+                smb,
+                format!("{STEP}\nengine = \"nfs\""),
+                "done by the smb engine, not nfs",
+            ),
+            (
+                "name = \"nas\"\nkind = \"smb\"\ndir = \"/srv/Share\"",
+                STEP.to_string(),
+                "runs in a lab site",
+            ),
+        ] {
+            let e = plan(svc, &step).unwrap_err();
+            assert!(e.contains(want), "want {want:?} in: {e}");
+        }
     }
 
     #[test]

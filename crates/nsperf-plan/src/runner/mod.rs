@@ -310,7 +310,7 @@ impl Runner<'_> {
         let service = step
             .service()
             .and_then(|n| self.plan.services.iter().find(|s| s.name == n));
-        let url = match service {
+        let answer = match service {
             Some(svc) => {
                 let generation = self.lab.as_deref().map_or(0, LabRun::generation);
                 let lab = self.lab.as_deref().and_then(LabRun::up);
@@ -329,7 +329,7 @@ impl Runner<'_> {
             cell: &key.cell,
             phase: key.phase,
             repetition: key.repetition,
-            service_url: url.as_deref(),
+            service: answer.as_ref(),
         };
         setup(&mut self.setups, self.exec, at, step, &ctx)?;
         match key.phase {
@@ -394,7 +394,7 @@ impl Runner<'_> {
             cell: &key,
             phase: Phase::None,
             repetition: 0,
-            service_url: None,
+            service: None,
             experiment: self.summary.experiment,
         };
         if let Err(e) = self

@@ -6,15 +6,18 @@
 use std::collections::BTreeMap;
 
 use crate::error::ExecError;
-use crate::exec::{Executor, Lab};
+use crate::exec::{Executor, Lab, ServiceAnswer};
 use crate::plan::ServiceSpec;
 
 use super::Progress;
 
 #[derive(Debug)]
 enum State {
-    /// Answering at `url`, started in build `generation` of the lab.
-    Up { url: String, generation: u64 },
+    /// Answering as `answer` says, started in build `generation` of the lab.
+    Up {
+        answer: ServiceAnswer,
+        generation: u64,
+    },
     /// Cannot run here (true: skip) or failed, and why.
     Gone(bool, String),
 }
@@ -26,7 +29,7 @@ pub(super) struct ServiceRuns {
 }
 
 impl ServiceRuns {
-    /// The URL of `svc`, started now if it is not running; an error when it cannot start or
+    /// Where `svc` answers, started now if it is not running; an error when it cannot start or
     /// died. `generation` is the lab's build count (a rebuilt lab took the service with it).
     pub(super) fn ensure(
         &mut self,
@@ -35,15 +38,18 @@ impl ServiceRuns {
         svc: &ServiceSpec,
         lab: Option<&Lab>,
         generation: u64,
-    ) -> Result<String, ExecError> {
+    ) -> Result<ServiceAnswer, ExecError> {
         let generation = if svc.site.is_some() { generation } else { 0 };
         match self.states.get(&svc.name) {
             Some(State::Gone(true, why)) => return Err(ExecError::Skip(why.clone())),
             Some(State::Gone(false, why)) => return Err(ExecError::Other(why.clone())),
-            Some(State::Up { url, generation: g }) if *g == generation => {
-                let url = url.clone();
+            Some(State::Up {
+                answer,
+                generation: g,
+            }) if *g == generation => {
+                let answer = answer.clone();
                 self.check(exec, &svc.name, "before the step")?;
-                return Ok(url);
+                return Ok(answer);
             }
             Some(State::Up { .. }) => {
                 progress.note(&format!(
@@ -55,16 +61,20 @@ impl ServiceRuns {
             None => {}
         }
         match exec.service_start(lab, svc) {
-            Ok(url) => {
-                progress.note(&format!("service {}: answers at {url}", svc.describe()));
+            Ok(answer) => {
+                progress.note(&format!(
+                    "service {}: answers at {}",
+                    svc.describe(),
+                    answer.url
+                ));
                 self.states.insert(
                     svc.name.clone(),
                     State::Up {
-                        url: url.clone(),
+                        answer: answer.clone(),
                         generation,
                     },
                 );
-                Ok(url)
+                Ok(answer)
             }
             Err(ExecError::Interrupted) => Err(ExecError::Interrupted),
             Err(ExecError::Skip(why)) => {

@@ -199,7 +199,7 @@ pub fn service(a: ServiceArgs) -> anyhow::Result<()> {
         dir: a.dir.clone(),
         read_only: a.read_only,
     };
-    run_service(&cfg, Some((&a.lab, &a.site)), &mut |url| ready(url), None)
+    run_service(&cfg, Some((&a.lab, &a.site)), &mut ready, None)
 }
 
 /// Runs a file service in the current namespace until asked to stop (SIGINT, SIGTERM), its
@@ -207,14 +207,14 @@ pub fn service(a: ServiceArgs) -> anyhow::Result<()> {
 /// names, the caller already inside its namespace) it serves on the site's address and is
 /// recorded under the lab, so `lab down` stops it; without one (a server that can) on
 /// 127.0.0.1 on a free port. `on_ready` gets the URL clients use once a client's MOUNT
-/// and FSINFO succeed; then `on_count`, when given, gets the server's own count of what it
+/// and FSINFO succeed (with the credentials file of a Samba share); then `on_count`, when given, gets the server's own count of what it
 /// served every `SERVICE_COUNT_EVERY` (the embedded server; the others keep no count). The
 /// one place that starts each kind of server: `lab serve` and a plan's `[[service]]`
 /// (`nsperf step`) both come here.
 pub fn run_service(
     cfg: &ServiceConfig,
     site: Option<(&str, &str)>,
-    on_ready: &mut dyn FnMut(&str) -> anyhow::Result<()>,
+    on_ready: &mut dyn FnMut(&str, Option<&Path>) -> anyhow::Result<()>,
     on_count: Option<&mut dyn FnMut(&nsperf_nfs::server::Served)>,
 ) -> anyhow::Result<()> {
     cfg.validate(site.is_some())?;
@@ -275,7 +275,7 @@ pub fn run_service(
             }
             let running = srv.spawn();
             answers(&rec, &mut [])?;
-            on_ready(&rec.url)?;
+            on_ready(&rec.url, None)?;
             match on_count {
                 Some(count) => service::supervise_ticking(
                     &mut [],
@@ -290,7 +290,7 @@ pub fn run_service(
             let mut kids = service::start_ganesha(&cfg.dir, addr, &work)?;
             wait_for_mount(addr, &mut kids, &rec)?;
             answers(&rec, &mut kids)?;
-            on_ready(&rec.url)?;
+            on_ready(&rec.url, None)?;
             service::supervise(&mut kids, emulator)
         }
         ServerKind::Samba => {
@@ -298,8 +298,7 @@ pub fn run_service(
             let creds = smb.credentials.clone();
             let mut kids = vec![("smbd".to_string(), smb.child)];
             wait_for_share(&rec.url, &creds, &mut kids, &rec)?;
-            // The URL, then the credentials file its clients use.
-            on_ready(&format!("{} {}", rec.url, creds.display()))?;
+            on_ready(&rec.url, Some(&creds))?;
             service::supervise(&mut kids, emulator)
         }
     };
@@ -347,9 +346,14 @@ fn answers(rec: &ServiceRecord, kids: &mut [(String, std::process::Child)]) -> a
     }
 }
 
-fn ready(url: &str) -> anyhow::Result<()> {
+/// `lab serve`'s line from the supervisor: the URL, then the credentials file its clients
+/// use (Samba).
+fn ready(url: &str, credentials: Option<&Path>) -> anyhow::Result<()> {
     let mut o = std::io::stdout();
-    writeln!(o, "{READY}{url}")?;
+    match credentials {
+        Some(c) => writeln!(o, "{READY}{url} {}", c.display())?,
+        None => writeln!(o, "{READY}{url}")?,
+    }
     o.flush()?;
     // Nothing more goes to the pipe: the parent stops reading once the server is up.
     // SAFETY: replacing fd 1 with /dev/null; no Rust handle caches it beyond `Stdout`.

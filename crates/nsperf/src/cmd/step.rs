@@ -64,7 +64,12 @@ pub fn run() -> anyhow::Result<()> {
             super::lab_serve::run_service(
                 &service,
                 site,
-                &mut |url| print_json_line(&StepReport::Serving { url: url.into() }),
+                &mut |url, credentials| {
+                    print_json_line(&StepReport::Serving {
+                        url: url.into(),
+                        credentials: credentials.map(Into::into),
+                    })
+                },
                 Some(&mut count),
             )
         }
