@@ -170,7 +170,13 @@ pub struct ServiceCount {
     pub write_bytes: u64,
     /// Calls answered so far.
     pub calls: u64,
-    /// The service process's CPU time so far (user and system, every thread), ns.
+    /// True when the server keeps no count of its own (nfs-ganesha, Samba): the data and call
+    /// counts are then 0 and mean nothing, and only the host's counters below are read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub uncounted: bool,
+    /// The service's CPU time so far (user and system, every thread), ns: the embedded
+    /// server's process; a third-party server's processes, every one in its site's network
+    /// namespace.
     #[serde(default)]
     pub cpu_ns: u64,
     /// Bytes received by the network interfaces of its network namespace (loopback left
@@ -201,6 +207,25 @@ impl ServiceCount {
         let cpu_ns = nsperf_core::cpu::process_times()
             .map(|t| ((t.user_s + t.sys_s) * 1e9) as u64)
             .unwrap_or(0);
+        ServiceCount {
+            read_bytes,
+            write_bytes,
+            calls,
+            ..Self::host(cpu_ns)
+        }
+    }
+
+    /// The host's counters now, of a server that keeps no count of its own, running in this
+    /// process's network namespace (a lab site's): its CPU is that of every process there.
+    pub fn uncounted_now() -> Self {
+        ServiceCount {
+            uncounted: true,
+            ..Self::host(nsperf_core::cpu::net_namespace_cpu_ns().unwrap_or(0))
+        }
+    }
+
+    /// The host's counters now, with the service's CPU time `cpu_ns`, and no count.
+    fn host(cpu_ns: u64) -> Self {
         let (mut nic_rx_bytes, mut nic_tx_bytes) = (0, 0);
         for n in nsperf_core::nic::read_nic_counters() {
             if n.name != "lo" {
@@ -217,9 +242,10 @@ impl ServiceCount {
             .collect();
         ServiceCount {
             at_unix_ns: nsperf_core::clock::unix_time_ns(),
-            read_bytes,
-            write_bytes,
-            calls,
+            read_bytes: 0,
+            write_bytes: 0,
+            calls: 0,
+            uncounted: false,
             cpu_ns,
             nic_rx_bytes,
             nic_tx_bytes,

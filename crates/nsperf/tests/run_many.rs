@@ -393,6 +393,17 @@ phases = ["cold", "remote-warm"]
     // At most the port's rate (200 Mbit/s of frames: 25 MB/s), every client a share.
     assert!(write.value.unwrap() <= 25e6, "{:?}", write.value);
     assert!(write.metrics["fairness_jain"] > 0.5, "{:?}", write.metrics);
+    // Samba keeps no count: no server part, no comparison with one; its site's counters over
+    // the clients' window instead: the data arrived through its link, smbd used CPU.
+    assert!(parts.iter().all(|p| p.role != "server"));
+    assert!(!write.metrics.contains_key("server_vs_clients_pct"));
+    let m = &write.metrics;
+    assert!(m["server.cpu_s"] > 0.0, "{m:?}");
+    // The window is the one every client measured in, a little shorter than each pass.
+    assert!(
+        m["server.nic_rx_bytes_per_s"] >= 0.9 * write.value.unwrap(),
+        "{m:?}"
+    );
     let reads: Vec<_> = runs.iter().filter(|r| r.step == "read").collect();
     assert_eq!(reads.len(), 2);
     for r in reads {

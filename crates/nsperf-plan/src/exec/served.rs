@@ -68,6 +68,10 @@ impl ServiceCounts {
     /// samples, with the least and the most data it can have served there (the samples
     /// inside `w`, the samples around it); `None` when the samples do not cover `w`.
     pub(super) fn within(&self, w: Window) -> Option<Served> {
+        // A server that keeps no count of its own has only its host's counters.
+        if self.samples.iter().any(|c| c.uncounted) {
+            return None;
+        }
         let of = |f: fn(&ServiceCount) -> u64| -> Option<f64> {
             let s: Vec<(u64, u64)> = self.samples.iter().map(|c| (c.at_unix_ns, f(c))).collect();
             // Never below zero: the READ count leaves out what the sockets hold
@@ -102,7 +106,7 @@ impl ServiceCounts {
 
 impl ServiceCounts {
     /// The server host's use over `w`, read between the samples: the service's CPU time,
-    /// its interfaces' bytes, each core's busy share; `None` when the samples do not cover
+    /// its interfaces' bytes, each core's busy share (of any server, counting or not); `None` when the samples do not cover
     /// `w` or carry no host counters (an older nsperf's).
     pub(super) fn host_within(&self, w: Window) -> Option<HostUse> {
         let over = |f: &dyn Fn(&ServiceCount) -> Option<u64>| -> Option<f64> {
@@ -430,6 +434,39 @@ mod tests {
         let mut c3 = ServiceCounts::default();
         c3.take([line(0, 0, 0), line(1_000_000_000, 5, 5)].into_iter());
         assert_eq!(c3.host_within(w), None);
+    }
+
+    #[test]
+    fn a_server_without_a_count_has_its_hosts_use_and_no_count() {
+        let sample = |at: u64, cpu_ns: u64, rx: u64| {
+            serde_json::to_string(&StepReport::ServiceCount(ServiceCount {
+                at_unix_ns: at,
+                uncounted: true,
+                cpu_ns,
+                nic_rx_bytes: rx,
+                ..ServiceCount::default()
+            }))
+            .unwrap()
+        };
+        let mut c = ServiceCounts::default();
+        c.take(
+            [
+                sample(0, 0, 0),
+                sample(2_000_000_000, 500_000_000, 50_000_000),
+            ]
+            .into_iter(),
+        );
+        let w = Window {
+            start_ns: 0,
+            end_ns: 2_000_000_000,
+        };
+        assert_eq!(c.within(w), None, "no count to set beside the clients");
+        let h = c.host_within(w).unwrap();
+        assert_eq!(h.cpu_s, 0.5);
+        assert_eq!(h.nic_rx_bytes, 5e7);
+        // The flag crosses the pipe; a counting server's lines leave it out.
+        assert!(sample(0, 0, 0).contains("\"uncounted\":true"));
+        assert!(!line(0, 0, 0).contains("uncounted"));
     }
 
     #[test]

@@ -207,15 +207,17 @@ pub fn service(a: ServiceArgs) -> anyhow::Result<()> {
 /// names, the caller already inside its namespace) it serves on the site's address and is
 /// recorded under the lab, so `lab down` stops it; without one (a server that can) on
 /// 127.0.0.1 on a free port. `on_ready` gets the URL clients use once a client's MOUNT
-/// and FSINFO succeed (with the credentials file of a Samba share); then `on_count`, when given, gets the server's own count of what it
-/// served every `SERVICE_COUNT_EVERY` (the embedded server; the others keep no count). The
+/// and FSINFO succeed (with the credentials file of a Samba share); then `on_count`, when
+/// given, is called every `SERVICE_COUNT_EVERY` with the server's own count of what it served
+/// (the embedded server), or `None` for a server that keeps none (ganesha, Samba), so the
+/// caller reads the host's counters beside it. The
 /// one place that starts each kind of server: `lab serve` and a plan's `[[service]]`
 /// (`nsperf step`) both come here.
 pub fn run_service(
     cfg: &ServiceConfig,
     site: Option<(&str, &str)>,
     on_ready: &mut dyn FnMut(&str, Option<&Path>) -> anyhow::Result<()>,
-    on_count: Option<&mut dyn FnMut(&nsperf_nfs::server::Served)>,
+    on_count: Option<&mut OnCount<'_>>,
 ) -> anyhow::Result<()> {
     cfg.validate(site.is_some())?;
     let me = std::process::id();
@@ -281,7 +283,7 @@ pub fn run_service(
                     &mut [],
                     emulator,
                     nsperf_plan::step::SERVICE_COUNT_EVERY,
-                    &mut || count(&running.served()),
+                    &mut || count(Some(&running.served())),
                 ),
                 None => service::supervise(&mut [], emulator),
             }
@@ -291,7 +293,7 @@ pub fn run_service(
             wait_for_mount(addr, &mut kids, &rec)?;
             answers(&rec, &mut kids)?;
             on_ready(&rec.url, None)?;
-            service::supervise(&mut kids, emulator)
+            supervise_uncounted(&mut kids, emulator, on_count)
         }
         ServerKind::Samba => {
             let smb = nsperf_lab::samba::start_samba(&cfg.dir, &work, cfg.read_only)?;
@@ -299,7 +301,7 @@ pub fn run_service(
             let mut kids = vec![("smbd".to_string(), smb.child)];
             wait_for_share(&rec.url, &creds, &mut kids, &rec)?;
             on_ready(&rec.url, Some(&creds))?;
-            service::supervise(&mut kids, emulator)
+            supervise_uncounted(&mut kids, emulator, on_count)
         }
     };
     if let Some((lab, _)) = lab {
@@ -308,6 +310,28 @@ pub fn run_service(
     match stopped {
         Stopped::ServerExited(why) => Err(anyhow::anyhow!("{why}")),
         _ => Ok(()),
+    }
+}
+
+/// What a service's count goes to: the embedded server's own count, or `None` for a server
+/// that keeps none.
+pub type OnCount<'a> = dyn FnMut(Option<&nsperf_nfs::server::Served>) + 'a;
+
+/// Supervises a server that keeps no count of its own, ticking `on_count` (when given) with
+/// none, so the host's counters are read beside it.
+fn supervise_uncounted(
+    kids: &mut [(String, std::process::Child)],
+    emulator: Option<(u32, u64)>,
+    on_count: Option<&mut OnCount<'_>>,
+) -> Stopped {
+    match on_count {
+        Some(count) => service::supervise_ticking(
+            kids,
+            emulator,
+            nsperf_plan::step::SERVICE_COUNT_EVERY,
+            &mut || count(None),
+        ),
+        None => service::supervise(kids, emulator),
     }
 }
 

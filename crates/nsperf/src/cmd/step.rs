@@ -54,12 +54,12 @@ pub fn run() -> anyhow::Result<()> {
         }
         StepSpec::Service { site, service } => {
             let site = site.as_ref().map(|s| (s.lab.as_str(), s.site.as_str()));
-            let mut count = |c: &nsperf_nfs::server::Served| {
-                let _ = print_json_line(&StepReport::ServiceCount(ServiceCount::now(
-                    c.read_bytes,
-                    c.write_bytes,
-                    c.calls,
-                )));
+            let mut count = |c: Option<&nsperf_nfs::server::Served>| {
+                let count = match c {
+                    Some(c) => ServiceCount::now(c.read_bytes, c.write_bytes, c.calls),
+                    None => ServiceCount::uncounted_now(),
+                };
+                let _ = print_json_line(&StepReport::ServiceCount(count));
             };
             super::lab_serve::run_service(
                 &service,
