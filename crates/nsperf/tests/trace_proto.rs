@@ -564,7 +564,17 @@ fn lab_one_read_in_flight_is_protocol_bound_and_sixteen_on_a_t3_are_the_link() {
         busiest_read_connection(pcap)
     };
 
-    let c = read("2m", "1", &d.path().join("one.pcap"));
+    assert_one_in_flight_protocol_bound(&read("2m", "1", &d.path().join("one.pcap")));
+    run(&["lab", "set", &lab, "--rate", "45mbit"]).ok();
+    let sixteen = d.path().join("sixteen.pcap");
+    assert_sixteen_on_a_t3_are_the_link(&read("16m", "16", &sixteen), &sixteen);
+}
+
+/// The connection `c` of 64 KiB READs one at a time across a 100 ms lab path: a
+/// protocol-bound verdict (READ, 64 KiB, 1 ± 0.1 in flight, the path RTT within 10 % of
+/// 100 ms, the measured rate 90-100 % of the ceiling) and TCP's application-limited verdict
+/// saying so.
+fn assert_one_in_flight_protocol_bound(c: &serde_json::Value) {
     let p = &c["protocol"]["diagnosis"];
     eprintln!(
         "1 in flight: {}\nTCP: {}",
@@ -593,15 +603,18 @@ fn lab_one_read_in_flight_is_protocol_bound_and_sixteen_on_a_t3_are_the_link() {
         "{}",
         c["diagnosis"]["message"]
     );
+}
 
-    run(&["lab", "set", &lab, "--rate", "45mbit"]).ok();
-    let c = read("16m", "16", &d.path().join("sixteen.pcap"));
+/// The connection `c` of `pcap` with 16 READs of 64 KiB in flight through a 45 Mbit/s
+/// link at 100 ms: the link (TCP's congestion window, or loss where its queue overflows),
+/// the protocol's verdict the transfer, 30-45 Mbit/s measured, the requests in flight
+/// allowing more than 1.3 times that.
+fn assert_sixteen_on_a_t3_are_the_link(c: &serde_json::Value, pcap: &Path) {
     let p = &c["protocol"]["diagnosis"];
     eprintln!(
         "16 in flight: {}\nTCP: {}",
         p["message"], c["diagnosis"]["message"]
     );
-    // The link: its queue holds the congestion window (or overflows: loss).
     let tcp = c["diagnosis"]["limit"].as_str().unwrap();
     assert!(matches!(tcp, "congestion" | "loss"), "{}", c["diagnosis"]);
     assert_eq!(p["limit"], "transfer", "{p}");
@@ -611,7 +624,7 @@ fn lab_one_read_in_flight_is_protocol_bound_and_sixteen_on_a_t3_are_the_link() {
     );
     assert!(measured > 30e6 && measured < 45e6, "{measured}");
     assert!(ceiling > 1.3 * measured, "{p}");
-    let r = run(&["trace", d.path().join("sixteen.pcap").to_str().unwrap()]).ok();
+    let r = run(&["trace", pcap.to_str().unwrap()]).ok();
     assert!(
         r.stdout
             .contains("protocol's pace: the network set the pace"),
@@ -1107,4 +1120,65 @@ fn smb3_smbd_smbclient_agrees_with_tshark() {
         .expect("WRITE")
         .clone();
     assert_eq!(w["data_bytes"], 20_000_000, "{w}");
+}
+
+/// The same verdicts for SMB2 (issue 22 item 2): nsperf's smb engine reading 64 KiB with
+/// one request in flight from smbd across a lab at 100 ms RTT is protocol-bound, ceiling
+/// within 10 % of the measured rate, TCP's application-limited verdict saying so; with 16 in
+/// flight through a 45 Mbit/s link the verdict is the link. Captured at the client.
+#[test]
+fn lab_one_smb_read_in_flight_is_protocol_bound_and_sixteen_on_a_t3_are_the_link() {
+    let what = "SMB2 protocol verdict lab test";
+    if !require_lab(what) || !require_program("tcpdump", what) || !require_program("smbd", what) {
+        return;
+    }
+    let lab = format!("t{}spv", std::process::id() % 100_000);
+    let _g = lab_up(&lab, &["--rtt", "100ms"]);
+    let dir = Scratch::new(&disk_base(), "smb-verdict");
+    let r = run(&["lab", "serve", &lab, "b", "smb", dir.path()]).ok();
+    let url = format!("smb://10.77.0.2/{}", nsperf_lab::samba::share_name(&dir.0));
+    let creds = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("credentials: "))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("credentials line")
+        .to_string();
+    let d = tempfile::tempdir().unwrap();
+    let ns = format!("nsp-{lab}-a");
+    let bin = nsperf_bin();
+    let read = |size: &str, depth: &str, pcap: &Path| {
+        let cap = SiteCapture::start(&ns, pcap);
+        run(&[
+            "lab",
+            "exec",
+            &lab,
+            "a",
+            "--",
+            bin,
+            "io",
+            "run",
+            &url,
+            "-w",
+            "seqread",
+            "-s",
+            size,
+            "-b",
+            "64k",
+            "--iodepth",
+            depth,
+            "-q",
+            "--credentials",
+            &creds,
+        ])
+        .ok();
+        cap.stop();
+        busiest_read_connection(pcap)
+    };
+    let c = read("2m", "1", &d.path().join("one.pcap"));
+    assert_eq!(c["protocol"]["protocol"], "smb2", "{}", c["protocol"]);
+    assert_one_in_flight_protocol_bound(&c);
+    run(&["lab", "set", &lab, "--rate", "45mbit"]).ok();
+    let sixteen = d.path().join("sixteen.pcap");
+    assert_sixteen_on_a_t3_are_the_link(&read("16m", "16", &sixteen), &sixteen);
 }

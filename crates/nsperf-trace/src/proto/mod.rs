@@ -93,7 +93,10 @@ impl ProtoState {
                 c.session.pace.rtt = rtt;
                 c.segment(dir, seg, payload, t);
             }
-            ProtoState::Smb(c) => c.segment(dir, seg, payload, t),
+            ProtoState::Smb(c) => {
+                c.session.pace.rtt = rtt;
+                c.segment(dir, seg, payload, t);
+            }
             _ => {}
         }
     }
@@ -107,7 +110,11 @@ impl ProtoState {
                 s.diagnosis = Some(verdict::diagnose(&c.session.pace, &s.ops, tcp));
                 Some(s)
             }
-            ProtoState::Smb(c) => Some(c.summary()),
+            ProtoState::Smb(c) => {
+                let mut s = c.summary();
+                s.diagnosis = Some(verdict::diagnose(&c.session.pace, &s.ops, tcp));
+                Some(s)
+            }
             _ => None,
         }
     }
@@ -218,9 +225,12 @@ impl SmbConn {
         reassemble(streams, dir, seg, payload, &mut |d, c| {
             framers[d].feed(c, t, &mut |m| session.message(d, &m))
         });
+        for (d, f) in framers.iter().enumerate() {
+            session.pace.open(d, f.open_since());
+        }
     }
 
-    /// The figures so far (no verdict: docs/trace.md says why).
+    /// The figures so far (the verdict is [`ProtoState::summary`]'s).
     pub fn summary(&self) -> ProtocolStats {
         let s = &self.session;
         let fl = s.in_flight;

@@ -4,7 +4,9 @@
 //! bytes of each command (its header, the head of its body), and counts the rest; the
 //! session matches
 //! requests to responses by message id, both directions, and keeps the figures per command
-//! in the same [`OpTable`] as NFS.
+//! in the same [`OpTable`] as NFS, and where each request's time went in the same [`Pace`]
+//! (each message a record, READ and WRITE the data operations; an interim response ends
+//! nothing), for the verdict.
 //!
 //! What can be read: an SMB2 header is never encrypted, only signed (the signature covers
 //! the message; it is not checked here), so signed traffic is read in full. An SMB3
@@ -14,6 +16,7 @@
 
 use super::nfs::InFlight;
 use super::ops::{OpKey, OpTable};
+use super::pace::{CallMark, Pace};
 use super::stream::Chunk;
 
 /// The pseudo program number of SMB2 commands in the [`OpTable`] ("SMB2"; no ONC RPC
@@ -402,6 +405,19 @@ struct Pending {
     cmd: u16,
     /// When its last byte passed the capture point.
     t: i64,
+    /// What its response needs for the pace.
+    mark: CallMark,
+    /// Bytes a WRITE sent (READ's come with the response).
+    written: Option<u32>,
+}
+
+/// Where a message passed the capture point: its first and last byte, and how long its
+/// direction had been moving bytes when it started ([`Pace::record`]).
+#[derive(Debug, Clone, Copy)]
+struct Passed {
+    first_ns: i64,
+    last_ns: i64,
+    moved_before: i64,
 }
 
 /// What can and cannot be read of one connection's SMB.
@@ -451,6 +467,8 @@ pub struct SmbSession {
     pub readable: Readable,
     /// Requests in flight over time.
     pub in_flight: InFlight,
+    /// Where each request's time went.
+    pub pace: Pace,
 }
 
 fn le16(b: &[u8], at: usize) -> u16 {
@@ -472,9 +490,15 @@ fn le64(b: &[u8], at: usize) -> u64 {
 impl SmbSession {
     /// One complete message sent by side `from`.
     pub fn message(&mut self, from: usize, m: &Message<'_>) {
+        let moved_before = self.pace.record(from, m.len, m.first_ns, m.last_ns);
+        let at = Passed {
+            first_ns: m.first_ns,
+            last_ns: m.last_ns,
+            moved_before,
+        };
         let first = m.each().next().map_or(&[][..], |c| c.0);
         match kind(first) {
-            Some(0xFE) => self.chain(from, m),
+            Some(0xFE) => self.chain(from, m, at),
             Some(0xFD) => {
                 self.readable.encrypted += 1;
                 self.readable.encrypted_bytes += m.len;
@@ -486,7 +510,7 @@ impl SmbSession {
     }
 
     /// The SMB2 headers of one message: one, or a compound chain.
-    fn chain(&mut self, from: usize, m: &Message<'_>) {
+    fn chain(&mut self, from: usize, m: &Message<'_>, at: Passed) {
         if m.cut {
             self.readable.chain_cut += 1;
         }
@@ -499,13 +523,13 @@ impl SmbSession {
             if n == 1 && flags & FLAG_RESPONSE == 0 {
                 self.readable.compound_requests += 1;
             }
-            self.command(from, h, &h[HDR..], len, m.last_ns);
+            self.command(from, h, &h[HDR..], len, at);
         }
     }
 
-    /// One SMB2 header `h` (its body `body`, `len` bytes in all) of a message whose last
-    /// byte passed at `t`.
-    fn command(&mut self, from: usize, h: &[u8], body: &[u8], len: u64, t: i64) {
+    /// One SMB2 header `h` (its body `body`, `len` bytes in all) of a message that passed
+    /// as `at` says.
+    fn command(&mut self, from: usize, h: &[u8], body: &[u8], len: u64, at: Passed) {
         let r = &mut self.readable;
         let cmd = le16(h, 12);
         let flags = le32(h, 16).unwrap_or(0);
@@ -521,7 +545,7 @@ impl SmbSession {
         };
         if flags & FLAG_RESPONSE == 0 {
             r.credits_requested += u64::from(le16(h, 14));
-            self.request(from, key, msg_id, body, len, t);
+            self.request(from, key, msg_id, body, len, at);
         } else {
             r.credits_granted += u64::from(le16(h, 14));
             let status = le32(h, 8).unwrap_or(0);
@@ -533,20 +557,19 @@ impl SmbSession {
             if cmd == NEGOTIATE && status == 0 {
                 r.dialect = Some(le16(body, 4));
             }
-            self.response(from, h, body, len, t);
+            self.response(from, h, body, len, at);
         }
     }
 
-    fn request(&mut self, from: usize, key: OpKey, msg_id: u64, body: &[u8], len: u64, t: i64) {
-        let cmd = key.proc_ as u16;
+    fn request(&mut self, from: usize, key: OpKey, msg_id: u64, body: &[u8], len: u64, at: Passed) {
+        let (cmd, t) = (key.proc_ as u16, at.last_ns);
         self.calls_by_side[from] += 1;
         let s = self.ops.get(key);
         s.calls += 1;
         s.call_bytes += len;
-        if cmd == WRITE {
-            if let Some(n) = le32(body, 4) {
-                s.note_size(n);
-            }
+        let written = (cmd == WRITE).then(|| le32(body, 4)).flatten();
+        if let Some(n) = written {
+            s.note_size(n);
         }
         // CANCEL has no response of its own (it names the request it cancels); a message id
         // seen again from the same side is not a second request.
@@ -558,6 +581,10 @@ impl SmbSession {
         {
             return;
         }
+        let data = matches!(cmd, READ | WRITE);
+        let mark = self
+            .pace
+            .call(from, at.first_ns, at.last_ns, at.moved_before, data);
         if self.pending.len() >= MAX_PENDING {
             self.pending.remove(0);
             self.unanswered_calls += 1;
@@ -568,12 +595,16 @@ impl SmbSession {
             from,
             cmd,
             t,
+            mark,
+            written,
         });
         self.in_flight.step(t, 1);
     }
 
-    /// The final response `h` (its body `body`, `len` bytes) whose last byte passed at `t`.
-    fn response(&mut self, from: usize, h: &[u8], body: &[u8], len: u64, t: i64) {
+    /// The final response `h` (its body `body`, `len` bytes) of a message that passed as
+    /// `at` says.
+    fn response(&mut self, from: usize, h: &[u8], body: &[u8], len: u64, at: Passed) {
+        let t = at.last_ns;
         let msg_id = le64(h, 24);
         let status = le32(h, 8).unwrap_or(0);
         let Some(i) = self
@@ -601,13 +632,24 @@ impl SmbSession {
         if p.cmd != OPLOCK_BREAK {
             s.srt.record((t - p.t).max(0) as u64);
         }
+        let mut moved_bytes = p.written;
         if status != 0 {
             s.note_error(status);
         } else if p.cmd == READ {
             if let Some(n) = le32(body, 4) {
                 s.note_size(n);
+                moved_bytes = Some(n);
             }
         }
+        let data = matches!(p.cmd, READ | WRITE).then(|| u64::from(moved_bytes.unwrap_or(0)));
+        self.pace.reply(
+            from,
+            &p.mark,
+            at.first_ns,
+            at.last_ns,
+            at.moved_before,
+            data,
+        );
     }
 
     /// Requests still waiting at the end.
@@ -635,7 +677,9 @@ pub fn dialect_name(d: u16) -> String {
 mod tests {
     use super::*;
     use crate::decode::TcpSegment;
-    use crate::proto::SmbConn;
+    use crate::model::{Diagnosis, Limit, PathRtt, ProtocolLimit};
+    use crate::proto::ProtoState;
+    use crate::proto::pace::RoundTrips;
     use crate::wire::tcp::flags;
 
     /// One SMB2 header and body; `next`: offset of the next command (0: last).
@@ -690,11 +734,12 @@ mod tests {
     const ASYNC_RESP: u32 = FLAG_RESPONSE | 0x2;
     const RELATED: u32 = 0x4;
 
-    /// Feeds (direction, bytes, time ms) cut into segments of `mss`, after a handshake.
-    fn feed(script: &[(usize, Vec<u8>, i64)], mss: usize) -> crate::model::ProtocolStats {
-        let mut c = SmbConn::default();
+    /// Feeds (direction, bytes, time ms) cut into segments of `mss`, after a handshake, with
+    /// the round trips `rtt` from the capture point to each side.
+    fn conn(script: &[(usize, Vec<u8>, i64)], mss: usize, rtt: RoundTrips) -> ProtoState {
+        let mut c = ProtoState::default();
         let mut seq = [100u32, 900u32];
-        let mut seg = |c: &mut SmbConn, dir: usize, p: &[u8], syn: bool, ms: i64| {
+        let mut seg = |c: &mut ProtoState, dir: usize, p: &[u8], syn: bool, ms: i64| {
             let s = TcpSegment {
                 src: std::net::IpAddr::from([10, 0, 0, 1]),
                 dst: std::net::IpAddr::from([10, 0, 0, 2]),
@@ -710,7 +755,7 @@ mod tests {
                 payload_at: 0,
                 payload_captured: p.len() as u32,
             };
-            c.segment(dir, &s, p, ms * 1_000_000);
+            c.segment(dir, &s, p, ms * 1_000_000, rtt);
             seq[dir] = seq[dir].wrapping_add(p.len() as u32);
         };
         seg(&mut c, 0, &[], true, 0);
@@ -720,7 +765,14 @@ mod tests {
                 seg(&mut c, *dir, p, false, *ms);
             }
         }
-        c.summary()
+        c
+    }
+
+    /// The figures of [`conn`] with no round trips known.
+    fn feed(script: &[(usize, Vec<u8>, i64)], mss: usize) -> crate::model::ProtocolStats {
+        conn(script, mss, RoundTrips::default())
+            .summary(&Diagnosis::default())
+            .expect("an SMB connection")
     }
 
     fn op<'a>(s: &'a crate::model::ProtocolStats, name: &str) -> &'a crate::model::OpSummary {
@@ -865,6 +917,110 @@ mod tests {
         f.feed(Chunk::Data(&echo), 9, &mut cb);
         assert_eq!(got, [(9, w.len() as u64 - 4, 3), (13, 68, 6), (13, 68, 9)]);
         assert_eq!((f.resyncs, f.skipped_bytes), (1, 90));
+    }
+
+    /// TCP's verdict beside a capture at the client of a path whose round trip is `ms`.
+    fn app_limited(ms: i64) -> (RoundTrips, Diagnosis) {
+        let ns = (ms * 1_000_000) as u64;
+        let rtt = RoundTrips {
+            min_ns: [0, ns],
+            recent_ns: [0, ns],
+        };
+        let tcp = Diagnosis {
+            limit: Limit::Application,
+            path_rtt: PathRtt {
+                min_ns: ns,
+                ..PathRtt::default()
+            },
+            message: "application-limited".into(),
+            ..Diagnosis::default()
+        };
+        (rtt, tcp)
+    }
+
+    /// Issue 22's verdict on SMB2: one 64 KiB READ in flight at a time across a 150 ms
+    /// path, captured at the client, is protocol-bound with the ceiling 64 KiB / 150 ms (and
+    /// TCP's sentence says why); WRITEs of 64 KiB that the server answers STATUS_PENDING at
+    /// once and finally after 40 ms, on a 2 ms path, are server-bound, the data counted from
+    /// the requests; a compound CREATE+READ+CLOSE between them changes neither.
+    #[test]
+    fn one_read_in_flight_is_protocol_bound_and_slow_writes_server_bound() {
+        let mut script = Vec::new();
+        let mut t = 0;
+        for id in 0..40 {
+            script.push((0, nbss(&hdr(READ, id, 0, 0, 0, &rw(65536, 0))), t));
+            let data = hdr(READ, id, RESP, 0, 0, &rw(65536, 65536));
+            script.push((1, nbss(&data), t + 150));
+            t += 151;
+        }
+        for mss in [1448, 65536] {
+            let (rtt, mut tcp) = app_limited(150);
+            let c = conn(&script, mss, rtt);
+            let s = c.summary(&tcp).unwrap();
+            let d = s.diagnosis.as_ref().expect("a verdict");
+            assert_eq!(d.limit, ProtocolLimit::RequestsInFlight, "{}", d.message);
+            assert_eq!((d.op.as_str(), d.requests), ("READ", 40));
+            assert_eq!(d.size_mean_bytes, 65536.0);
+            assert!((d.in_flight - 1.0).abs() < 1e-9, "{}", d.in_flight);
+            // 1 × 64 KiB / 150 ms = 3.50 Mbit/s; measured 40 × 64 KiB in 6.039 s
+            let c = d.ceiling_bps.unwrap();
+            assert!((c - 65536.0 * 8.0 / 0.150).abs() < 1.0, "{c}");
+            assert!((d.measured_bps - 40.0 * 65536.0 * 8.0 / 6.039).abs() < 1.0);
+            assert!(
+                d.message.starts_with("protocol-bound, not TCP: 1.0 READ in flight on average, 64 KiB each, each costing the path RTT 150.00 ms"),
+                "{}",
+                d.message
+            );
+            crate::proto::verdict::amend_tcp(&mut tcp, d);
+            assert!(
+                tcp.message
+                    .contains("says why: the client kept 1.0 READ in flight"),
+                "{}",
+                tcp.message
+            );
+        }
+
+        let mut script = Vec::new();
+        let mut t = 0;
+        for id in 0..20 {
+            let w = hdr(WRITE, id, 0, 0, 0, &rw(65536, 65536));
+            script.push((0, nbss(&w), t));
+            let interim = hdr(WRITE, id, ASYNC_RESP, STATUS_PENDING, 0, &[9, 0]);
+            script.push((1, nbss(&interim), t + 2));
+            script.push((
+                1,
+                nbss(&hdr(WRITE, id, ASYNC_RESP, 0, 0, &rw(65536, 0))),
+                t + 42,
+            ));
+            t += 43;
+            if id == 9 {
+                let req = chain(&[
+                    (5, 100, 0, 0, vec![0x39, 0, 0, 0]),
+                    (8, 101, RELATED, 0, rw(4096, 0)),
+                    (6, 102, RELATED, 0, vec![0x18, 0]),
+                ]);
+                let resp = chain(&[
+                    (5, 100, RESP, 0, vec![0x59, 0]),
+                    (8, 101, RESP | RELATED, 0, rw(4096, 4096)),
+                    (6, 102, RESP | RELATED, 0, vec![0x3c, 0]),
+                ]);
+                script.push((0, nbss(&req), t));
+                script.push((1, nbss(&resp), t + 3));
+                t += 4;
+            }
+        }
+        let (rtt, tcp) = app_limited(2);
+        let s = conn(&script, 1448, rtt).summary(&tcp).unwrap();
+        assert_eq!((s.unanswered_calls, s.unmatched_replies), (0, 0));
+        let d = s.diagnosis.as_ref().expect("a verdict");
+        assert_eq!(d.limit, ProtocolLimit::Server, "{}", d.message);
+        // 20 WRITEs and the chain's READ: the data operations
+        assert_eq!(d.requests, 21);
+        assert_eq!(d.data_bytes, 20 * 65536 + 4096);
+        // each WRITE: 40 ms beyond the 2 ms round trip; the READ 1 ms
+        let want = (20.0 * 40.0 + 1.0) / 21.0 * 1e6;
+        assert!((d.server_ns - want).abs() < 1e3, "{} {want}", d.server_ns);
+        assert!(d.message.starts_with("server-bound: "), "{}", d.message);
     }
 
     #[test]
