@@ -212,9 +212,9 @@ fn plan_errors_about_hosts_are_found_at_load() {
         ),
         ("", "on = \"a\"", "the plan has no [hosts]"),
         (
-            "[hosts.a]\nlocal = true\n",
+            "[hosts.a]\nagent = \"192.0.2.1:7000\"\n",
             "on = \"a\"\nphases = [\"cold\"]",
-            "cache phases",
+            "which lab sites and local agents share but host a does not",
         ),
         (
             "[hosts.a]\nlocal = true\n[groups]\ng = [\"a\", \"z\"]\n",

@@ -313,9 +313,9 @@ time = "5s"
 }
 
 /// The same scene through SMB: a plan's Samba service in the server's site, three client sites
-/// writing through it at once (checked blocks) and one site reading back through it, cold and
-/// remote-warm; each client's part measured, its data through its own site's link, the shares
-/// reported, and nothing left in the share after.
+/// writing through it at once (checked blocks), one site reading back through it cold and
+/// remote-warm, and every site reading cold at once; each client's part measured, its data
+/// through its own site's link, the shares reported, and nothing left in the share after.
 #[test]
 fn client_sites_through_a_samba_service_of_the_plan() {
     let what = "client sites through a plan's Samba service";
@@ -363,6 +363,16 @@ bs = "1m"
 iodepth = 4
 verify = "crc32"
 phases = ["cold", "remote-warm"]
+[[step]]
+name = "read-all"
+type = "io"
+on = "clients"
+service = "nas"
+workload = "seqread"
+size = "8m"
+bs = "1m"
+iodepth = 4
+phases = ["cold"]
 "#,
             export = export.display(),
         ),
@@ -373,9 +383,24 @@ phases = ["cold", "remote-warm"]
         Duration::from_secs(180),
     )
     .ok();
-    assert_eq!(r.json()["measured"], 3, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.json()["measured"], 4, "{}\n{}", r.stdout, r.stderr);
     let store = Store::open(Path::new(&db)).unwrap();
     let runs = store.runs(store.experiment("latest").unwrap().id).unwrap();
+    // A cold phase on sites: each client's engine evicted the server's copy after laying its
+    // file out, before the start barrier.
+    let all = runs.iter().find(|r| r.step == "read-all").unwrap();
+    for p in store.hosts(all.id).unwrap() {
+        let report: serde_json::Value =
+            serde_json::from_str(p.report_json.as_deref().unwrap()).unwrap();
+        assert_eq!(report["spec"]["cache"], "cold", "{report}");
+        let ids: Vec<&str> = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f["id"].as_str())
+            .collect();
+        assert!(ids.contains(&"server_cache_dropped"), "{ids:?}");
+    }
     let write = runs.iter().find(|r| r.step == "write").unwrap();
     assert_eq!(write.status, RunStatus::Ok, "{:?}", write.error);
     let parts = store.hosts(write.id).unwrap();

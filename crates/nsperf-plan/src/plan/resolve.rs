@@ -146,10 +146,22 @@ pub(super) fn resolve_step(
     }
     let phases = phases(&f, s)?;
     let on = on_hosts(&f, s, kind)?;
-    if on.is_some() && !phases.is_empty() {
+    // The runner sets a phase with this host's page cache: the one of lab sites and of local
+    // agents, not of other machines.
+    if let Some(on) = &on
+        && !phases.is_empty()
+        && let Some(h) = on.hosts.iter().find(|h| {
+            !matches!(
+                f.hosts.and_then(|hs| hs.get(h)).map(|h| &h.launch),
+                Some(crate::agent::Launch::Site { .. } | crate::agent::Launch::Local)
+            )
+        })
+    {
         return Err(f.err(
             "phases",
-            "cache phases are set on this host; a step on [hosts] runs with their caches as they are",
+            format!(
+                "cache phases are set with this host's page cache, which lab sites and local agents share but host {h} does not: a step on other machines runs with their caches as they are"
+            ),
         ));
     }
     let action = match kind {

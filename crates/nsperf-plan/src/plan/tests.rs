@@ -806,3 +806,43 @@ fsync = "none"
         assert!(e.contains(want), "{e}");
     }
 }
+
+#[test]
+fn phases_on_sites_share_this_hosts_cache_and_other_machines_do_not() {
+    let sites = r#"
+name = "p"
+[lab]
+sites = ["srv"]
+clients = 2
+topology = "star"
+[[step]]
+name = "r"
+type = "io"
+on = "clients"
+dir = "/tmp"
+workload = "seqread"
+phases = ["cold", "warm"]
+"#;
+    let p = Plan::parse(sites.as_bytes()).unwrap();
+    let phases: Vec<Phase> = p.cells[0].steps[0].phases.clone();
+    assert_eq!(phases, [Phase::Cold, Phase::Warm]);
+    let ssh = r#"
+name = "p"
+[hosts.a]
+ssh = "root@192.0.2.1"
+[hosts.b]
+local = true
+[groups]
+all = ["b", "a"]
+[[step]]
+name = "r"
+type = "io"
+on = "all"
+dir = "/tmp"
+workload = "seqread"
+phases = ["cold"]
+"#;
+    let e = err_of(ssh);
+    assert!(e.contains("host a does not"), "{e}");
+    assert!(Plan::parse(ssh.replace("on = \"all\"", "on = \"b\"").as_bytes()).is_ok());
+}
