@@ -1,7 +1,10 @@
-//! The protocol layer of `nsperf trace` against tshark: captures made here of NFS traffic
-//! (nsperf's embedded NFSv3 server under nsperf's own nfs engine), decoded by nsperf and by
-//! tshark's `-z rpc,srt,100003,3` and per-procedure call counts; a test per capture kind,
-//! skipped with a printed reason where root, tcpdump or tshark is missing.
+//! The protocol layer of `nsperf trace` against tshark: captures made here of NFS and SMB
+//! traffic (NFSv3 through nsperf's embedded server and nfs-ganesha, NFSv4 through ganesha,
+//! SMB3 through smbd; nsperf's engines, libnfs's nfs-cp and Samba's smbclient), decoded by
+//! nsperf and by tshark's `-z rpc,srt` / `-z smb2,srt`, its per-operation counts and its
+//! per-response times (medians); a test per capture kind, and the protocol's verdict in a lab
+//! at 100 ms RTT for NFS and SMB; each skipped with a printed reason where root, tcpdump,
+//! tshark or a server or client is missing.
 
 mod common;
 use common::scratch::{Scratch, disk_base};
