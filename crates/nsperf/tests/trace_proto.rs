@@ -1009,6 +1009,20 @@ fn nsperf_smb2(pcap: &Path) -> (BTreeMap<u32, (u64, Srt)>, Vec<serde_json::Value
     (m, smb)
 }
 
+/// `nsperf lab serve LAB b smb DIR`: smbd in site b of `lab` sharing `dir`; returns the
+/// share's name and the credentials file it printed.
+fn serve_smb(lab: &str, dir: &Scratch) -> (String, String) {
+    let r = run(&["lab", "serve", lab, "b", "smb", dir.path()]).ok();
+    let creds = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("credentials: "))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("credentials line")
+        .to_string();
+    (nsperf_lab::samba::share_name(&dir.0), creds)
+}
+
 /// Per-command requests equal tshark's, and per command the responses timed, min, max and
 /// mean service response times equal `tshark -z smb2,srt` within its printed resolution
 /// (1 µs); returns nsperf's figures per command and the SMB block of each connection.
@@ -1056,15 +1070,8 @@ fn smb3_smbd_nsperf_engine_agrees_with_tshark() {
     let lab = format!("t{}tsm", std::process::id() % 100_000);
     let _g = lab_up(&lab, &[]);
     let dir = Scratch::new(&disk_base(), "smb-trace");
-    let r = run(&["lab", "serve", &lab, "b", "smb", dir.path()]).ok();
-    let url = format!("smb://10.77.0.2/{}", nsperf_lab::samba::share_name(&dir.0));
-    let creds = r
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("credentials: "))
-        .and_then(|l| l.split_whitespace().next())
-        .expect("credentials line")
-        .to_string();
+    let (share, creds) = serve_smb(&lab, &dir);
+    let url = format!("smb://10.77.0.2/{share}");
     let d = tempfile::tempdir().unwrap();
     let pcap = d.path().join("smb.pcap");
     let bin = nsperf_bin();
@@ -1169,15 +1176,7 @@ fn smb3_smbd_smbclient_agrees_with_tshark() {
     let lab = format!("t{}scl", std::process::id() % 100_000);
     let _g = lab_up(&lab, &["--rtt", "2ms"]);
     let dir = Scratch::new(&disk_base(), "smbclient-trace");
-    let r = run(&["lab", "serve", &lab, "b", "smb", dir.path()]).ok();
-    let share = nsperf_lab::samba::share_name(&dir.0);
-    let creds = r
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("credentials: "))
-        .and_then(|l| l.split_whitespace().next())
-        .expect("credentials line")
-        .to_string();
+    let (share, creds) = serve_smb(&lab, &dir);
     let d = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..10_000_000u32).map(|i| (i * 31 % 251) as u8).collect();
     std::fs::write(d.path().join("src.bin"), &data).unwrap();
@@ -1267,15 +1266,8 @@ fn lab_one_smb_read_in_flight_is_protocol_bound_and_sixteen_on_a_t3_are_the_link
     let lab = format!("t{}spv", std::process::id() % 100_000);
     let _g = lab_up(&lab, &["--rtt", "100ms"]);
     let dir = Scratch::new(&disk_base(), "smb-verdict");
-    let r = run(&["lab", "serve", &lab, "b", "smb", dir.path()]).ok();
-    let url = format!("smb://10.77.0.2/{}", nsperf_lab::samba::share_name(&dir.0));
-    let creds = r
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("credentials: "))
-        .and_then(|l| l.split_whitespace().next())
-        .expect("credentials line")
-        .to_string();
+    let (share, creds) = serve_smb(&lab, &dir);
+    let url = format!("smb://10.77.0.2/{share}");
     let d = tempfile::tempdir().unwrap();
     let ns = format!("nsp-{lab}-a");
     let bin = nsperf_bin();
@@ -1313,4 +1305,86 @@ fn lab_one_smb_read_in_flight_is_protocol_bound_and_sixteen_on_a_t3_are_the_link
     run(&["lab", "set", &lab, "--rate", "45mbit"]).ok();
     let sixteen = d.path().join("sixteen.pcap");
     assert_sixteen_on_a_t3_are_the_link(&read("16m", "16", &sixteen), &sixteen);
+}
+
+/// Encrypted SMB3 from a third-party client: smbclient with `--client-protection=encrypt`
+/// putting and getting a 3 MB file through smbd in a lab, captured at the client. What can
+/// be read (NEGOTIATE, SESSION_SETUP before the keys) equals tshark; every message behind an
+/// SMB3 transform header is counted as tshark sees them (its `transform.msg_size` fields:
+/// the same number, nsperf's bytes their sum plus each 52-byte transform header), and no
+/// command behind them is claimed.
+#[test]
+fn smb3_encrypted_smbclient_counted_as_tshark_sees_it() {
+    let what = "encrypted SMB3 from smbclient against tshark";
+    if !require_lab(what)
+        || !require_program("smbd", what)
+        || !require_program("smbclient", what)
+        || !require_program("tcpdump", what)
+        || !require_program("tshark", what)
+    {
+        return;
+    }
+    let lab = format!("t{}sen", std::process::id() % 100_000);
+    let _g = lab_up(&lab, &["--rtt", "2ms"]);
+    let dir = Scratch::new(&disk_base(), "smb-encrypted-trace");
+    let (share, creds) = serve_smb(&lab, &dir);
+    let d = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 17 % 251) as u8).collect();
+    std::fs::write(d.path().join("src.bin"), &data).unwrap();
+    let pcap = d.path().join("encrypted.pcap");
+    let whole = capture_whole(&format!("nsp-{lab}-a"), &pcap, what, || {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &format!("nsp-{lab}-a"), "smbclient"])
+            .arg(format!("//10.77.0.2/{share}"))
+            .args(["-A", &creds, "--client-protection=encrypt", "-c"])
+            .arg("put src.bin f.bin; get f.bin back.bin; del f.bin")
+            .current_dir(d.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "smbclient: {out:?}");
+    });
+    assert_eq!(std::fs::read(d.path().join("back.bin")).unwrap(), data);
+    if !whole {
+        return;
+    }
+    let (ours, smb) = check_smb2_against_tshark(&pcap);
+    assert!(
+        ours.keys().all(|c| *c <= 1),
+        "only NEGOTIATE and SESSION_SETUP are readable: {ours:?}"
+    );
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(&pcap)
+        .args(["-o", "tcp.reassemble_out_of_order:TRUE"])
+        .args(["-Y", "smb2.header.transform.msg_size", "-T", "fields"])
+        .args(["-E", "occurrence=a", "-e", "smb2.header.transform.msg_size"])
+        .output()
+        .unwrap();
+    let sizes: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .split([',', '\n'])
+        .filter(|x| !x.trim().is_empty())
+        .map(|x| x.trim().parse().unwrap())
+        .collect();
+    let (n, bytes) = smb.iter().fold((0, 0), |(n, b), s| {
+        (
+            n + s["encrypted_messages"].as_u64().unwrap(),
+            b + s["encrypted_bytes"].as_u64().unwrap(),
+        )
+    });
+    eprintln!(
+        "encrypted: tshark {} messages, {} B behind their transform headers; nsperf {n} messages, {bytes} B",
+        sizes.len(),
+        sizes.iter().sum::<u64>()
+    );
+    // 3 MB each way in 8 MiB at most: at least a WRITE and a READ, each with its response
+    assert!(sizes.len() >= 4, "{sizes:?}");
+    assert_eq!(n, sizes.len() as u64);
+    assert_eq!(bytes, sizes.iter().sum::<u64>() + 52 * n);
+    assert!(bytes > 6_000_000, "{bytes}");
+    let r = run(&["trace", pcap.to_str().unwrap()]).ok();
+    assert!(
+        r.stdout.contains(&format!("SMB3 encrypted: {n} messages")),
+        "{}",
+        r.stdout
+    );
 }
