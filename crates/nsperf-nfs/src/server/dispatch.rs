@@ -190,6 +190,7 @@ fn status(out: &mut Vec<u8>, st: NfsStat) {
     put_u32(out, st.0);
 }
 
+/// An NFSv3 call: one function per procedure.
 fn nfs(
     cx: &Context,
     h: &CallHeader,
@@ -197,254 +198,326 @@ fn nfs(
     out: &mut Vec<u8>,
     data: &mut [u8],
 ) -> Res {
-    let fs = &cx.fs;
     match h.proc_ {
-        proc3::NULL => ok_header(out, h.xid),
-        proc3::GETATTR => {
-            let f = fh(a)?;
+        proc3::NULL => {
             ok_header(out, h.xid);
-            match fs.getattr(&f) {
-                Ok(at) => {
-                    status(out, NfsStat::OK);
-                    at.encode(out);
-                }
-                Err(st) => status(out, st),
-            }
+            Ok(0)
         }
-        proc3::SETATTR => {
-            let f = fh(a)?;
-            let s = SetAttr::decode(a)?;
-            if a.bool()? {
-                a.skip(8)?;
-            }
-            ok_header(out, h.xid);
-            match fs.setattr(&f, &s) {
-                Ok(at) => {
-                    status(out, NfsStat::OK);
-                    encode_wcc_data(out, Some(&at));
-                }
-                Err(st) => {
-                    status(out, st);
-                    encode_wcc_data(out, None);
-                }
-            }
-        }
-        proc3::LOOKUP => {
-            let d = fh(a)?;
-            let name = a.opaque(proto::NAME_MAX)?;
-            ok_header(out, h.xid);
-            let dattr = fs.getattr(&d).ok();
-            match fs.lookup(&d, name) {
-                Ok((f, at)) => {
-                    status(out, NfsStat::OK);
-                    f.encode(out);
-                    encode_post_op_attr(out, Some(&at));
-                    encode_post_op_attr(out, dattr.as_ref());
-                }
-                Err(st) => {
-                    status(out, st);
-                    encode_post_op_attr(out, dattr.as_ref());
-                }
-            }
-        }
-        proc3::ACCESS => {
-            let f = fh(a)?;
-            let mut want = a.u32()?;
-            ok_header(out, h.xid);
-            match fs.getattr(&f) {
-                Ok(at) => {
-                    status(out, NfsStat::OK);
-                    encode_post_op_attr(out, Some(&at));
-                    if fs.read_only() {
-                        want &= !(0x04 | 0x08 | 0x10);
-                    }
-                    put_u32(out, want);
-                }
-                Err(st) => {
-                    status(out, st);
-                    encode_post_op_attr(out, None);
-                }
-            }
-        }
-        proc3::READ => {
-            let f = fh(a)?;
-            let (offset, count) = (a.u64()?, a.u32()? as usize);
-            ok_header(out, h.xid);
-            let n = count.min(MAX_IO).min(data.len());
-            match fs.read(&f, offset, &mut data[..n]) {
-                Ok((got, eof, at)) => {
-                    status(out, NfsStat::OK);
-                    encode_post_op_attr(out, Some(&at));
-                    put_u32(out, got as u32);
-                    put_bool(out, eof);
-                    put_u32(out, got as u32);
-                    return Ok(got);
-                }
-                Err(st) => {
-                    status(out, st);
-                    encode_post_op_attr(out, None);
-                }
-            }
-        }
-        proc3::WRITE => {
-            let f = fh(a)?;
-            let (offset, count, stable) = (a.u64()?, a.u32()?, a.u32()?);
-            let bytes = a.opaque(MAX_IO)?;
-            if bytes.len() != count as usize || stable > 2 {
-                return Err(Reject(AcceptStat::GarbageArgs));
-            }
-            ok_header(out, h.xid);
-            match fs.write(&f, offset, bytes, stable) {
-                Ok(at) => {
-                    if stable > 0 {
-                        cx.served.stable_write();
-                    }
-                    status(out, NfsStat::OK);
-                    encode_wcc_data(out, Some(&at));
-                    put_u32(out, count);
-                    put_u32(out, stable);
-                    put_u64(out, cx.verifier);
-                }
-                Err(st) => {
-                    status(out, st);
-                    encode_wcc_data(out, None);
-                }
-            }
-        }
-        proc3::CREATE | proc3::MKDIR => {
-            let d = fh(a)?;
-            let name = a.opaque(proto::NAME_MAX)?;
-            let (exclusive, s) = if h.proc_ == proc3::MKDIR {
-                (true, SetAttr::decode(a)?)
-            } else {
-                match a.u32()? {
-                    0 => (false, SetAttr::decode(a)?),
-                    1 => (true, SetAttr::decode(a)?),
-                    2 => {
-                        a.skip(8)?;
-                        (true, SetAttr::default())
-                    }
-                    _ => return Err(Reject(AcceptStat::GarbageArgs)),
-                }
-            };
-            ok_header(out, h.xid);
-            let r = if h.proc_ == proc3::MKDIR {
-                fs.mkdir(&d, name, &s)
-            } else {
-                fs.create(&d, name, exclusive, &s)
-            };
-            let dattr = fs.getattr(&d).ok();
-            match r {
-                Ok((f, at)) => {
-                    status(out, NfsStat::OK);
-                    put_bool(out, true);
-                    f.encode(out);
-                    encode_post_op_attr(out, Some(&at));
-                    encode_wcc_data(out, dattr.as_ref());
-                }
-                Err(st) => {
-                    status(out, st);
-                    encode_wcc_data(out, dattr.as_ref());
-                }
-            }
-        }
-        proc3::REMOVE | proc3::RMDIR => {
-            let d = fh(a)?;
-            let name = a.opaque(proto::NAME_MAX)?;
-            ok_header(out, h.xid);
-            let r = fs.remove(&d, name, h.proc_ == proc3::RMDIR);
-            status(out, r.err().unwrap_or(NfsStat::OK));
-            encode_wcc_data(out, fs.getattr(&d).ok().as_ref());
-        }
-        proc3::READDIR => {
-            let d = fh(a)?;
-            let cookie = a.u64()?;
-            a.skip(8)?;
-            let count = (a.u32()? as usize).clamp(512, 1 << 20);
-            ok_header(out, h.xid);
-            readdir(fs, &d, cookie, count, out);
-        }
-        proc3::FSSTAT => {
-            let f = fh(a)?;
-            ok_header(out, h.xid);
-            let at = fs.getattr(&f);
-            match at {
-                Ok(at) => {
-                    let (free, total) = fs.statvfs();
-                    status(out, NfsStat::OK);
-                    encode_post_op_attr(out, Some(&at));
-                    for v in [total, free, free, 1 << 20, 1 << 20, 1 << 20] {
-                        put_u64(out, v);
-                    }
-                    put_u32(out, 0);
-                }
-                Err(st) => {
-                    status(out, st);
-                    encode_post_op_attr(out, None);
-                }
-            }
-        }
-        proc3::FSINFO => {
-            let f = fh(a)?;
-            ok_header(out, h.xid);
-            match fs.getattr(&f) {
-                Ok(at) => {
-                    status(out, NfsStat::OK);
-                    encode_post_op_attr(out, Some(&at));
-                    let m = MAX_IO as u32;
-                    for v in [m, m, 4096, m, m, 4096, 64 << 10] {
-                        put_u32(out, v);
-                    }
-                    put_u64(out, i64::MAX as u64);
-                    put_u32(out, 0);
-                    put_u32(out, 1);
-                    put_u32(out, 0x1b); // LINK | SYMLINK | HOMOGENEOUS | CANSETTIME
-                }
-                Err(st) => {
-                    status(out, st);
-                    encode_post_op_attr(out, None);
-                }
-            }
-        }
-        proc3::PATHCONF => {
-            let f = fh(a)?;
-            ok_header(out, h.xid);
-            match fs.getattr(&f) {
-                Ok(at) => {
-                    status(out, NfsStat::OK);
-                    encode_post_op_attr(out, Some(&at));
-                    put_u32(out, 1);
-                    put_u32(out, proto::NAME_MAX as u32);
-                    for v in [true, true, false, true] {
-                        put_bool(out, v);
-                    }
-                }
-                Err(st) => {
-                    status(out, st);
-                    encode_post_op_attr(out, None);
-                }
-            }
-        }
-        proc3::COMMIT => {
-            let f = fh(a)?;
-            a.u64()?;
-            a.u32()?;
-            ok_header(out, h.xid);
-            match fs.commit(&f) {
-                Ok(at) => {
-                    cx.served.commit();
-                    status(out, NfsStat::OK);
-                    encode_wcc_data(out, Some(&at));
-                    put_u64(out, cx.verifier);
-                }
-                Err(st) => {
-                    status(out, st);
-                    encode_wcc_data(out, None);
-                }
-            }
-        }
+        proc3::GETATTR => getattr(cx, h, a, out),
+        proc3::SETATTR => setattr(cx, h, a, out),
+        proc3::LOOKUP => lookup(cx, h, a, out),
+        proc3::ACCESS => access(cx, h, a, out),
+        proc3::READ => read(cx, h, a, out, data),
+        proc3::WRITE => write(cx, h, a, out),
+        proc3::CREATE | proc3::MKDIR => create(cx, h, a, out),
+        proc3::REMOVE | proc3::RMDIR => remove(cx, h, a, out),
+        proc3::READDIR => readdir_call(cx, h, a, out),
+        proc3::FSSTAT => fsstat(cx, h, a, out),
+        proc3::FSINFO => fsinfo(cx, h, a, out),
+        proc3::PATHCONF => pathconf(cx, h, a, out),
+        proc3::COMMIT => commit(cx, h, a, out),
         // SYMLINK, RENAME, LINK, READDIRPLUS, …: not offered.
-        _ => return Err(Reject(AcceptStat::ProcUnavail)),
+        _ => Err(Reject(AcceptStat::ProcUnavail)),
+    }
+}
+
+/// GETATTR: the attributes of a handle.
+fn getattr(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u8>) -> Res {
+    let fs = &cx.fs;
+    let f = fh(a)?;
+    ok_header(out, h.xid);
+    match fs.getattr(&f) {
+        Ok(at) => {
+            status(out, NfsStat::OK);
+            at.encode(out);
+        }
+        Err(st) => status(out, st),
+    }
+    Ok(0)
+}
+
+/// SETATTR (the guard is not checked).
+fn setattr(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u8>) -> Res {
+    let fs = &cx.fs;
+    let f = fh(a)?;
+    let s = SetAttr::decode(a)?;
+    if a.bool()? {
+        a.skip(8)?;
+    }
+    ok_header(out, h.xid);
+    match fs.setattr(&f, &s) {
+        Ok(at) => {
+            status(out, NfsStat::OK);
+            encode_wcc_data(out, Some(&at));
+        }
+        Err(st) => {
+            status(out, st);
+            encode_wcc_data(out, None);
+        }
+    }
+    Ok(0)
+}
+
+/// LOOKUP: a name in a directory.
+fn lookup(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u8>) -> Res {
+    let fs = &cx.fs;
+    let d = fh(a)?;
+    let name = a.opaque(proto::NAME_MAX)?;
+    ok_header(out, h.xid);
+    let dattr = fs.getattr(&d).ok();
+    match fs.lookup(&d, name) {
+        Ok((f, at)) => {
+            status(out, NfsStat::OK);
+            f.encode(out);
+            encode_post_op_attr(out, Some(&at));
+            encode_post_op_attr(out, dattr.as_ref());
+        }
+        Err(st) => {
+            status(out, st);
+            encode_post_op_attr(out, dattr.as_ref());
+        }
+    }
+    Ok(0)
+}
+
+/// ACCESS: what the caller may do (no writes on a read-only export).
+fn access(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u8>) -> Res {
+    let fs = &cx.fs;
+    let f = fh(a)?;
+    let mut want = a.u32()?;
+    ok_header(out, h.xid);
+    match fs.getattr(&f) {
+        Ok(at) => {
+            status(out, NfsStat::OK);
+            encode_post_op_attr(out, Some(&at));
+            if fs.read_only() {
+                want &= !(0x04 | 0x08 | 0x10);
+            }
+            put_u32(out, want);
+        }
+        Err(st) => {
+            status(out, st);
+            encode_post_op_attr(out, None);
+        }
+    }
+    Ok(0)
+}
+
+/// READ: the data goes into `data`, after the reply header (`Ok(n)`: `data[..n]` follows).
+fn read(
+    cx: &Context,
+    h: &CallHeader,
+    a: &mut XdrReader<'_>,
+    out: &mut Vec<u8>,
+    data: &mut [u8],
+) -> Res {
+    let fs = &cx.fs;
+    let f = fh(a)?;
+    let (offset, count) = (a.u64()?, a.u32()? as usize);
+    ok_header(out, h.xid);
+    let n = count.min(MAX_IO).min(data.len());
+    match fs.read(&f, offset, &mut data[..n]) {
+        Ok((got, eof, at)) => {
+            status(out, NfsStat::OK);
+            encode_post_op_attr(out, Some(&at));
+            put_u32(out, got as u32);
+            put_bool(out, eof);
+            put_u32(out, got as u32);
+            return Ok(got);
+        }
+        Err(st) => {
+            status(out, st);
+            encode_post_op_attr(out, None);
+        }
+    }
+    Ok(0)
+}
+
+/// WRITE, at the stability asked (UNSTABLE, DATA_SYNC, FILE_SYNC).
+fn write(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u8>) -> Res {
+    let fs = &cx.fs;
+    let f = fh(a)?;
+    let (offset, count, stable) = (a.u64()?, a.u32()?, a.u32()?);
+    let bytes = a.opaque(MAX_IO)?;
+    if bytes.len() != count as usize || stable > 2 {
+        return Err(Reject(AcceptStat::GarbageArgs));
+    }
+    ok_header(out, h.xid);
+    match fs.write(&f, offset, bytes, stable) {
+        Ok(at) => {
+            if stable > 0 {
+                cx.served.stable_write();
+            }
+            status(out, NfsStat::OK);
+            encode_wcc_data(out, Some(&at));
+            put_u32(out, count);
+            put_u32(out, stable);
+            put_u64(out, cx.verifier);
+        }
+        Err(st) => {
+            status(out, st);
+            encode_wcc_data(out, None);
+        }
+    }
+    Ok(0)
+}
+
+/// CREATE (UNCHECKED, GUARDED, EXCLUSIVE) and MKDIR.
+fn create(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u8>) -> Res {
+    let fs = &cx.fs;
+    let d = fh(a)?;
+    let name = a.opaque(proto::NAME_MAX)?;
+    let (exclusive, s) = if h.proc_ == proc3::MKDIR {
+        (true, SetAttr::decode(a)?)
+    } else {
+        match a.u32()? {
+            0 => (false, SetAttr::decode(a)?),
+            1 => (true, SetAttr::decode(a)?),
+            2 => {
+                a.skip(8)?;
+                (true, SetAttr::default())
+            }
+            _ => return Err(Reject(AcceptStat::GarbageArgs)),
+        }
+    };
+    ok_header(out, h.xid);
+    let r = if h.proc_ == proc3::MKDIR {
+        fs.mkdir(&d, name, &s)
+    } else {
+        fs.create(&d, name, exclusive, &s)
+    };
+    let dattr = fs.getattr(&d).ok();
+    match r {
+        Ok((f, at)) => {
+            status(out, NfsStat::OK);
+            put_bool(out, true);
+            f.encode(out);
+            encode_post_op_attr(out, Some(&at));
+            encode_wcc_data(out, dattr.as_ref());
+        }
+        Err(st) => {
+            status(out, st);
+            encode_wcc_data(out, dattr.as_ref());
+        }
+    }
+    Ok(0)
+}
+
+/// REMOVE and RMDIR.
+fn remove(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u8>) -> Res {
+    let fs = &cx.fs;
+    let d = fh(a)?;
+    let name = a.opaque(proto::NAME_MAX)?;
+    ok_header(out, h.xid);
+    let r = fs.remove(&d, name, h.proc_ == proc3::RMDIR);
+    status(out, r.err().unwrap_or(NfsStat::OK));
+    encode_wcc_data(out, fs.getattr(&d).ok().as_ref());
+    Ok(0)
+}
+
+/// READDIR: the arguments; the listing is [`readdir`]'s.
+fn readdir_call(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u8>) -> Res {
+    let fs = &cx.fs;
+    let d = fh(a)?;
+    let cookie = a.u64()?;
+    a.skip(8)?;
+    let count = (a.u32()? as usize).clamp(512, 1 << 20);
+    ok_header(out, h.xid);
+    readdir(fs, &d, cookie, count, out);
+    Ok(0)
+}
+
+/// FSSTAT: the export file system's space.
+fn fsstat(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u8>) -> Res {
+    let fs = &cx.fs;
+    let f = fh(a)?;
+    ok_header(out, h.xid);
+    let at = fs.getattr(&f);
+    match at {
+        Ok(at) => {
+            let (free, total) = fs.statvfs();
+            status(out, NfsStat::OK);
+            encode_post_op_attr(out, Some(&at));
+            for v in [total, free, free, 1 << 20, 1 << 20, 1 << 20] {
+                put_u64(out, v);
+            }
+            put_u32(out, 0);
+        }
+        Err(st) => {
+            status(out, st);
+            encode_post_op_attr(out, None);
+        }
+    }
+    Ok(0)
+}
+
+/// FSINFO: the sizes the server takes (READ/WRITE up to [`MAX_IO`]).
+fn fsinfo(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u8>) -> Res {
+    let fs = &cx.fs;
+    let f = fh(a)?;
+    ok_header(out, h.xid);
+    match fs.getattr(&f) {
+        Ok(at) => {
+            status(out, NfsStat::OK);
+            encode_post_op_attr(out, Some(&at));
+            let m = MAX_IO as u32;
+            for v in [m, m, 4096, m, m, 4096, 64 << 10] {
+                put_u32(out, v);
+            }
+            put_u64(out, i64::MAX as u64);
+            put_u32(out, 0);
+            put_u32(out, 1);
+            put_u32(out, 0x1b); // LINK | SYMLINK | HOMOGENEOUS | CANSETTIME
+        }
+        Err(st) => {
+            status(out, st);
+            encode_post_op_attr(out, None);
+        }
+    }
+    Ok(0)
+}
+
+/// PATHCONF.
+fn pathconf(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u8>) -> Res {
+    let fs = &cx.fs;
+    let f = fh(a)?;
+    ok_header(out, h.xid);
+    match fs.getattr(&f) {
+        Ok(at) => {
+            status(out, NfsStat::OK);
+            encode_post_op_attr(out, Some(&at));
+            put_u32(out, 1);
+            put_u32(out, proto::NAME_MAX as u32);
+            for v in [true, true, false, true] {
+                put_bool(out, v);
+            }
+        }
+        Err(st) => {
+            status(out, st);
+            encode_post_op_attr(out, None);
+        }
+    }
+    Ok(0)
+}
+
+/// COMMIT: the file's data made stable.
+fn commit(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u8>) -> Res {
+    let fs = &cx.fs;
+    let f = fh(a)?;
+    a.u64()?;
+    a.u32()?;
+    ok_header(out, h.xid);
+    match fs.commit(&f) {
+        Ok(at) => {
+            cx.served.commit();
+            status(out, NfsStat::OK);
+            encode_wcc_data(out, Some(&at));
+            put_u64(out, cx.verifier);
+        }
+        Err(st) => {
+            status(out, st);
+            encode_wcc_data(out, None);
+        }
     }
     Ok(0)
 }
