@@ -200,143 +200,44 @@ fn run_block(
     pre: Preflight,
     observer: Option<Observer<'_>>,
 ) -> Result<IoReport, IoError> {
+    if cfg.target.is_remote() {
+        return crate::remote::run(cfg, observer);
+    }
     let (facts, memory, target_fs) = context(cfg);
     let (engine, fallback) = resolve_engine(cfg.engine, Uring::probe);
-    let bs = cfg.bs_bytes;
     let blocks = cfg.blocks();
-    let region = blocks * bs;
     let is_device = matches!(cfg.target, Target::Device { .. });
-    let nfiles = if cfg.shared_file || is_device {
-        1
-    } else {
-        cfg.jobs as usize
-    };
-    let per_file = if nfiles == 1 {
-        region * cfg.jobs as u64
-    } else {
-        region
-    };
+    let place = Placement::of(cfg, is_device);
 
     // Files: created in the directory (removed by `_guard` on every exit path) or the device.
-    let mut _guard: Option<CreatedFiles> = None;
-    let mut files: Vec<RunFile> = Vec::new();
-    match &cfg.target {
-        Target::Dir { path } => {
-            let mut g = CreatedFiles::new(path)?;
-            for _ in 0..nfiles {
-                let (file, p) = g.create(cfg.workload.name())?;
-                files.push(RunFile {
-                    file,
-                    path: p,
-                    len: per_file,
-                });
-            }
-            _guard = Some(g);
-        }
-        Target::Device { path, destructive } => {
-            let (file, size) = open_device(path, *destructive)?;
-            if per_file > size {
-                return Err(IoError::Config(format!(
-                    "--size × --jobs ({per_file} bytes) exceeds {} ({size} bytes)",
-                    path.display()
-                )));
-            }
-            files.push(RunFile {
-                file,
-                path: path.clone(),
-                len: per_file,
-            });
-        }
-        Target::Nfs { .. } | Target::Smb { .. } => return crate::remote::run(cfg, observer),
-    }
+    let (_guard, mut files) = open_files(cfg, &place)?;
     if cfg.cache == CacheMode::RemoteWarm {
         if let Target::Dir { path } = &cfg.target {
             cache::require_network_fs(path)?;
         }
     }
-    let stamp = cfg.verify.map(|_| (bs, cfg.seed));
     let laid_out = cfg.workload.needs_layout() && !is_device;
-    for f in &files {
-        if laid_out {
-            layout(f.file.as_raw_fd(), f.len, &f.path, stamp)?;
-        } else if engine.caps().needs_full_size && !is_device {
-            // A mapping cannot grow the file: give it its size first.
-            // SAFETY: ftruncate on our own new file.
-            if unsafe { libc::ftruncate(f.file.as_raw_fd(), f.len as libc::off_t) } != 0 {
-                return Err(IoError::last_os("ftruncate", &f.path));
-            }
-        }
-    }
+    size_files(cfg, engine, &files, laid_out, is_device)?;
     prepare_cache(cfg, &mut files)?;
     let resident = if is_device {
         None
     } else {
-        let mut r = (0u64, 0u64);
-        for f in &files {
-            if let Some((a, b)) = cache::resident_pages(f.file.as_raw_fd(), f.len) {
-                r = (r.0 + a, r.1 + b);
-            }
-        }
-        (r.1 > 0).then(|| 100.0 * r.0 as f64 / r.1 as f64)
+        resident_pct(&files)
     };
 
     // Measured pass.
-    let depth = cfg.depth(engine);
-    let placement = |j: u32| -> (usize, u64) {
-        if nfiles == 1 {
-            (0, j as u64 * region)
-        } else {
-            (j as usize, 0)
-        }
-    };
-    let plans: Vec<JobPlan> = (0..cfg.jobs)
-        .map(|j| {
-            let (fi, base) = placement(j);
-            JobPlan {
-                id: j,
-                fd: files[fi].file.as_raw_fd(),
-                file_len: files[fi].len,
-                stream: OpStream::new(
-                    cfg.workload,
-                    base,
-                    bs,
-                    blocks,
-                    (cfg.stride_bytes / bs).max(1),
-                    cfg.rwmix_read_pct,
-                    cfg.seed.wrapping_add(j as u64 * 7919),
-                ),
-                bs: bs as usize,
-                depth,
-                ops: if cfg.time_based { u64::MAX } else { blocks },
-                fsync: cfg.fsync,
-                rate: cfg.rate,
-                verify_seed: cfg.verify.map(|_| cfg.seed),
-            }
-        })
-        .collect();
+    let plans = job_plans(cfg, &files, &place, cfg.depth(engine));
     let report_start = Instant::now();
     let started_unix_ns = nsperf_core::clock::unix_time_ns();
     let monitor = crate::monitor::CpuMonitor::start(
         report_start + cfg.ramp.unwrap_or_default(),
         cfg.interval,
     );
-    let results = match engine {
-        EngineKind::Psync => run_jobs(cfg, plans, observer, |_: &JobPlan| Ok(Psync::new())),
-        EngineKind::Uring => run_jobs(cfg, plans, observer, |_: &JobPlan| {
-            Uring::new(cfg.iodepth as usize)
-        }),
-        EngineKind::Mmap => run_jobs(cfg, plans, observer, |_: &JobPlan| Ok(Mmap::new())),
-        EngineKind::Null => run_jobs(cfg, plans, observer, |_: &JobPlan| Ok(Null::new())),
-        EngineKind::Nfs | EngineKind::Smb => {
-            return Err(IoError::Config(format!(
-                "--engine {engine} needs an {engine}:// target"
-            )));
-        }
-    };
+    let results = run_engine(cfg, engine, plans, observer)?;
     let cpu = monitor.stop();
     let mut outcomes = Vec::with_capacity(results.len());
     for (j, r) in results.into_iter().enumerate() {
-        let fi = placement(j as u32).0;
+        let fi = place.of_job(j as u32).0;
         match r {
             Ok(o) => outcomes.push(o),
             Err((what, source)) => {
@@ -353,7 +254,9 @@ fn run_block(
         0
     };
     let verify = match cfg.verify {
-        Some(_) => Some(read_back(cfg, &files, &outcomes, laid_out, placement)?),
+        Some(_) => Some(read_back(cfg, &files, &outcomes, laid_out, |j| {
+            place.of_job(j)
+        })?),
         None => None,
     };
     drop(files);
@@ -392,6 +295,177 @@ fn run_block(
     rep.cpu = cpu;
     rep.summary = summary;
     Ok(rep)
+}
+
+/// Where each job's blocks lie: in one shared file (or the device), job `j` from `j ×
+/// region`, or each job at the start of a file of its own.
+struct Placement {
+    files: usize,
+    /// One job's bytes (`blocks × bs`).
+    region: u64,
+    /// Each file's length.
+    per_file: u64,
+}
+
+impl Placement {
+    fn of(cfg: &RunConfig, is_device: bool) -> Self {
+        let region = cfg.blocks() * cfg.bs_bytes;
+        let files = if cfg.shared_file || is_device {
+            1
+        } else {
+            cfg.jobs as usize
+        };
+        let per_file = if files == 1 {
+            region * cfg.jobs as u64
+        } else {
+            region
+        };
+        Placement {
+            files,
+            region,
+            per_file,
+        }
+    }
+
+    /// Job `j`'s file index and its first byte there.
+    fn of_job(&self, j: u32) -> (usize, u64) {
+        if self.files == 1 {
+            (0, j as u64 * self.region)
+        } else {
+            (j as usize, 0)
+        }
+    }
+}
+
+/// The run's files: created in the directory (removed when the guard drops), or the device
+/// opened (refused when the run does not fit it).
+fn open_files(
+    cfg: &RunConfig,
+    place: &Placement,
+) -> Result<(Option<CreatedFiles>, Vec<RunFile>), IoError> {
+    let mut files = Vec::with_capacity(place.files);
+    match &cfg.target {
+        Target::Dir { path } => {
+            let mut g = CreatedFiles::new(path)?;
+            for _ in 0..place.files {
+                let (file, p) = g.create(cfg.workload.name())?;
+                files.push(RunFile {
+                    file,
+                    path: p,
+                    len: place.per_file,
+                });
+            }
+            Ok((Some(g), files))
+        }
+        Target::Device { path, destructive } => {
+            let (file, size) = open_device(path, *destructive)?;
+            if place.per_file > size {
+                return Err(IoError::Config(format!(
+                    "--size × --jobs ({} bytes) exceeds {} ({size} bytes)",
+                    place.per_file,
+                    path.display()
+                )));
+            }
+            files.push(RunFile {
+                file,
+                path: path.clone(),
+                len: place.per_file,
+            });
+            Ok((None, files))
+        }
+        Target::Nfs { .. } | Target::Smb { .. } => Err(IoError::Config(format!(
+            "{} is a network target: the remote runner's",
+            cfg.target
+        ))),
+    }
+}
+
+/// Lays the files out (unmeasured, stamped for `--verify`) when the workload reads them, or
+/// gives them their size when the engine maps them.
+fn size_files(
+    cfg: &RunConfig,
+    engine: EngineKind,
+    files: &[RunFile],
+    laid_out: bool,
+    is_device: bool,
+) -> Result<(), IoError> {
+    let stamp = cfg.verify.map(|_| (cfg.bs_bytes, cfg.seed));
+    for f in files {
+        if laid_out {
+            layout(f.file.as_raw_fd(), f.len, &f.path, stamp)?;
+        } else if engine.caps().needs_full_size && !is_device {
+            // A mapping cannot grow the file: give it its size first.
+            // SAFETY: ftruncate on our own new file.
+            if unsafe { libc::ftruncate(f.file.as_raw_fd(), f.len as libc::off_t) } != 0 {
+                return Err(IoError::last_os("ftruncate", &f.path));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The share of the files' pages in the page cache, %, before the pass.
+fn resident_pct(files: &[RunFile]) -> Option<f64> {
+    let mut r = (0u64, 0u64);
+    for f in files {
+        if let Some((a, b)) = cache::resident_pages(f.file.as_raw_fd(), f.len) {
+            r = (r.0 + a, r.1 + b);
+        }
+    }
+    (r.1 > 0).then(|| 100.0 * r.0 as f64 / r.1 as f64)
+}
+
+/// Each job's plan: its file, its stream of operations, its depth and limits.
+fn job_plans(cfg: &RunConfig, files: &[RunFile], place: &Placement, depth: usize) -> Vec<JobPlan> {
+    let bs = cfg.bs_bytes;
+    let blocks = cfg.blocks();
+    (0..cfg.jobs)
+        .map(|j| {
+            let (fi, base) = place.of_job(j);
+            JobPlan {
+                id: j,
+                fd: files[fi].file.as_raw_fd(),
+                file_len: files[fi].len,
+                stream: OpStream::new(
+                    cfg.workload,
+                    base,
+                    bs,
+                    blocks,
+                    (cfg.stride_bytes / bs).max(1),
+                    cfg.rwmix_read_pct,
+                    cfg.seed.wrapping_add(j as u64 * 7919),
+                ),
+                bs: bs as usize,
+                depth,
+                ops: if cfg.time_based { u64::MAX } else { blocks },
+                fsync: cfg.fsync,
+                rate: cfg.rate,
+                verify_seed: cfg.verify.map(|_| cfg.seed),
+            }
+        })
+        .collect()
+}
+
+/// The measured pass of every job through a local engine.
+fn run_engine(
+    cfg: &RunConfig,
+    engine: EngineKind,
+    plans: Vec<JobPlan>,
+    observer: Option<Observer<'_>>,
+) -> Result<Vec<JobResult>, IoError> {
+    Ok(match engine {
+        EngineKind::Psync => run_jobs(cfg, plans, observer, |_: &JobPlan| Ok(Psync::new())),
+        EngineKind::Uring => run_jobs(cfg, plans, observer, |_: &JobPlan| {
+            Uring::new(cfg.iodepth as usize)
+        }),
+        EngineKind::Mmap => run_jobs(cfg, plans, observer, |_: &JobPlan| Ok(Mmap::new())),
+        EngineKind::Null => run_jobs(cfg, plans, observer, |_: &JobPlan| Ok(Null::new())),
+        EngineKind::Nfs | EngineKind::Smb => {
+            return Err(IoError::Config(format!(
+                "--engine {engine} needs an {engine}:// target"
+            )));
+        }
+    })
 }
 
 /// The `--verify` checks of the pass plus a read-back of every block the run wrote.
