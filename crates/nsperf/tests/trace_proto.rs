@@ -1387,4 +1387,7 @@ fn smb3_encrypted_smbclient_counted_as_tshark_sees_it() {
         "{}",
         r.stdout
     );
+    // and the protocol's verdict says why it cannot judge the pace
+    let why = format!("{n} SMB3 messages were encrypted: their requests cannot be read");
+    assert!(r.stdout.contains(&why), "{}", r.stdout);
 }

@@ -20,7 +20,7 @@ pub mod stream;
 pub mod verdict;
 
 use crate::decode::TcpSegment;
-use crate::model::{AppProtocol, Diagnosis, ProtocolStats, SmbStats};
+use crate::model::{AppProtocol, Diagnosis, ProtocolLimit, ProtocolStats, SmbStats};
 use crate::wire::tcp::flags;
 
 use nfs::RpcSession;
@@ -112,7 +112,14 @@ impl ProtoState {
             }
             ProtoState::Smb(c) => {
                 let mut s = c.summary();
-                s.diagnosis = Some(verdict::diagnose(&c.session.pace, &s.ops, tcp));
+                let mut d = verdict::diagnose(&c.session.pace, &s.ops, tcp);
+                let encrypted = c.session.readable.encrypted;
+                if d.limit == ProtocolLimit::TooShort && encrypted > 0 {
+                    d.message.push_str(&format!(
+                        "; {encrypted} SMB3 messages were encrypted: their requests cannot be read, nor their pace judged"
+                    ));
+                }
+                s.diagnosis = Some(d);
                 Some(s)
             }
             _ => None,

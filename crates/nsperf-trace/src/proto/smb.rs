@@ -894,6 +894,14 @@ mod tests {
             assert_eq!(m.headers, 2);
             assert_eq!(s.ops.len(), 1);
             assert_eq!(op(&s, "ECHO").srt.min_ns, 1_000_000);
+            // the verdict says why it cannot judge
+            let d = s.diagnosis.as_ref().unwrap();
+            assert_eq!(d.limit, ProtocolLimit::TooShort);
+            assert!(
+                d.message.ends_with("; 2 SMB3 messages were encrypted: their requests cannot be read, nor their pace judged"),
+                "{}",
+                d.message
+            );
         }
     }
 
