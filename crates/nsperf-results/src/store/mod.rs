@@ -17,12 +17,11 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
 mod read;
+mod rows;
 mod schema;
 
 use crate::error::StoreError;
-use crate::model::{
-    ExperimentStatus, Measurement, NicDelta, Phase, RunConditions, RunKey, RunStatus,
-};
+use crate::model::{ExperimentStatus, Measurement, Phase, RunConditions, RunKey, RunStatus};
 use crate::params::{ParamValue, Params};
 
 /// Version of the store schema (`PRAGMA user_version`). Older stores are upgraded in place
@@ -474,102 +473,11 @@ impl Store {
         .map_err(&e)?;
         let run_id = tx.last_insert_rowid();
         crate::events::write(&tx, run_id, &mm.events).map_err(&e)?;
-        {
-            let mut st = tx
-                .prepare_cached(
-                    "INSERT INTO run_params (run_id, name, value, template, kind, number)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )
-                .map_err(&e)?;
-            for (name, v) in params {
-                st.execute(params![
-                    run_id,
-                    name,
-                    v.value,
-                    v.template,
-                    v.kind.as_str(),
-                    v.number
-                ])
-                .map_err(&e)?;
-            }
-            let mut st = tx
-                .prepare_cached(
-                    "INSERT INTO intervals (run_id, start_s, length_s, value) VALUES (?1, ?2, ?3, ?4)",
-                )
-                .map_err(&e)?;
-            for p in &mm.series {
-                st.execute(params![run_id, p.start_s, p.length_s, p.value])
-                    .map_err(&e)?;
-            }
-            let mut st = tx
-                .prepare_cached(
-                    "INSERT INTO cpu (run_id, start_s, length_s, core, busy_pct, user_pct, sys_pct,
-                     softirq_pct) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                )
-                .map_err(&e)?;
-            for c in &mm.cpu {
-                for k in &c.cpu.per_core {
-                    st.execute(params![
-                        run_id,
-                        c.start_s,
-                        c.length_s,
-                        k.core,
-                        k.busy_pct,
-                        k.user_pct,
-                        k.sys_pct,
-                        k.softirq_pct
-                    ])
-                    .map_err(&e)?;
-                }
-            }
-            let mut st = tx
-                .prepare_cached(
-                    "INSERT INTO run_hosts (run_id, host, role, error, metric, value, payload_bytes,
-                     started_unix_ns, clock_offset_ns, clock_error_ns, metrics_json, report_json,
-                     series_json)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-                )
-                .map_err(&e)?;
-            for h in &mm.hosts {
-                st.execute(params![
-                    run_id,
-                    h.host,
-                    h.role,
-                    h.error,
-                    h.metric,
-                    h.value,
-                    h.payload_bytes.map(|b| b as i64),
-                    h.started_unix_ns as i64,
-                    h.clock_offset_ns,
-                    h.clock_error_ns as i64,
-                    serde_json::to_string(&h.metrics).unwrap_or_default(),
-                    h.report_json,
-                    (!h.series.is_empty())
-                        .then(|| serde_json::to_string(&h.series).unwrap_or_default()),
-                ])
-                .map_err(&e)?;
-            }
-            let mut st = tx
-                .prepare_cached(
-                    "INSERT INTO nic (run_id, site, iface, rx_bytes, tx_bytes, rx_packets,
-                     tx_packets, rx_dropped, tx_dropped) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                )
-                .map_err(&e)?;
-            for NicDelta { site, counters: c } in &mm.nic {
-                st.execute(params![
-                    run_id,
-                    site,
-                    c.name,
-                    c.rx_bytes as i64,
-                    c.tx_bytes as i64,
-                    c.rx_packets as i64,
-                    c.tx_packets as i64,
-                    c.rx_dropped as i64,
-                    c.tx_dropped as i64
-                ])
-                .map_err(&e)?;
-            }
-        }
+        rows::params(&tx, run_id, params).map_err(&e)?;
+        rows::intervals(&tx, run_id, &mm.series).map_err(&e)?;
+        rows::cpu(&tx, run_id, &mm.cpu).map_err(&e)?;
+        rows::hosts(&tx, run_id, &mm.hosts).map_err(&e)?;
+        rows::nic(&tx, run_id, &mm.nic).map_err(&e)?;
         tx.commit().map_err(&e)?;
         Ok(run_id)
     }
