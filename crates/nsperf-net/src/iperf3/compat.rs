@@ -157,7 +157,6 @@ pub fn document(r: &NetReport) -> Option<Value> {
         });
     }
     // The main direction first (iperf3's `sum`), the other one as `_bidir_reverse`.
-    let suffix = |i: usize| if i == 0 { "" } else { "_bidir_reverse" };
     let mut end = Map::new();
     let mut end_streams = Vec::new();
     for (i, d) in dirs.iter().enumerate() {
@@ -167,52 +166,83 @@ pub fn document(r: &NetReport) -> Option<Value> {
         if let Some(u) = udp_sum {
             end.insert(format!("sum{}", suffix(i)), u);
         }
-        let ids: std::collections::BTreeSet<u32> = d.rows.iter().filter_map(|x| x.stream).collect();
-        for id in ids {
-            let rows: Vec<&&NetInterval> = d.rows.iter().filter(|x| x.stream == Some(id)).collect();
-            let secs: f64 = rows.iter().map(|x| x.length_s).sum();
-            let b =
-                |f: fn(&NetInterval) -> Option<u64>| rows.iter().map(|x| f(x)).sum::<Option<u64>>();
-            let one = |bytes: Option<u64>| {
-                json!({"socket": stream_id(id), "start": 0, "end": secs, "seconds": secs,
-                       "bytes": bytes, "bits_per_second": bytes.map(|v| rate(v, secs)),
-                       "sender": d.client_sends})
-            };
-            if tcp {
-                let mut snd = one(b(|x| x.sent_bytes));
-                let rtts: Vec<u32> = rows
-                    .iter()
-                    .filter_map(|x| x.sender_tcp)
-                    .map(|t| t.rtt_us)
-                    .collect();
-                snd["retransmits"] = json!(rows.iter().filter_map(|x| x.retransmits).sum::<u64>());
-                if let (Some(mx), Some(mn)) = (rtts.iter().max(), rtts.iter().min()) {
-                    snd["max_rtt"] = json!(mx);
-                    snd["min_rtt"] = json!(mn);
-                    snd["mean_rtt"] =
-                        json!(rtts.iter().map(|&v| v as u64).sum::<u64>() / rtts.len() as u64);
-                    snd["max_snd_cwnd"] = json!(
-                        rows.iter()
-                            .filter_map(|x| x.sender_tcp)
-                            .map(|t| t.snd_cwnd as u64 * t.snd_mss.max(1) as u64)
-                            .max()
-                    );
-                }
-                end_streams.push(json!({"sender": snd, "receiver": one(b(|x| x.received_bytes))}));
-            } else {
-                let mut u = one(b(|x| x.received_bytes).or(b(|x| x.sent_bytes)));
-                let lost: u64 = rows.iter().filter_map(|x| x.lost).sum();
-                let got: u64 = rows.iter().filter_map(|x| x.messages).sum();
-                u["lost_packets"] = json!(lost);
-                u["packets"] = json!(lost + got);
-                u["jitter_ms"] =
-                    json!(rows.iter().rev().find_map(|x| x.jitter_ns).unwrap_or(0.0) / 1e6);
-                u["out_of_order"] = json!(0);
-                end_streams.push(json!({"udp": u}));
-            }
-        }
+        end_streams.extend(stream_ends(d, tcp));
     }
     end.insert("streams".into(), Value::Array(end_streams));
+    end.insert("cpu_utilization_percent".into(), cpu_utilization(r));
+    if let Some(cc) = r
+        .summary
+        .iperf3_server
+        .as_ref()
+        .and_then(|s| s.congestion_used.clone())
+        .or(p.congestion.clone())
+    {
+        end.insert("receiver_tcp_congestion".into(), json!(cc));
+    }
+    let intervals = intervals(&dirs, warm, tcp);
+    let start = start(r, warm, tcp);
+    Some(json!({"start": start, "intervals": intervals, "end": end}))
+}
+
+/// iperf3's key suffix of direction `i`: the main one plain (`sum`), the other
+/// `_bidir_reverse`.
+fn suffix(i: usize) -> &'static str {
+    if i == 0 { "" } else { "_bidir_reverse" }
+}
+
+/// The `end.streams` entries of one direction: each stream's totals (TCP: sender and
+/// receiver, with retransmits and the sender's RTT and cwnd; UDP: loss and jitter).
+fn stream_ends(d: &Dir<'_>, tcp: bool) -> Vec<Value> {
+    let mut end_streams = Vec::new();
+    let ids: std::collections::BTreeSet<u32> = d.rows.iter().filter_map(|x| x.stream).collect();
+    for id in ids {
+        let rows: Vec<&&NetInterval> = d.rows.iter().filter(|x| x.stream == Some(id)).collect();
+        let secs: f64 = rows.iter().map(|x| x.length_s).sum();
+        let b = |f: fn(&NetInterval) -> Option<u64>| rows.iter().map(|x| f(x)).sum::<Option<u64>>();
+        let one = |bytes: Option<u64>| {
+            json!({"socket": stream_id(id), "start": 0, "end": secs, "seconds": secs,
+                   "bytes": bytes, "bits_per_second": bytes.map(|v| rate(v, secs)),
+                   "sender": d.client_sends})
+        };
+        if tcp {
+            let mut snd = one(b(|x| x.sent_bytes));
+            let rtts: Vec<u32> = rows
+                .iter()
+                .filter_map(|x| x.sender_tcp)
+                .map(|t| t.rtt_us)
+                .collect();
+            snd["retransmits"] = json!(rows.iter().filter_map(|x| x.retransmits).sum::<u64>());
+            if let (Some(mx), Some(mn)) = (rtts.iter().max(), rtts.iter().min()) {
+                snd["max_rtt"] = json!(mx);
+                snd["min_rtt"] = json!(mn);
+                snd["mean_rtt"] =
+                    json!(rtts.iter().map(|&v| v as u64).sum::<u64>() / rtts.len() as u64);
+                snd["max_snd_cwnd"] = json!(
+                    rows.iter()
+                        .filter_map(|x| x.sender_tcp)
+                        .map(|t| t.snd_cwnd as u64 * t.snd_mss.max(1) as u64)
+                        .max()
+                );
+            }
+            end_streams.push(json!({"sender": snd, "receiver": one(b(|x| x.received_bytes))}));
+        } else {
+            let mut u = one(b(|x| x.received_bytes).or(b(|x| x.sent_bytes)));
+            let lost: u64 = rows.iter().filter_map(|x| x.lost).sum();
+            let got: u64 = rows.iter().filter_map(|x| x.messages).sum();
+            u["lost_packets"] = json!(lost);
+            u["packets"] = json!(lost + got);
+            u["jitter_ms"] =
+                json!(rows.iter().rev().find_map(|x| x.jitter_ns).unwrap_or(0.0) / 1e6);
+            u["out_of_order"] = json!(0);
+            end_streams.push(json!({"udp": u}));
+        }
+    }
+    end_streams
+}
+
+/// `end.cpu_utilization_percent`: this host's, and the server's (iperf3's own figures
+/// against an iperf3 server).
+fn cpu_utilization(r: &NetReport) -> Value {
     let mean_cpu = |role: &str| {
         let v: Vec<f64> = r
             .cpu
@@ -231,18 +261,12 @@ pub fn document(r: &NetReport) -> Option<Value> {
         }
         None => cpu["remote_total"] = json!(mean_cpu("server")),
     }
-    end.insert("cpu_utilization_percent".into(), cpu);
-    if let Some(cc) = r
-        .summary
-        .iperf3_server
-        .as_ref()
-        .and_then(|s| s.congestion_used.clone())
-        .or(p.congestion.clone())
-    {
-        end.insert("receiver_tcp_congestion".into(), json!(cc));
-    }
-    // Intervals: one entry per interval of the main direction, the other direction's
-    // interval of the same index beside it (each direction is on its receiver's clock).
+    cpu
+}
+
+/// The `intervals`: one entry per interval of the main direction, the other direction's
+/// interval of the same index beside it (each direction is on its receiver's clock).
+fn intervals(dirs: &[Dir<'_>], warm: f64, tcp: bool) -> Vec<Value> {
     let starts = |d: &Dir<'_>| -> Vec<f64> {
         d.rows
             .iter()
@@ -272,9 +296,15 @@ pub fn document(r: &NetReport) -> Option<Value> {
         entry.insert("streams".into(), Value::Array(streams));
         intervals.push(Value::Object(entry));
     }
+    intervals
+}
+
+/// The `start` section: who, when, and the test's settings.
+fn start(r: &NetReport, warm: f64, tcp: bool) -> Value {
+    let p = &r.spec.params;
     let client = r.hosts.iter().find(|h| h.role == "client");
     let secs = r.started_unix_ns / 1_000_000_000;
-    let start = json!({
+    json!({
         "connected": [],
         "version": format!("nsperf {} (iperf3-compatible JSON)", r.nsperf_version),
         "system_info": client.map(|h| format!("{} {} {}", h.facts.hostname, h.facts.kernel, h.facts.arch)),
@@ -294,6 +324,5 @@ pub fn document(r: &NetReport) -> Option<Value> {
             "tos": p.tos.unwrap_or(0),
             "target_bitrate": p.rate_bps,
         },
-    });
-    Some(json!({"start": start, "intervals": intervals, "end": end}))
+    })
 }
