@@ -197,36 +197,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut store = Store::open(&args.db)?;
     let mut exec = ProcessExecutor::current(crate::cmd::lab::emulator_command)?;
     if args.keep_captures {
-        let takes_one =
-            plan.cells.iter().flat_map(|c| &c.steps).any(
-                |s| matches!(&s.action, nsperf_plan::plan::Action::Net(n) if n.capture.is_some()),
-            );
-        if !takes_one && !args.json {
-            eprintln!(
-                "nsperf: --keep-captures: no step of plan {} takes a capture (add capture = \"SITE\" to a network step)",
-                plan.name
-            );
-        }
-        let dir = captures_dir(&args.db);
-        let dir = std::path::absolute(&dir).unwrap_or(dir);
-        exec.keep_captures_in(dir);
+        keep_captures(&plan, &args, &mut exec);
     }
-    let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| {
-        let b = ProgressBar::new(plan.total_runs() as u64);
-        b.set_style(
-            ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} runs, {elapsed} elapsed, ETA {eta}  {msg}",
-            )
-            .expect("valid template"),
-        );
-        b
-    });
-    let mut progress = CliProgress {
-        bar,
-        quiet: args.quiet || args.json,
-        total: 0,
-        pos: 0,
-    };
+    let mut progress = CliProgress::new(&plan, &args);
     if !progress.quiet {
         eprintln!(
             "plan {}: {} cells, {} runs ({} repetitions), store {}",
@@ -287,6 +260,68 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         Some(Ok(())) => Some(report_file.display().to_string()),
         _ => None,
     };
+    print_outcome(&args, &store, &summary, report_path.as_deref())?;
+    if summary.interrupted {
+        return Err(crate::exit::classified(
+            nsperf_core::Failure::Interrupted,
+            format!(
+                "interrupted: experiment {} is stored; `nsperf run --resume` completes it",
+                summary.experiment
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `--keep-captures`: the step captures are kept beside the store (and a word when no step
+/// takes one).
+fn keep_captures(plan: &Plan, args: &RunArgs, exec: &mut ProcessExecutor) {
+    let takes_one = plan
+        .cells
+        .iter()
+        .flat_map(|c| &c.steps)
+        .any(|s| matches!(&s.action, nsperf_plan::plan::Action::Net(n) if n.capture.is_some()));
+    if !takes_one && !args.json {
+        eprintln!(
+            "nsperf: --keep-captures: no step of plan {} takes a capture (add capture = \"SITE\" to a network step)",
+            plan.name
+        );
+    }
+    let dir = captures_dir(&args.db);
+    let dir = std::path::absolute(&dir).unwrap_or(dir);
+    exec.keep_captures_in(dir);
+}
+
+impl CliProgress {
+    /// The progress bar on a terminal (neither `--quiet` nor `--json`).
+    fn new(plan: &Plan, args: &RunArgs) -> Self {
+        let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| {
+            let b = ProgressBar::new(plan.total_runs() as u64);
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{bar:30} {pos}/{len} runs, {elapsed} elapsed, ETA {eta}  {msg}",
+                )
+                .expect("valid template"),
+            );
+            b
+        });
+        CliProgress {
+            bar,
+            quiet: args.quiet || args.json,
+            total: 0,
+            pos: 0,
+        }
+    }
+}
+
+/// What the run did: its JSON (`--json`), or the counts, the statistics and the report's
+/// path.
+fn print_outcome(
+    args: &RunArgs,
+    store: &Store,
+    summary: &nsperf_plan::RunSummary,
+    report_path: Option<&str>,
+) -> anyhow::Result<()> {
     if args.json {
         print_json(&serde_json::json!({
             "report": report_path,
@@ -318,19 +353,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             println!("skipped {r}");
         }
         println!();
-        crate::cmd::results::print_stats(&store, summary.experiment)?;
+        crate::cmd::results::print_stats(store, summary.experiment)?;
         if let Some(p) = &report_path {
             println!("\nreport: {p}");
         }
-    }
-    if summary.interrupted {
-        return Err(crate::exit::classified(
-            nsperf_core::Failure::Interrupted,
-            format!(
-                "interrupted: experiment {} is stored; `nsperf run --resume` completes it",
-                summary.experiment
-            ),
-        ));
     }
     Ok(())
 }
