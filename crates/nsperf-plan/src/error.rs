@@ -54,7 +54,7 @@ pub enum ExecError {
         /// The timeout.
         timeout_s: f64,
     },
-    /// The child's `--json` output could not be read.
+    /// A step child's report (its JSON lines of [`crate::step::StepReport`]) could not be read.
     #[error("could not read the JSON of `{command}`: {reason}")]
     Output {
         /// The command line.

@@ -1,7 +1,8 @@
 //! Experiment plans for nsperf: plan files (TOML, parsed strictly), parameter matrix
 //! expansion with `{templates}`, and the runner that drives the engines through an
-//! [`exec::Executor`] (the real one runs the `nsperf` binary itself and reads its `--json`)
-//! and writes each run to the result store of `nsperf-results`.
+//! [`exec::Executor`] (the real one starts each step as a child `nsperf step`, hands it a
+//! typed [`step::StepRequest`] and reads its typed [`step::StepReport`]s: no command line in
+//! between) and writes each run to the result store of `nsperf-results`.
 //!
 //! Dependencies point one way: this crate starts the engines as processes and writes the
 //! result model; it holds no measurement code of its own.
