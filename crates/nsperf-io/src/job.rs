@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use nsperf_core::stats::LatencyHistogram;
 
 use crate::buffer::BufferPool;
-use crate::config::{FsyncMode, RateLimit};
+use crate::config::{FsyncMode, RateLimit, RunConfig};
 use crate::engine::{Completion, IoEngine};
 use crate::pace::Pacer;
 use crate::verify::{self, Tally};
@@ -50,6 +50,35 @@ pub struct JobPlan {
     pub rate: RateLimit,
     /// Seed of the `--verify` headers; `None`: blocks are neither stamped nor checked.
     pub verify_seed: Option<u64>,
+}
+
+impl JobPlan {
+    /// Job `j` of `cfg`: its stream of ops from byte `base` of its file (`fd`, -1 for a
+    /// network target's, `file_len` bytes long), `depth` ops in flight.
+    pub fn of(cfg: &RunConfig, j: u32, fd: RawFd, file_len: u64, base: u64, depth: usize) -> Self {
+        let bs = cfg.bs_bytes;
+        let blocks = cfg.blocks();
+        JobPlan {
+            id: j,
+            fd,
+            file_len,
+            stream: OpStream::new(
+                cfg.workload,
+                base,
+                bs,
+                blocks,
+                (cfg.stride_bytes / bs).max(1),
+                cfg.rwmix_read_pct,
+                cfg.seed.wrapping_add(j as u64 * 7919),
+            ),
+            bs: bs as usize,
+            depth,
+            ops: if cfg.time_based { u64::MAX } else { blocks },
+            fsync: cfg.fsync,
+            rate: cfg.rate,
+            verify_seed: cfg.verify.map(|_| cfg.seed),
+        }
+    }
 }
 
 /// When a job runs: it starts at `begin`, counts from `measure` (later than `begin` by the

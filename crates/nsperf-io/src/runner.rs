@@ -29,7 +29,7 @@ use crate::result::{IoReport, VerifySummary};
 use crate::space::{Need, Preflight, preflight};
 use crate::target::{CreatedFiles, Target, open_device};
 use crate::verify::Tally;
-use crate::workload::{OpStream, Workload};
+use crate::workload::Workload;
 
 /// Decides the engine actually used: io_uring falls back to psync when the kernel refuses it,
 /// with the reason.
@@ -417,31 +417,11 @@ fn resident_pct(files: &[RunFile]) -> Option<f64> {
 
 /// Each job's plan: its file, its stream of operations, its depth and limits.
 fn job_plans(cfg: &RunConfig, files: &[RunFile], place: &Placement, depth: usize) -> Vec<JobPlan> {
-    let bs = cfg.bs_bytes;
-    let blocks = cfg.blocks();
     (0..cfg.jobs)
         .map(|j| {
             let (fi, base) = place.of_job(j);
-            JobPlan {
-                id: j,
-                fd: files[fi].file.as_raw_fd(),
-                file_len: files[fi].len,
-                stream: OpStream::new(
-                    cfg.workload,
-                    base,
-                    bs,
-                    blocks,
-                    (cfg.stride_bytes / bs).max(1),
-                    cfg.rwmix_read_pct,
-                    cfg.seed.wrapping_add(j as u64 * 7919),
-                ),
-                bs: bs as usize,
-                depth,
-                ops: if cfg.time_based { u64::MAX } else { blocks },
-                fsync: cfg.fsync,
-                rate: cfg.rate,
-                verify_seed: cfg.verify.map(|_| cfg.seed),
-            }
+            let f = &files[fi];
+            JobPlan::of(cfg, j, f.file.as_raw_fd(), f.len, base, depth)
         })
         .collect()
 }

@@ -28,7 +28,7 @@ use crate::result::{IoReport, IoSummary, VerifySummary};
 use crate::runner::run_jobs;
 use crate::target::Target;
 use crate::verify::{self, Tally};
-use crate::workload::{OpKind, OpStream, Workload};
+use crate::workload::{OpKind, Workload};
 
 /// What was measured when the target is a network file protocol (`summary.remote`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -169,26 +169,7 @@ where
     let plans: Vec<JobPlan> = (0..cfg.jobs)
         .map(|j| {
             let base = if nfiles == 1 { j as u64 * region } else { 0 };
-            JobPlan {
-                id: j,
-                fd: -1,
-                file_len: per_file,
-                stream: OpStream::new(
-                    cfg.workload,
-                    base,
-                    bs,
-                    blocks,
-                    (cfg.stride_bytes / bs).max(1),
-                    cfg.rwmix_read_pct,
-                    cfg.seed.wrapping_add(j as u64 * 7919),
-                ),
-                bs: bs as usize,
-                depth: cfg.iodepth as usize,
-                ops: if cfg.time_based { u64::MAX } else { blocks },
-                fsync: cfg.fsync,
-                rate: cfg.rate,
-                verify_seed: seed,
-            }
+            JobPlan::of(cfg, j, -1, per_file, base, cfg.iodepth as usize)
         })
         .collect();
     let file_of = |j: u32| &handles[if nfiles == 1 { 0 } else { j as usize }];

@@ -190,6 +190,22 @@ fn status(out: &mut Vec<u8>, st: NfsStat) {
     put_u32(out, st.0);
 }
 
+/// The reply of a procedure that answers with the attributes of `f` and then `rest` (ACCESS,
+/// FSSTAT, FSINFO, PATHCONF); when `f` has none, its status and no attributes.
+fn with_attr(fs: &ExportFs, f: &FileHandle, out: &mut Vec<u8>, rest: impl FnOnce(&mut Vec<u8>)) {
+    match fs.getattr(f) {
+        Ok(at) => {
+            status(out, NfsStat::OK);
+            encode_post_op_attr(out, Some(&at));
+            rest(out);
+        }
+        Err(st) => {
+            status(out, st);
+            encode_post_op_attr(out, None);
+        }
+    }
+}
+
 /// An NFSv3 call: one function per procedure.
 fn nfs(
     cx: &Context,
@@ -286,20 +302,12 @@ fn access(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u8>
     let f = fh(a)?;
     let mut want = a.u32()?;
     ok_header(out, h.xid);
-    match fs.getattr(&f) {
-        Ok(at) => {
-            status(out, NfsStat::OK);
-            encode_post_op_attr(out, Some(&at));
-            if fs.read_only() {
-                want &= !(0x04 | 0x08 | 0x10);
-            }
-            put_u32(out, want);
+    with_attr(fs, &f, out, |out| {
+        if fs.read_only() {
+            want &= !(0x04 | 0x08 | 0x10);
         }
-        Err(st) => {
-            status(out, st);
-            encode_post_op_attr(out, None);
-        }
-    }
+        put_u32(out, want);
+    });
     Ok(0)
 }
 
@@ -432,22 +440,13 @@ fn fsstat(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u8>
     let fs = &cx.fs;
     let f = fh(a)?;
     ok_header(out, h.xid);
-    let at = fs.getattr(&f);
-    match at {
-        Ok(at) => {
-            let (free, total) = fs.statvfs();
-            status(out, NfsStat::OK);
-            encode_post_op_attr(out, Some(&at));
-            for v in [total, free, free, 1 << 20, 1 << 20, 1 << 20] {
-                put_u64(out, v);
-            }
-            put_u32(out, 0);
+    with_attr(fs, &f, out, |out| {
+        let (free, total) = fs.statvfs();
+        for v in [total, free, free, 1 << 20, 1 << 20, 1 << 20] {
+            put_u64(out, v);
         }
-        Err(st) => {
-            status(out, st);
-            encode_post_op_attr(out, None);
-        }
-    }
+        put_u32(out, 0);
+    });
     Ok(0)
 }
 
@@ -456,24 +455,16 @@ fn fsinfo(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u8>
     let fs = &cx.fs;
     let f = fh(a)?;
     ok_header(out, h.xid);
-    match fs.getattr(&f) {
-        Ok(at) => {
-            status(out, NfsStat::OK);
-            encode_post_op_attr(out, Some(&at));
-            let m = MAX_IO as u32;
-            for v in [m, m, 4096, m, m, 4096, 64 << 10] {
-                put_u32(out, v);
-            }
-            put_u64(out, i64::MAX as u64);
-            put_u32(out, 0);
-            put_u32(out, 1);
-            put_u32(out, 0x1b); // LINK | SYMLINK | HOMOGENEOUS | CANSETTIME
+    with_attr(fs, &f, out, |out| {
+        let m = MAX_IO as u32;
+        for v in [m, m, 4096, m, m, 4096, 64 << 10] {
+            put_u32(out, v);
         }
-        Err(st) => {
-            status(out, st);
-            encode_post_op_attr(out, None);
-        }
-    }
+        put_u64(out, i64::MAX as u64);
+        put_u32(out, 0);
+        put_u32(out, 1);
+        put_u32(out, 0x1b); // LINK | SYMLINK | HOMOGENEOUS | CANSETTIME
+    });
     Ok(0)
 }
 
@@ -482,21 +473,13 @@ fn pathconf(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u
     let fs = &cx.fs;
     let f = fh(a)?;
     ok_header(out, h.xid);
-    match fs.getattr(&f) {
-        Ok(at) => {
-            status(out, NfsStat::OK);
-            encode_post_op_attr(out, Some(&at));
-            put_u32(out, 1);
-            put_u32(out, proto::NAME_MAX as u32);
-            for v in [true, true, false, true] {
-                put_bool(out, v);
-            }
+    with_attr(fs, &f, out, |out| {
+        put_u32(out, 1);
+        put_u32(out, proto::NAME_MAX as u32);
+        for v in [true, true, false, true] {
+            put_bool(out, v);
         }
-        Err(st) => {
-            status(out, st);
-            encode_post_op_attr(out, None);
-        }
-    }
+    });
     Ok(0)
 }
 
