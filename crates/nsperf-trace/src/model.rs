@@ -152,6 +152,10 @@ pub struct ProtocolStats {
     pub busy_s: f64,
     /// From the first call to the last reply, seconds.
     pub span_s: f64,
+    /// Requests in flight over time, at most 500 bins (absent before this field existed,
+    /// and when no call was seen).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight_series: Option<InFlightSeries>,
     /// Calls never answered in the capture (still waiting at its end, or given up).
     pub unanswered_calls: u64,
     /// Replies whose call was not captured.
@@ -178,6 +182,22 @@ pub struct ProtocolStats {
     /// SMB2/3: what could and could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smb: Option<SmbStats>,
+}
+
+/// Requests in flight over time on one connection: bins of one width from its first call
+/// (docs/trace.md#the-storage-protocol). The width is 1 µs doubled until the exchange fits
+/// in 500 bins, so a long exchange is seen whole at a coarser grain.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InFlightSeries {
+    /// Capture time of the first call, where bin 0 starts.
+    pub first_unix_ns: i64,
+    /// Width of each bin, seconds.
+    pub bin_s: f64,
+    /// Per bin: requests in flight, time-weighted mean over the bin (the last bin over its
+    /// part up to the last reply).
+    pub mean: Vec<f64>,
+    /// Per bin: most requests in flight at once within it.
+    pub max: Vec<u32>,
 }
 
 /// What could and could not be read of an SMB2/3 connection: SMB2 headers (signed or not)

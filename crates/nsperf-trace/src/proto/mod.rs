@@ -10,6 +10,7 @@
 //! direction, at most 256 KiB held beyond a hole, at most 4096 calls pending, a histogram
 //! per operation) and nothing is allocated per packet once a connection has its buffers.
 
+pub mod inflight;
 pub mod nfs;
 pub mod nfs4;
 pub mod ops;
@@ -154,30 +155,16 @@ impl RpcConn {
     /// The figures so far.
     pub fn summary(&self) -> ProtocolStats {
         let s = &self.session;
-        let fl = s.in_flight();
         let client = if s.calls_by_side[1] > s.calls_by_side[0] {
             "b"
         } else {
             "a"
         };
-        ProtocolStats {
+        let mut out = ProtocolStats {
             protocol: AppProtocol::OncRpc,
             nfs_versions: (0..32).filter(|v| s.nfs_versions & (1 << v) != 0).collect(),
             client: client.into(),
             ops: s.ops.summary(),
-            in_flight_max: fl.max,
-            in_flight_mean: if fl.span_ns > 0 {
-                fl.area / fl.span_ns as f64
-            } else {
-                0.0
-            },
-            in_flight_busy_mean: if fl.busy_ns > 0 {
-                fl.area / fl.busy_ns as f64
-            } else {
-                0.0
-            },
-            busy_s: fl.busy_ns as f64 / 1e9,
-            span_s: fl.span_ns as f64 / 1e9,
             unanswered_calls: s.unanswered_calls + s.waiting() as u64,
             unmatched_replies: s.unmatched_replies,
             malformed_records: s.malformed,
@@ -185,9 +172,10 @@ impl RpcConn {
             resyncs: self.framers.iter().map(|x| x.resyncs).sum(),
             compound_ops: s.compound.summary(),
             compound_calls_cut: s.compound.cut,
-            diagnosis: None,
-            smb: None,
-        }
+            ..ProtocolStats::default()
+        };
+        s.in_flight().fill(&mut out);
+        out
     }
 }
 
@@ -240,9 +228,8 @@ impl SmbConn {
     /// The figures so far (the verdict is [`ProtoState::summary`]'s).
     pub fn summary(&self) -> ProtocolStats {
         let s = &self.session;
-        let fl = s.in_flight;
         let r = &s.readable;
-        ProtocolStats {
+        let mut out = ProtocolStats {
             protocol: AppProtocol::Smb2,
             client: if s.calls_by_side[1] > s.calls_by_side[0] {
                 "b"
@@ -251,19 +238,6 @@ impl SmbConn {
             }
             .into(),
             ops: s.ops.summary(),
-            in_flight_max: fl.max,
-            in_flight_mean: if fl.span_ns > 0 {
-                fl.area / fl.span_ns as f64
-            } else {
-                0.0
-            },
-            in_flight_busy_mean: if fl.busy_ns > 0 {
-                fl.area / fl.busy_ns as f64
-            } else {
-                0.0
-            },
-            busy_s: fl.busy_ns as f64 / 1e9,
-            span_s: fl.span_ns as f64 / 1e9,
             unanswered_calls: s.unanswered_calls + s.waiting() as u64,
             unmatched_replies: s.unmatched_replies,
             malformed_records: s.malformed,
@@ -284,7 +258,9 @@ impl SmbConn {
                 credits_granted: r.credits_granted,
             }),
             ..ProtocolStats::default()
-        }
+        };
+        s.in_flight.fill(&mut out);
+        out
     }
 }
 

@@ -8,6 +8,7 @@ use nsperf_nfs::proto::{self as nfs3, MOUNT_PROG, NFS_PROG, PMAP_PROG, proc3};
 use nsperf_nfs::rpc::{self, CALL, REPLY};
 use nsperf_nfs::xdr::XdrReader;
 
+use super::inflight::InFlight;
 use super::nfs4::{CompoundOps, Held};
 use super::ops::{OpKey, OpTable};
 use super::pace::{CallMark, Pace};
@@ -55,40 +56,6 @@ pub struct RpcSession {
     pub pace: Pace,
     /// NFSv4: the operations inside COMPOUND calls.
     pub compound: CompoundOps,
-}
-
-/// Requests in flight over time: the protocol's window.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct InFlight {
-    now: u32,
-    /// Most in flight at once.
-    pub max: u32,
-    since: Option<i64>,
-    first: Option<i64>,
-    /// ∫ in-flight dt, request·ns.
-    pub area: f64,
-    /// Time with at least one in flight, ns.
-    pub busy_ns: i64,
-    /// From the first call to the last change, ns.
-    pub span_ns: i64,
-}
-
-impl InFlight {
-    /// `delta` requests start (or end) at `t`.
-    pub(crate) fn step(&mut self, t: i64, delta: i32) {
-        let first = *self.first.get_or_insert(t);
-        if let Some(s) = self.since {
-            let dt = (t - s).max(0);
-            self.area += f64::from(self.now) * dt as f64;
-            if self.now > 0 {
-                self.busy_ns += dt;
-            }
-        }
-        self.since = Some(t.max(self.since.unwrap_or(t)));
-        self.span_ns = (t - first).max(self.span_ns);
-        self.now = self.now.saturating_add_signed(delta);
-        self.max = self.max.max(self.now);
-    }
 }
 
 /// The name of an RPC procedure of the programs decoded.
@@ -261,8 +228,8 @@ impl RpcSession {
     }
 
     /// Requests in flight over time.
-    pub fn in_flight(&self) -> InFlight {
-        self.in_flight
+    pub fn in_flight(&self) -> &InFlight {
+        &self.in_flight
     }
 
     /// Calls still waiting at the end.

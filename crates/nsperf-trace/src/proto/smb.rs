@@ -14,7 +14,7 @@
 //! counted with their sizes and times, never their commands. Compressed messages (`0xFC`)
 //! and SMB1 (`0xFF`, a client's first NEGOTIATE) are counted, not read.
 
-use super::nfs::InFlight;
+use super::inflight::InFlight;
 use super::ops::{OpKey, OpTable};
 use super::pace::{CallMark, Pace};
 use super::stream::Chunk;
