@@ -94,8 +94,9 @@ pub enum StepSpec {
         /// The suite.
         config: BonnieConfig,
     },
-    /// A packet capture of TCP headers on every interface of a site, written to `file` until
-    /// the child is interrupted (tcpdump, which must be installed).
+    /// A packet capture of TCP packets (their first `snaplen` bytes: the headers for a
+    /// network step, whole packets for an io step's protocol) on every interface of a site,
+    /// written to `file` until the child is interrupted (tcpdump, which must be installed).
     Capture {
         /// The site to capture in.
         site: SiteRef,

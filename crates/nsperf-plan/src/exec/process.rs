@@ -2,8 +2,9 @@
 //! process (which owns it); every step runs in a child process, `nsperf step`, given a typed
 //! [`StepSpec`] on its standard input and answering a typed [`StepReport`] on its standard
 //! output. A user's command (an `exec` step) runs as it is, through `nsperf step` when it
-//! must enter a lab site. The capture of a network step is tcpdump (a `capture` step); its
-//! analysis runs here, through the trace library.
+//! must enter a lab site. The capture of a network or io step is tcpdump in a site (a
+//! `capture` step) or the emulator on a link; its analysis runs here, through the trace
+//! library.
 //!
 //! CPU use per core is sampled each second while a step runs; NIC counters are read before
 //! and after in every site (or on this host without a lab).
@@ -90,6 +91,21 @@ impl std::fmt::Debug for RunningService {
         f.write_str(&self.what)
     }
 }
+
+/// Bytes of each packet a network step's capture keeps: the link, IP and TCP headers with
+/// their options (at most 16 + 60 + 60 with tcpdump's `-i any`), all the TCP analysis reads.
+const HEADERS_SNAPLEN: u32 = 256;
+
+/// Bytes of each packet an io step's capture keeps: all of it (tcpdump's own largest
+/// snapshot length, what `-s 0` means). The storage protocol's decoder needs every record
+/// mark and header, and they fall anywhere in a segment: an RPC record (or an SMB2 message)
+/// starts right after the previous one's last byte, mid-segment whenever calls go back to
+/// back (`iodepth` > 1), and a lab site's segments are TSO/GRO super-packets up to 64 KiB. A
+/// record mark cut off by the snapshot length makes the decoder hunt for the next record
+/// that starts a segment, losing the calls in between (docs/trace.md#the-storage-protocol),
+/// as tshark loses them; with whole packets it matches what tshark matches. The price is a
+/// capture as large as the data the step moves (plus headers).
+const PROTOCOL_SNAPLEN: u32 = 262_144;
 
 /// How long a service may take to answer (ganesha with its rpcbind takes seconds).
 const SERVICE_READY: Duration = Duration::from_secs(60);
@@ -217,21 +233,51 @@ impl ProcessExecutor {
         }
     }
 
+    /// Runs a step through `run`, with a capture at `at` around it when given (keeping
+    /// `snaplen` bytes of each packet): the run gets the capture's analysis
+    /// (`trace_json`) and, with `--keep-captures`, the kept file's path. The one way a step
+    /// takes a capture, network and io steps alike.
+    fn captured(
+        &mut self,
+        ctx: &RunContext<'_>,
+        step: &ResolvedStep,
+        at: Option<&CapturePoint>,
+        snaplen: u32,
+        run: impl FnOnce(&mut Self) -> Result<Measurement, ExecError>,
+    ) -> Result<Measurement, ExecError> {
+        let Some(at) = at else {
+            return run(self);
+        };
+        let keep = self
+            .keep_captures
+            .as_ref()
+            .map(|dir| dir.join(capture_name(ctx, step, at)));
+        let c = self.start_capture(ctx.lab, at, snaplen)?;
+        let m = run(self);
+        let (analysis, kept) = self.finish_capture(c, keep);
+        let mut m = m?;
+        m.trace_json = Some(analysis?);
+        m.capture_path = kept;
+        Ok(m)
+    }
+
     fn net(
         &mut self,
         ctx: &RunContext<'_>,
         step: &ResolvedStep,
         n: &NetStep,
     ) -> Result<Measurement, ExecError> {
-        let capture = match &n.capture {
-            Some(at) => Some((
-                self.start_capture(ctx.lab, at)?,
-                self.keep_captures
-                    .as_ref()
-                    .map(|dir| dir.join(capture_name(ctx, step, at))),
-            )),
-            None => None,
-        };
+        self.captured(ctx, step, n.capture.as_ref(), HEADERS_SNAPLEN, |me| {
+            me.net_run(ctx, step, n)
+        })
+    }
+
+    fn net_run(
+        &mut self,
+        ctx: &RunContext<'_>,
+        step: &ResolvedStep,
+        n: &NetStep,
+    ) -> Result<Measurement, ExecError> {
         let nic_before = ctx.record.nic.then(|| measure::read_nic(ctx.lab));
         let (client, client_site, server) = match &n.target {
             Target::Loopback => (
@@ -265,13 +311,6 @@ impl ProcessExecutor {
         if let Some(s) = server {
             s.finish(Duration::from_secs(3));
         }
-        let (trace_json, capture_path) = match capture {
-            Some((c, keep)) => {
-                let (analysis, kept) = self.finish_capture(c, keep);
-                (analysis.map(Some), kept)
-            }
-            None => (Ok(None), None),
-        };
         let (report, child) = run?;
         let StepReport::Net(report) = report else {
             return Err(unexpected(&what, &report));
@@ -281,8 +320,6 @@ impl ProcessExecutor {
         if let Some(before) = nic_before {
             measure::attach_nic(&mut m, &before, ctx.lab);
         }
-        m.trace_json = trace_json?;
-        m.capture_path = capture_path;
         Ok(m)
     }
 
@@ -322,6 +359,17 @@ impl ProcessExecutor {
     }
 
     fn io(
+        &mut self,
+        ctx: &RunContext<'_>,
+        step: &ResolvedStep,
+        io: &IoStep,
+    ) -> Result<Measurement, ExecError> {
+        self.captured(ctx, step, io.capture.as_ref(), PROTOCOL_SNAPLEN, |me| {
+            me.io_run(ctx, step, io)
+        })
+    }
+
+    fn io_run(
         &mut self,
         ctx: &RunContext<'_>,
         step: &ResolvedStep,
@@ -387,10 +435,13 @@ impl ProcessExecutor {
         Ok(m)
     }
 
+    /// Starts a capture at `at`; in a site, tcpdump keeps `snaplen` bytes of each packet (on
+    /// the link, the emulator keeps whole packets).
     fn start_capture(
         &mut self,
         lab: Option<&Lab>,
         at: &CapturePoint,
+        snaplen: u32,
     ) -> Result<Capture, ExecError> {
         let lab = lab.ok_or_else(|| ExecError::Other("a capture needs the lab up".into()))?;
         self.captures += 1;
@@ -423,7 +474,7 @@ impl ProcessExecutor {
                 site: site.clone(),
             },
             file: file.clone(),
-            snaplen: 256,
+            snaplen,
         };
         let bg = self.background(&spec, "capture step")?;
         // tcpdump opens its capture a moment after it starts.

@@ -242,7 +242,7 @@ pub struct NetStep {
     pub capture: Option<CapturePoint>,
 }
 
-/// Where a network step's capture is taken.
+/// Where a network or io step's capture is taken.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CapturePoint {
     /// tcpdump on every interface of this site (`capture = "SITE"`).
@@ -263,6 +263,8 @@ pub struct IoStep {
     pub config: RunConfig,
     /// The plan's service it goes through, if any.
     pub service: Option<ServiceUse>,
+    /// Take a capture of its protocol's packets during the step and analyse it.
+    pub capture: Option<CapturePoint>,
 }
 
 impl IoStep {
@@ -366,8 +368,8 @@ pub struct ExecStep {
 pub enum Action {
     /// Network test.
     Net(NetStep),
-    /// File-system test.
-    Io(IoStep),
+    /// File-system test (boxed: the largest by far).
+    Io(Box<IoStep>),
     /// The bonnie++-style suite.
     Bonnie(BonnieStep),
     /// External command.
@@ -432,9 +434,7 @@ impl ResolvedStep {
     /// The plan's service the step goes through, if any.
     pub fn service(&self) -> Option<&str> {
         match &self.action {
-            Action::Io(IoStep {
-                service: Some(s), ..
-            }) => Some(&s.name),
+            Action::Io(io) => io.service.as_ref().map(|s| s.name.as_str()),
             _ => None,
         }
     }

@@ -453,6 +453,7 @@ pub(super) fn allowed(kind: StepKind) -> &'static [&'static str] {
             "credentials",
             "service",
             "site",
+            "capture",
             "time",
             "on",
             "concurrent",

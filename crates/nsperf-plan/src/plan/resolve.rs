@@ -174,7 +174,7 @@ pub(super) fn resolve_step(
             }
             Action::Net(net(&f, s, kind)?)
         }
-        StepKind::Io => Action::Io(io(&f, s, &phases)?),
+        StepKind::Io => Action::Io(Box::new(io(&f, s, &phases)?)),
         StepKind::Bonnie => {
             if !phases.is_empty() {
                 return Err(f.err(
@@ -488,10 +488,71 @@ fn capture_point(
     s: &RawStep,
     target: &Target,
 ) -> Result<Option<CapturePoint>, PlanError> {
-    let Some(at) = f.str("capture", &s.capture)? else {
+    if s.capture.is_none() {
         return Ok(None);
+    }
+    let Target::Lab { client, server, .. } = target else {
+        return Err(f.err(
+            "capture",
+            "captures are taken in a lab site or on its link (\"link\")",
+        ));
     };
-    let (Target::Lab { client, server, .. }, Some(lab)) = (target, f.lab) else {
+    capture_between(f, s, client, server)
+}
+
+/// Where an io step's capture is taken: as a network step's, its client being the step's
+/// site and its server the site that serves its target — the plan service's, or the lab
+/// site whose address its `nfs://` or `smb://` URL names.
+fn io_capture_point(
+    f: &Fields<'_>,
+    s: &RawStep,
+    site: Option<&str>,
+    config: &RunConfig,
+    service: Option<&super::ServiceUse>,
+) -> Result<Option<CapturePoint>, PlanError> {
+    if s.capture.is_none() {
+        return Ok(None);
+    }
+    let server = match service {
+        Some(u) => f
+            .ctx
+            .services
+            .iter()
+            .find(|x| x.name == u.name)
+            .and_then(|x| x.site.clone()),
+        None => url_site(f.lab, &config.target),
+    };
+    match (site, server) {
+        (Some(client), Some(server)) => capture_between(f, s, client, &server),
+        _ => Err(f.err(
+            "capture",
+            "an io step's capture is taken in a lab: the step needs site = \"CLIENT SITE\" and a target served in a lab site (a [[service]] with a site, or an nfs:// or smb:// URL to a site's address)",
+        )),
+    }
+}
+
+/// The lab site whose address an `nfs://` or `smb://` target names.
+fn url_site(lab: Option<&LabSpec>, target: &nsperf_io::Target) -> Option<String> {
+    let host = match target {
+        nsperf_io::Target::Nfs { url } => &url.host,
+        nsperf_io::Target::Smb { url, .. } => &url.host,
+        _ => return None,
+    };
+    let addr: std::net::Ipv4Addr = host.parse().ok()?;
+    let sites = &lab?.sites;
+    (0..sites.len())
+        .find(|&i| nsperf_lab::site_addr(i) == addr)
+        .map(|i| sites[i].clone())
+}
+
+/// The capture point `capture` names for packets between sites `client` and `server`.
+fn capture_between(
+    f: &Fields<'_>,
+    s: &RawStep,
+    client: &str,
+    server: &str,
+) -> Result<Option<CapturePoint>, PlanError> {
+    let (Some(at), Some(lab)) = (f.str("capture", &s.capture)?, f.lab) else {
         return Err(f.err(
             "capture",
             "captures are taken in a lab site or on its link (\"link\")",
@@ -583,10 +644,12 @@ fn io(f: &Fields<'_>, s: &RawStep, phases: &[Phase]) -> Result<IoStep, PlanError
     config
         .validate()
         .map_err(|e| invalid(format!("{}: {e}", f.at)))?;
+    let capture = io_capture_point(f, s, site.as_deref(), &config, place.service.as_ref())?;
     Ok(IoStep {
         site,
         config,
         service: place.service,
+        capture,
     })
 }
 

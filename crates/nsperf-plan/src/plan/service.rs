@@ -422,6 +422,53 @@ rtt = ["0ms", "50ms"]
         assert_eq!(io.service.as_ref().unwrap().path, "a/b");
     }
 
+    /// Issue 22 item 6: an io step takes a capture as a network step does, between its site
+    /// and the site serving its target (a service's, or the site its URL names).
+    #[test]
+    fn an_io_steps_capture_is_between_its_site_and_the_server() {
+        use crate::plan::CapturePoint;
+        let at = |svc: &str, step: &str| -> Result<Option<CapturePoint>, String> {
+            let p = plan(svc, step)?;
+            let Action::Io(io) = &p.cells[0].steps[0].action else {
+                panic!()
+            };
+            Ok(io.capture.clone())
+        };
+        let link = Some(CapturePoint::Link("client-server".into()));
+        assert_eq!(
+            at(SVC, &format!("{STEP}\ncapture = \"link\"")),
+            Ok(link.clone())
+        );
+        assert_eq!(
+            at(SVC, &format!("{STEP}\ncapture = \"server\"")),
+            Ok(Some(CapturePoint::Site("server".into())))
+        );
+        assert_eq!(at(SVC, STEP), Ok(None));
+        // An nfs:// URL to a site's address, no service: the same link.
+        let url = "name = \"u\"\ntype = \"io\"\ndir = \"nfs://10.77.0.2/srv/nas\"\nsite = \"client\"\nworkload = \"seqread\"\ncapture = \"link\"";
+        let p = Plan::parse(format!("{LAB}\n[[step]]\n{url}\n").as_bytes()).unwrap();
+        let Action::Io(io) = &p.cells[0].steps[0].action else {
+            panic!()
+        };
+        assert_eq!(io.capture, link);
+        // Outside a lab, or to a server no site holds: said at load.
+        for (svc, step) in [
+            (
+                "name = \"nas\"\ndir = \"/x\"",
+                STEP.replace("site = \"client\"\n", ""),
+            ),
+            (SVC, STEP.replace("site = \"client\"\n", "")),
+        ] {
+            let e = at(svc, &format!("{step}\ncapture = \"link\"")).unwrap_err();
+            assert!(e.contains("capture") || e.contains("site"), "{e}");
+        }
+        let far = url.replace("10.77.0.2", "192.0.2.1");
+        let e = Plan::parse(format!("{LAB}\n[[step]]\n{far}\n").as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("an io step's capture is taken in a lab"), "{e}");
+    }
+
     #[test]
     fn bad_service_references_are_named_at_load() {
         let cases: &[(&str, &str, &str)] = &[

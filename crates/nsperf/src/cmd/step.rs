@@ -74,8 +74,21 @@ pub fn run() -> anyhow::Result<()> {
             )
         }
         StepSpec::Capture { file, snaplen, .. } => {
+            // --immediate-mode: each packet is handed to tcpdump as it arrives. Without it
+            // the kernel fills a block of its ring for up to a second before handing it
+            // over, and the packets of the block still filling when the runner interrupts
+            // tcpdump are lost: a step's last requests and replies (2 WRITE calls and 4
+            // replies of 64 were missing from an NFS write's capture).
             let e = std::process::Command::new("tcpdump")
-                .args(["-i", "any", "-s", &snaplen.to_string(), "-U", "-w"])
+                .args([
+                    "-i",
+                    "any",
+                    "--immediate-mode",
+                    "-s",
+                    &snaplen.to_string(),
+                    "-U",
+                    "-w",
+                ])
                 .arg(&file)
                 .arg("tcp")
                 .exec();
