@@ -1,6 +1,7 @@
 //! The report's capture analysis: for every run that took a packet capture, the file kept
-//! for Wireshark (`nsperf run --keep-captures`) and what `nsperf trace` made of it — its findings and, for the connections that carried the most
-//! data, the limit it diagnosed with the figures behind it. The store keeps the analysis as
+//! for Wireshark (`nsperf run --keep-captures`) and what `nsperf trace` made of it — its
+//! findings and, for the connections that carried the most data, the limit it diagnosed with
+//! the figures behind it, then the storage protocol they carried (`protocol.rs`). The store keeps the analysis as
 //! the JSON document `nsperf trace --json` prints; this reads it defensively (an older or
 //! damaged document shows what it has and says what is missing).
 
@@ -9,6 +10,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use crate::ExperimentData;
+use crate::protocol::carried;
 use crate::svg::esc;
 
 /// Connections shown per run (the ones that carried the most data).
@@ -48,14 +50,14 @@ pub(crate) fn section(d: &ExperimentData, out: &mut String) {
             );
         }
         match t {
-            Some(t) => run_analysis(t, out),
+            Some(t) => run_analysis(t, r.id, out),
             None => out.push_str("<p class=\"skip\">the capture was not analysed</p>\n"),
         }
         out.push_str("</section>\n");
     }
 }
 
-fn run_analysis(t: &Value, out: &mut String) {
+fn run_analysis(t: &Value, run: i64, out: &mut String) {
     let summary = &t["summary"];
     let _ = writeln!(
         out,
@@ -86,14 +88,7 @@ fn run_analysis(t: &Value, out: &mut String) {
         _ => out.push_str("<p>no findings</p>\n"),
     }
     connections(summary, out);
-}
-
-/// Bytes a connection carried, both directions.
-fn carried(c: &Value) -> u64 {
-    ["a_to_b", "b_to_a"]
-        .iter()
-        .map(|d| c[d]["unique_bytes"].as_u64().unwrap_or(0))
-        .sum()
+    crate::protocol::section(summary, run, out);
 }
 
 fn connections(summary: &Value, out: &mut String) {
@@ -162,7 +157,7 @@ mod tests {
                 "message": "connection 2: receiver-window-limited"}]
         });
         let mut out = String::new();
-        run_analysis(&t, &mut out);
+        run_analysis(&t, 1, &mut out);
         assert!(out.contains("<b>limit</b> connection 2: receiver-window-limited"));
         let first = out.find("receiver_window</td>").unwrap();
         let second = out.find("congestion</td>").unwrap();
@@ -174,7 +169,7 @@ mod tests {
         assert!(out.contains("50.20 ms") && out.contains("&lt;because&gt;"));
         // a document without connections says so instead of failing
         let mut out = String::new();
-        run_analysis(&serde_json::json!({"summary": {}}), &mut out);
+        run_analysis(&serde_json::json!({"summary": {}}), 1, &mut out);
         assert!(out.contains("no findings") && out.contains("no connection table"));
     }
 }

@@ -16,6 +16,7 @@ mod events;
 mod html;
 mod json;
 mod labels;
+mod protocol;
 mod svg;
 mod xlsx;
 

@@ -23,6 +23,8 @@ pub struct Line {
     pub color: usize,
     /// Points only, no line between them (categories that are not a sequence).
     pub unjoined: bool,
+    /// A dense series (hundreds of points, a time series): the line alone, no dot per point.
+    pub dense: bool,
 }
 
 /// A horizontal reference line (a ceiling, a mean), labelled in the legend.
@@ -194,7 +196,7 @@ pub(super) fn draw_line(
             pts.join(" ")
         );
     }
-    if !l.dashed {
+    if !l.dashed && !l.dense {
         for (i, q) in l.points.iter().enumerate() {
             let Some(x) = sx(q.0).filter(|_| q.1.is_finite()) else {
                 continue;
