@@ -77,7 +77,13 @@ fn connection(c: &Value, first_ns: Option<i64>, run: i64, out: &mut String) {
         );
     }
     pace(&p["diagnosis"], out);
-    chart(p, id, first_ns, run, out);
+    if p["diagnosis"]["limit"].as_str() == Some("too_short") {
+        out.push_str(
+            "<p class=\"skip\">too few requests for a chart of the requests in flight</p>\n",
+        );
+    } else {
+        chart(p, id, first_ns, run, out);
+    }
     out.push_str("</div>\n");
 }
 
@@ -232,7 +238,9 @@ fn pace(d: &Value, out: &mut String) {
         } else {
             ""
         };
-        items.push(format!("{least}{x:.2} in flight on average"));
+        items.push(format!(
+            "{least}{x:.2} in flight on average (the client's side, Little's law)"
+        ));
     }
     if let Some(b) = f("size_mean_bytes").filter(|b| *b > 0.0) {
         items.push(format!(
@@ -243,11 +251,13 @@ fn pace(d: &Value, out: &mut String) {
     if let Some(ns) = d["path_rtt_ns"].as_u64().filter(|n| *n > 0) {
         items.push(format!("path RTT {}", ms(ns)));
     }
-    if let (Some(r), Some(b)) = (f("measured_per_s"), f("measured_bps")) {
-        items.push(format!(
-            "measured {r:.1} requests/s, {}",
-            nsperf_core::BitRate(b)
-        ));
+    if let Some(r) = f("measured_per_s") {
+        // Data bit/s only where data was judged (scope `data`; 0 for scope `all`).
+        let bps = f("measured_bps")
+            .filter(|b| *b > 0.0)
+            .map(|b| format!(", {}", nsperf_core::BitRate(b)))
+            .unwrap_or_default();
+        items.push(format!("measured {r:.1} requests/s{bps}"));
     }
     if let Some(r) = f("ceiling_per_s") {
         let bps = f("ceiling_bps")
@@ -294,6 +304,11 @@ fn chart(p: &Value, conn: u64, first_ns: Option<i64>, run: i64, out: &mut String
             .collect()
     };
     let max = s["max"].as_array().map(|m| points(m)).unwrap_or_default();
+    // The most at once over the exchange bounds every bin: as a reference line it keeps the
+    // axis over all of them (a robust range would cut a sparse series' every bin).
+    let most = p["in_flight_max"]
+        .as_f64()
+        .or_else(|| max.iter().map(|q| q.1).max_by(f64::total_cmp));
     let mut lines = vec![Line {
         name: "mean in flight per bin".into(),
         points: points(mean),
@@ -319,10 +334,15 @@ fn chart(p: &Value, conn: u64, first_ns: Option<i64>, run: i64, out: &mut String
             .as_f64()
             .map(|m| HLine {
                 y: m,
-                label: format!("mean over the exchange {m:.2}"),
+                label: format!("overall mean {m:.2}"),
                 color: "#2ca02c".into(),
             })
             .into_iter()
+            .chain(most.map(|m| HLine {
+                y: m,
+                label: format!("overall most at once {m:.0}"),
+                color: "#777".into(),
+            }))
             .collect(),
         ..Default::default()
     };
@@ -331,7 +351,7 @@ fn chart(p: &Value, conn: u64, first_ns: Option<i64>, run: i64, out: &mut String
         "requests-in-flight",
         &svg::plot(&plot),
         &format!(
-            "requests in flight (calls seen, reply not yet) in bins of {}: the time-weighted mean and the most at once in each",
+            "requests in flight at the capture point (call seen, reply not yet) in bins of {}: the time-weighted mean and the most at once in each",
             bin_width(bin_s)
         ),
     );
@@ -483,19 +503,44 @@ mod tests {
             esc(p["diagnosis"]["message"].as_str().unwrap())
         )));
         assert!(out.contains("path RTT 10.400 ms") && out.contains("ceiling 375.0 requests/s"));
+        let d = &p["diagnosis"];
+        assert!(out.contains(&format!(
+            "measured {:.1} requests/s, {}",
+            d["measured_per_s"].as_f64().unwrap(),
+            nsperf_core::BitRate(d["measured_bps"].as_f64().unwrap())
+        )));
         assert!(out.contains("requests in flight: max 4, mean 2.00 (2.50 while any"));
         // The chart: one point per stored bin, placed from the capture's first packet.
         assert_eq!(out.matches("data-chart=\"requests-in-flight\"").count(), 1);
         let polyline = out.split("<polyline points=\"").nth(1).unwrap();
         let n = polyline.split('"').next().unwrap().split(' ').count();
         assert_eq!(n, p["in_flight_series"]["mean"].as_array().unwrap().len());
-        assert!(out.contains("mean over the exchange 2.00") && out.contains("bins of 100 µs"));
+        assert!(out.contains("overall mean 2.00") && out.contains("bins of 100 µs"));
         assert!(out.contains("time since the capture's first packet, s"));
         assert!(
             !out.contains("<circle cx"),
             "a dense series draws no dot per bin"
         );
 
+        assert!(out.contains("overall most at once 4"));
+        assert!(!out.contains("off the axis"), "no bin is cut by the axis");
+        // A sparse series (one request in flight now and then) keeps every bin on the axis.
+        let mut sparse = stats();
+        let series = sparse.in_flight_series.as_mut().unwrap();
+        series.mean = (0..200)
+            .map(|i| if i % 50 == 0 { 0.9 } else { 0.0 })
+            .collect();
+        series.max = series.mean.iter().map(|m| m.ceil() as u32).collect();
+        sparse.in_flight_max = 1;
+        sparse.in_flight_mean = 0.02;
+        let mut out = String::new();
+        section(&document(&sparse)["summary"], 7, &mut out);
+        assert!(!out.contains("off the axis"), "{out}");
+        // Too few requests to judge: the table and verdict, no chart.
+        sparse.diagnosis.as_mut().unwrap().limit = ProtocolLimit::TooShort;
+        let mut out = String::new();
+        section(&document(&sparse)["summary"], 7, &mut out);
+        assert!(out.contains("too few requests for a chart") && !out.contains("<svg"));
         // An older document (no series, no verdict) shows what it has and says what is not.
         let mut old = stats();
         old.in_flight_series = None;

@@ -491,6 +491,54 @@ fn compare_page(mut store: Store) -> String {
     nsperf_report::compare_html(&ea, &eb, &rows)
 }
 
+/// A capture analysis as `nsperf trace --json` writes it, of one NFSv3 connection: 64 WRITEs
+/// of 64 KiB, its verdict, and 300 bins of requests in flight.
+fn nfs_trace() -> serde_json::Value {
+    use nsperf_trace::model::{
+        AppProtocol, InFlightSeries, OpSummary, ProtocolDiagnosis, ProtocolLimit, ProtocolStats,
+    };
+    let mean: Vec<f64> = (0..300)
+        .map(|i| 2.0 + 2.0 * (f64::from(i) / 20.0).sin())
+        .collect();
+    let p = ProtocolStats {
+        protocol: AppProtocol::OncRpc,
+        nfs_versions: vec![3],
+        client: "a".into(),
+        ops: vec![OpSummary {
+            program: "nfs".into(),
+            version: 3,
+            procedure: 7,
+            op: "WRITE".into(),
+            calls: 64,
+            replies: 64,
+            data_bytes: 64 << 16,
+            size_min: Some(65536),
+            size_max: Some(65536),
+            ..OpSummary::default()
+        }],
+        in_flight_max: 4,
+        in_flight_mean: 2.0,
+        in_flight_series: Some(InFlightSeries {
+            first_unix_ns: 1_000_000_000,
+            bin_s: 512e-6,
+            max: mean.iter().map(|m| m.ceil() as u32).collect(),
+            mean,
+        }),
+        diagnosis: Some(ProtocolDiagnosis {
+            limit: ProtocolLimit::RequestsInFlight,
+            message: "4.0 WRITE in flight on average, 64 KiB each, path RTT 50.1 ms: the requests in flight allowed 41.9 Mbit/s; measured 40.2 Mbit/s (96 % of it): protocol-bound".into(),
+            ..ProtocolDiagnosis::default()
+        }),
+        ..ProtocolStats::default()
+    };
+    serde_json::json!({"summary": {
+        "packets": 3000,
+        "first_packet_unix_ns": 900_000_000,
+        "connections": [{"id": 1, "a": "10.77.0.1:800", "b": "10.77.0.2:2049",
+            "a_to_b": {"unique_bytes": 4_200_000}, "b_to_a": {"unique_bytes": 9000},
+            "protocol": serde_json::to_value(p).unwrap()}]}})
+}
+
 /// Opens the report in headless Chromium: its check script counts the drawn shapes of every
 /// chart, the test's layout script measures every text (issue #14: no two texts of a chart
 /// overlap, none is cut by the chart's edge), the same for the page of `results compare`, and
@@ -503,8 +551,13 @@ fn browser_renders_every_chart_without_overlapping_or_cut_text() {
     };
     let dir = tempfile::tempdir().unwrap();
     let store = experiment(dir.path());
-    let data = ExperimentData::load(&store, "latest").unwrap();
+    let mut data = ExperimentData::load(&store, "latest").unwrap();
+    // One run's capture carried NFS: its protocol table and requests-in-flight chart are
+    // laid out with the rest.
+    let first = data.runs[0].id;
+    data.traces.insert(first, nfs_trace());
     let html = String::from_utf8(exporter("html").unwrap().export(&data).unwrap()).unwrap();
+    assert_eq!(html.matches("data-chart=\"requests-in-flight\"").count(), 1);
     let report = dir.path().join("report.html");
     std::fs::write(&report, &html).unwrap();
     let checked = with_layout_script(dir.path(), "checked.html", &html);
