@@ -431,6 +431,16 @@ impl ResolvedStep {
         }
     }
 
+    /// Where the step takes a capture, if it does (a network step, or an io step through a
+    /// lab).
+    pub fn capture(&self) -> Option<&CapturePoint> {
+        match &self.action {
+            Action::Net(n) => n.capture.as_ref(),
+            Action::Io(io) => io.capture.as_ref(),
+            Action::Bonnie(_) | Action::Exec(_) => None,
+        }
+    }
+
     /// The plan's service the step goes through, if any.
     pub fn service(&self) -> Option<&str> {
         match &self.action {

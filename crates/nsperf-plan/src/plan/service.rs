@@ -451,6 +451,9 @@ rtt = ["0ms", "50ms"]
             panic!()
         };
         assert_eq!(io.capture, link);
+        // As --keep-captures asks of every step (it said "no step takes a capture" of a plan
+        // whose captures were all on io steps).
+        assert_eq!(p.cells[0].steps[0].capture(), link.as_ref());
         // Outside a lab, or to a server no site holds: said at load.
         for (svc, step) in [
             (

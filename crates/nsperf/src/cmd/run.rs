@@ -280,10 +280,10 @@ fn keep_captures(plan: &Plan, args: &RunArgs, exec: &mut ProcessExecutor) {
         .cells
         .iter()
         .flat_map(|c| &c.steps)
-        .any(|s| matches!(&s.action, nsperf_plan::plan::Action::Net(n) if n.capture.is_some()));
+        .any(|s| s.capture().is_some());
     if !takes_one && !args.json {
         eprintln!(
-            "nsperf: --keep-captures: no step of plan {} takes a capture (add capture = \"SITE\" to a network step)",
+            "nsperf: --keep-captures: no step of plan {} takes a capture (add capture = \"SITE\" or \"link\" to a network step, or to an io step through a lab)",
             plan.name
         );
     }
