@@ -36,6 +36,10 @@
 #          the same work; and --fsync end, the COMMIT timed, for reference)
 #   read:  fio … --rw=read (the file fio just wrote: in the server's cache)
 #          nsperf io run URL -w seqread -s 1g -b 1m --iodepth 1  (remote-warm)
+#
+# NFSv4 (PARTS=nfs4, not in the default): on the ganesha of site b, nsperf's NFSv4.1 and 4.0
+# (URL?version=4.1, ?version=4.0) against nfs-cp's NFSv4 (URL/FILE?version=4: Debian's libnfs
+# 4.0.0 speaks 4.0) and nsperf's NFSv3, reads and writes of 1 GiB, 8 in flight, alternating.
 set -euo pipefail
 RUNS=${1:-${RUNS:-5}}
 PARTS=${PARTS:-nfs smb fio}
@@ -123,11 +127,53 @@ print(f"| seq read (server cache warm) | {mib(m(er))} | {mib(m(fr))} | {m(er)/m(
 print(f"fio runs: {len(ew)}; per run write nsperf {[round(x/2**20) for x in ew]} --fsync end {[round(x/2**20) for x in ee]} fio {[round(x/2**20) for x in fw]}; read nsperf {[round(x/2**20) for x in er]} fio {[round(x/2**20) for x in fr]} (MiB/s)")
 PY
 fi
-[[ " $PARTS " == *" nfs "* ]] || exit 0
+[[ " $PARTS " == *" nfs "* || " $PARTS " == *" nfs4 "* ]] || exit 0
 
 "$NS" lab serve "$LAB" b nfs "$DIR" --server ganesha >/dev/null
 URL=nfs://10.77.0.2$DIR
 A nfs-cp "$SHM/src-1g" "$URL/bench-1g" >/dev/null
+
+if [[ " $PARTS " == *" nfs4 "* ]]; then
+  # NFSv4.1 (nsperf, ?version=4) against NFSv4 (libnfs's nfs-cp, ?version=4) and against
+  # nsperf's own NFSv3, on the same ganesha; nfs-cp's wall time, a write counted only when the
+  # whole file arrived (Debian's libnfs 4.0.0 fails NFSv4 writes: then the row says so).
+  ns4() { A "$NS" io run "$URL$1" -s 1g -b 1m --iodepth 8 --json "${@:2}" | json "j['summary']['throughput_bytes_per_s']"; }
+  cp4_read() {
+    A nfs-cp "$URL/bench-1g?version=4" "$SHM/warm" >/dev/null; rm -f "$SHM/warm"
+    timed A nfs-cp "$URL/bench-1g?version=4" "$SHM/out"; rm -f "$SHM/out"
+  }
+  cp4_write() {
+    local t0 t1 ok=0
+    t0=$(date +%s%N)
+    A nfs-cp "$SHM/src-1g" "$URL/dst4-$1?version=4" >/dev/null 2>&1 && ok=1
+    t1=$(date +%s%N)
+    [ "$ok" = 1 ] && [ "$(stat -c %s "$DIR/dst4-$1" 2>/dev/null)" = $((1 << 30)) ] || ok=0
+    rm -f "$DIR/dst4-$1"
+    if [ "$ok" = 1 ]; then python3 -c "print($((1 << 30)) / (($t1 - $t0) / 1e9))"; else echo nan; fi
+  }
+  declare -a R4 R40 R3 C4R W4 W40 W3 C4W
+  for i in $(seq 1 "$RUNS"); do
+    R4+=("$(ns4 '?version=4.1' -w seqread)"); C4R+=("$(cp4_read)"); R40+=("$(ns4 '?version=4.0' -w seqread)"); R3+=("$(ns4 '?version=3' -w seqread)")
+    W4+=("$(ns4 '?version=4.1' -w seqwrite --fsync end)"); C4W+=("$(cp4_write "$i")"); W40+=("$(ns4 '?version=4.0' -w seqwrite --fsync end)"); W3+=("$(ns4 '?version=3' -w seqwrite --fsync end)")
+    echo "nfs4 run $i: read nsperf v4.1 ${R4[-1]} nfs-cp v4 ${C4R[-1]} nsperf v4.0 ${R40[-1]} v3 ${R3[-1]}  write nsperf v4.1 ${W4[-1]} nfs-cp v4 ${C4W[-1]} nsperf v4.0 ${W40[-1]} v3 ${W3[-1]} B/s" >&2
+  done
+  python3 - "${R4[*]}" "${C4R[*]}" "${R40[*]}" "${R3[*]}" "${W4[*]}" "${C4W[*]}" "${W40[*]}" "${W3[*]}" <<'PY'
+import math, statistics as st, sys
+r4, c4r, r40, r3, w4, c4w, w40, w3 = ([float(x) for x in a.split()] for a in sys.argv[1:])
+m = lambda xs: st.median([x for x in xs if not math.isnan(x)]) if any(not math.isnan(x) for x in xs) else float("nan")
+mib = lambda x: "n/a" if math.isnan(x) else f"{x / 2**20:.0f} MiB/s"
+ratio = lambda a, b: "n/a" if math.isnan(a) or math.isnan(b) else f"{a / b:.2f}x"
+failed = sum(math.isnan(x) for x in c4w)
+print("| ganesha, 1 GiB, 1 MiB requests, 8 in flight | nsperf NFSv4.1 | nfs-cp NFSv4 (libnfs: 4.0) | 4.1 / nfs-cp | nsperf NFSv4.0 | 4.0 / nfs-cp | nsperf NFSv3 | 4.1 / v3 |")
+print("|---|---|---|---|---|---|---|---|")
+print(f"| seq read (server cache warm) | {mib(m(r4))} | {mib(m(c4r))} | {ratio(m(r4), m(c4r))} | {mib(m(r40))} | {ratio(m(r40), m(c4r))} | {mib(m(r3))} | {ratio(m(r4), m(r3))} |")
+note = f" (nfs-cp failed {failed} of {len(c4w)} writes)" if failed else ""
+print(f"| seq write + COMMIT{note} | {mib(m(w4))} | {mib(m(c4w))} | {ratio(m(w4), m(c4w))} | {mib(m(w40))} | {ratio(m(w40), m(c4w))} | {mib(m(w3))} | {ratio(m(w4), m(w3))} |")
+r = lambda xs: [None if math.isnan(x) else round(x / 2**20) for x in xs]
+print(f"nfs4 runs (medians above): {len(r4)}; per run read v4.1 {r(r4)} nfs-cp v4 {r(c4r)} v4.0 {r(r40)} v3 {r(r3)}; write v4.1 {r(w4)} nfs-cp v4 {r(c4w)} v4.0 {r(w40)} v3 {r(w3)} (MiB/s)")
+PY
+fi
+[[ " $PARTS " == *" nfs "* ]] || exit 0
 
 ns_read() { A "$NS" io run "$URL" -w seqread -s 1g -b 1m --iodepth 8 --json "$@" | json "j['summary']['throughput_bytes_per_s']"; }
 ns_write() { A "$NS" io run "$URL" -w seqwrite -s 1g -b 1m --iodepth 8 --fsync end --json | json "j['summary']['throughput_bytes_per_s']"; }

@@ -98,6 +98,11 @@ impl RpcConn {
         self.addr
     }
 
+    /// The socket, for a data path that goes on from calls made here.
+    pub(crate) fn into_stream(self) -> TcpStream {
+        self.sock
+    }
+
     /// Calls `proc_` of `prog`/`vers` with the arguments `args` appends; returns a cursor at
     /// the start of the result.
     pub fn call(

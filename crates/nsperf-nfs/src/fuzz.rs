@@ -24,6 +24,28 @@ pub fn reply(data: &[u8]) {
     let _ = proto::decode_readdir(&mut XdrReader::new(rest));
     let _ = proto::FileHandle::decode(&mut XdrReader::new(rest));
     let _ = proto::SetAttr::decode(&mut XdrReader::new(rest));
+    v4_reply(rest);
+}
+
+/// The NFSv4.1 decoders on `rest`: a COMPOUND reply's results walked as the data path walks
+/// them, and each result body.
+fn v4_reply(rest: &[u8]) {
+    use crate::v4::wire::{self, Results, op};
+    let mut r = XdrReader::new(rest);
+    if let Ok(mut res) = Results::begin(&mut r, "fuzz") {
+        if res.next(op::SEQUENCE, "").is_ok() && res.sequence_rest(0).is_ok() {
+            for o in [op::PUTFH, op::OPEN, op::GETFH, op::GETATTR] {
+                if res.status_of(o).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = wire::decode_open(&mut XdrReader::new(rest));
+    let _ = wire::decode_attrs(&mut XdrReader::new(rest));
+    let _ = wire::decode_readdir(&mut XdrReader::new(rest), &mut Vec::new());
+    let _ = wire::decode_write(&mut XdrReader::new(rest));
+    let _ = proto::FileHandle::decode4(&mut XdrReader::new(rest));
 }
 
 /// The server's call decoding and dispatch on `data`, against an empty read-only export.

@@ -1,12 +1,14 @@
-//! NFSv3 over TCP in user space, for `nsperf io --engine nfs` and `nsperf lab serve`: no kernel
-//! mount and no root.
+//! NFSv3 and NFSv4.1 over TCP in user space, for `nsperf io --engine nfs` and `nsperf lab
+//! serve` (v3 only): no kernel mount and no root.
 //!
 //! - [`xdr`], [`rpc`], [`proto`]: the wire formats (checked decoders: no panic on any bytes,
 //!   fuzzed in `fuzz/fuzz_targets/nfs_reply.rs` and `nfs_call.rs`).
 //! - [`client`]: the control path (portmapper, MOUNT, LOOKUP/CREATE/REMOVE/GETATTR/FSINFO,
 //!   one call at a time) and [`Session`], a mounted target directory.
 //! - [`pipeline`]: the data path, READ/WRITE with many calls in flight on one connection and
-//!   no allocation or data copy per call beyond the one from the socket.
+//!   no allocation or data copy per call beyond the one from the socket; NFSv3 procedures or
+//!   NFSv4.1 COMPOUNDs on a session of the connection's own.
+//! - [`v4`]: NFSv4.1's client identity, sessions, control path and COMPOUND wire format.
 //! - [`server`]: a small threaded NFSv3 + MOUNT + portmapper server over a local directory.
 //!
 //! Why hand-written: `nfs3_client` (the maintained Rust client) sends one call at a time per
@@ -25,10 +27,11 @@ pub mod rpc;
 pub mod server;
 mod sock;
 pub mod url;
+pub mod v4;
 pub mod xdr;
 
 pub use client::{NfsClient, Session, Timeouts};
 pub use error::NfsError;
 pub use pipeline::{DataOp, Done, Pipeline};
 pub use proto::{FileHandle, FsInfo, NfsStat, Stable};
-pub use url::NfsUrl;
+pub use url::{NfsUrl, NfsVersion};

@@ -14,12 +14,15 @@
 use std::io::{self, Read};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::client::{initial_xid, lost};
+use crate::client::{RpcConn, initial_xid, lost};
 use crate::error::NfsError;
 use crate::proto::{self, FileHandle, NfsStat, Stable, proc3};
 use crate::rpc::{self, AuthSys, RpcError};
+use crate::v4::Lease;
+use crate::v4::wire::{self, Compound, Results, SessionId, Stateid, op};
 use crate::xdr::{XdrReader, pad4, put_u32, put_u64};
 
 /// Most calls in flight on one connection (the xid holds the slot in 12 bits).
@@ -85,10 +88,78 @@ enum Recv {
     },
 }
 
+/// What the calls of a connection speak.
+#[derive(Debug)]
+enum Dialect {
+    /// NFSv3 READ and WRITE procedures.
+    V3,
+    /// NFSv4 COMPOUNDs of PUTFH and READ or WRITE; in 4.1 after a SEQUENCE on a session of
+    /// this connection, slot N of the session for slot N of the pipeline.
+    V4(Box<V4>),
+}
+
+#[derive(Debug)]
+struct V4 {
+    /// 4.1's session; none in 4.0.
+    session: Option<Session41>,
+    stateid: Stateid,
+}
+
+#[derive(Debug)]
+struct Session41 {
+    sid: SessionId,
+    /// Each slot's last sequence id.
+    seqs: Vec<u32>,
+}
+
+impl V4 {
+    /// Starts a COMPOUND for `slot`: in 4.1 its SEQUENCE.
+    fn begin<'a>(&self, hdr: &'a mut Vec<u8>, slot: u32) -> Compound<'a> {
+        let mut c = Compound::begin(hdr, u32::from(self.session.is_some()));
+        if let Some(s) = &self.session {
+            let highest = (s.seqs.len() - 1) as u32;
+            c.sequence(&s.sid, s.seqs[slot as usize].wrapping_add(1), slot, highest);
+        }
+        c
+    }
+
+    /// Reads a reply's SEQUENCE result (4.1), moving the slot's sequence on when it
+    /// succeeded; its failed status, if it failed.
+    fn sequence_done(
+        &mut self,
+        res: &mut Results<'_, '_>,
+        slot: u32,
+    ) -> Result<Option<NfsStat>, NfsError> {
+        let Some(s) = &mut self.session else {
+            return Ok(None);
+        };
+        let st = res.status_of(op::SEQUENCE)?;
+        if st != NfsStat::OK {
+            return Ok(Some(st));
+        }
+        res.sequence_rest(slot)?;
+        s.seqs[slot as usize] = s.seqs[slot as usize].wrapping_add(1);
+        Ok(None)
+    }
+}
+
+/// A reply's head as both dialects give it.
+enum Head {
+    Read {
+        count: usize,
+    },
+    Write {
+        count: u32,
+        committed: Stable,
+        verf: u64,
+    },
+}
+
 /// A data connection to the NFS service.
 #[derive(Debug)]
 pub struct Pipeline {
     sock: TcpStream,
+    dialect: Dialect,
     fh: FileHandle,
     cred: AuthSys,
     seq: u32,
@@ -130,6 +201,54 @@ impl Pipeline {
             addr: addr.to_string(),
             source,
         })?;
+        Pipeline::on(sock, Dialect::V3, fh, depth, stable, timeout)
+    }
+
+    /// Connects to the server of `lease` for I/O on `fh` (opened as `stateid`) with up to
+    /// `depth` COMPOUNDs in flight, each moving up to `max_io` bytes; writes are sent with
+    /// `stable`. In 4.1 the connection gets a session of its own (and fewer slots than
+    /// `depth` when the server grants fewer).
+    pub fn connect_v4(
+        lease: &Arc<Lease>,
+        fh: FileHandle,
+        stateid: Stateid,
+        depth: usize,
+        max_io: u32,
+        stable: Stable,
+    ) -> Result<Pipeline, NfsError> {
+        let mut conn = RpcConn::connect_within("NFS", lease.addr, lease.timeouts)?;
+        let mut depth = depth.clamp(1, MAX_DEPTH);
+        let v = if lease.minor == 0 {
+            V4 {
+                session: None,
+                stateid,
+            }
+        } else {
+            let (sid, granted) = lease.create_session(&mut conn, depth as u32, max_io)?;
+            depth = granted as usize;
+            V4 {
+                session: Some(Session41 {
+                    sid,
+                    seqs: vec![0; depth],
+                }),
+                stateid: stateid.current(),
+            }
+        };
+        let sock = conn.into_stream();
+        sock.set_read_timeout(None).ok();
+        sock.set_write_timeout(None).ok();
+        let d = Dialect::V4(Box::new(v));
+        Pipeline::on(sock, d, fh, depth, stable, lease.timeouts.reply)
+    }
+
+    fn on(
+        sock: TcpStream,
+        dialect: Dialect,
+        fh: FileHandle,
+        depth: usize,
+        stable: Stable,
+        timeout: Duration,
+    ) -> Result<Pipeline, NfsError> {
         sock.set_nonblocking(true).map_err(|e| lost("connect", e))?;
         let depth = depth.clamp(1, MAX_DEPTH);
         let slot = Slot {
@@ -142,6 +261,7 @@ impl Pipeline {
         };
         Ok(Pipeline {
             sock,
+            dialect,
             fh,
             cred: AuthSys::current(),
             seq: initial_xid() >> SLOT_BITS,
@@ -208,25 +328,11 @@ impl Pipeline {
         self.seq = self.seq.wrapping_add(1);
         let xid = (self.seq << SLOT_BITS) | slot;
         let start = self.hdr.len();
-        let (proc_, extra) = match op {
-            DataOp::Read => (proc3::READ, 0),
-            DataOp::Write => (proc3::WRITE, len + (pad4(len) - len)),
+        let extra = match op {
+            DataOp::Read => 0,
+            DataOp::Write => pad4(len),
         };
-        let rec = rpc::begin_call(
-            &mut self.hdr,
-            xid,
-            proto::NFS_PROG,
-            proto::NFS_VERS,
-            proc_,
-            &self.cred,
-        );
-        self.fh.encode(&mut self.hdr);
-        put_u64(&mut self.hdr, offset);
-        put_u32(&mut self.hdr, len as u32);
-        if op == DataOp::Write {
-            put_u32(&mut self.hdr, self.stable.to_wire());
-            put_u32(&mut self.hdr, len as u32);
-        }
+        let rec = self.encode_call(op, xid, slot, offset, len as u32);
         rpc::finish_record(&mut self.hdr, rec, extra);
         self.segs.push(Seg::Head {
             start,
@@ -312,22 +418,42 @@ impl Pipeline {
         if !self.uncommitted {
             return Ok(());
         }
-        // A COMMIT on this connection, synchronously: nothing else is in flight.
+        // A COMMIT on this connection, synchronously: nothing else is in flight (so slot 0
+        // of an NFSv4.1 session is free).
         self.seq = self.seq.wrapping_add(1);
         let xid = self.seq << SLOT_BITS | SLOT_MASK;
         self.hdr.clear();
-        let rec = rpc::begin_call(
-            &mut self.hdr,
-            xid,
-            proto::NFS_PROG,
-            proto::NFS_VERS,
-            proc3::COMMIT,
-            &self.cred,
-        );
-        self.fh.encode(&mut self.hdr);
-        put_u64(&mut self.hdr, 0);
-        put_u32(&mut self.hdr, 0);
-        rpc::finish_record(&mut self.hdr, rec, 0);
+        match &self.dialect {
+            Dialect::V3 => {
+                let rec = rpc::begin_call(
+                    &mut self.hdr,
+                    xid,
+                    proto::NFS_PROG,
+                    proto::NFS_VERS,
+                    proc3::COMMIT,
+                    &self.cred,
+                );
+                self.fh.encode(&mut self.hdr);
+                put_u64(&mut self.hdr, 0);
+                put_u32(&mut self.hdr, 0);
+                rpc::finish_record(&mut self.hdr, rec, 0);
+            }
+            Dialect::V4(v) => {
+                let rec = rpc::begin_call(
+                    &mut self.hdr,
+                    xid,
+                    proto::NFS_PROG,
+                    wire::NFS_V4,
+                    wire::PROC_COMPOUND,
+                    &self.cred,
+                );
+                let mut c = v.begin(&mut self.hdr, 0);
+                c.putfh(&self.fh);
+                c.commit();
+                c.finish();
+                rpc::finish_record(&mut self.hdr, rec, 0);
+            }
+        }
         self.sock
             .set_nonblocking(false)
             .map_err(|e| lost("COMMIT", e))?;
@@ -372,10 +498,22 @@ impl Pipeline {
             what: "COMMIT",
             source: RpcError::Xdr(e),
         };
-        let st = NfsStat(r.u32().map_err(xe)?);
-        proto::skip_wcc_data(&mut r).map_err(xe)?;
-        if st != NfsStat::OK {
-            return Err(NfsError::nfs("COMMIT", "", st));
+        match &mut self.dialect {
+            Dialect::V3 => {
+                let st = NfsStat(r.u32().map_err(xe)?);
+                proto::skip_wcc_data(&mut r).map_err(xe)?;
+                if st != NfsStat::OK {
+                    return Err(NfsError::nfs("COMMIT", "", st));
+                }
+            }
+            Dialect::V4(v) => {
+                let mut res = Results::begin(&mut r, "COMMIT")?;
+                if let Some(stat) = v.sequence_done(&mut res, 0)? {
+                    return Err(NfsError::nfs("SEQUENCE", "", stat));
+                }
+                res.next(op::PUTFH, "")?;
+                res.next(op::COMMIT, "")?;
+            }
         }
         let verf = r.u64().map_err(xe)?;
         self.check_verf(verf)?;
@@ -397,6 +535,95 @@ impl Pipeline {
                 Ok(())
             }
         }
+    }
+
+    /// Appends the call of `op` (its WRITE data excluded) to the header buffer; returns the
+    /// record's start for [`rpc::finish_record`].
+    fn encode_call(&mut self, op: DataOp, xid: u32, slot: u32, offset: u64, len: u32) -> usize {
+        let (vers, proc_) = match (&self.dialect, op) {
+            (Dialect::V3, DataOp::Read) => (proto::NFS_VERS, proc3::READ),
+            (Dialect::V3, DataOp::Write) => (proto::NFS_VERS, proc3::WRITE),
+            (Dialect::V4(_), _) => (wire::NFS_V4, wire::PROC_COMPOUND),
+        };
+        let rec = rpc::begin_call(&mut self.hdr, xid, proto::NFS_PROG, vers, proc_, &self.cred);
+        match &self.dialect {
+            Dialect::V3 => {
+                self.fh.encode(&mut self.hdr);
+                put_u64(&mut self.hdr, offset);
+                put_u32(&mut self.hdr, len);
+                if op == DataOp::Write {
+                    put_u32(&mut self.hdr, self.stable.to_wire());
+                    put_u32(&mut self.hdr, len);
+                }
+            }
+            Dialect::V4(v) => {
+                let mut c = v.begin(&mut self.hdr, slot);
+                c.putfh(&self.fh);
+                match op {
+                    DataOp::Read => c.read(&v.stateid, offset, len),
+                    DataOp::Write => c.write_head(&v.stateid, offset, self.stable, len),
+                }
+                c.finish();
+            }
+        }
+        rec
+    }
+
+    /// Reads a reply's results up to the data (after the RPC header): the status of the
+    /// first operation that failed, or the head of the READ or WRITE result. In NFSv4.1 a
+    /// SEQUENCE that succeeded moves its slot's sequence on.
+    fn parse_head(
+        dialect: &mut Dialect,
+        r: &mut XdrReader<'_>,
+        slot: u32,
+        op: DataOp,
+    ) -> Result<Result<Head, NfsStat>, NfsError> {
+        let xe = |e| NfsError::Rpc {
+            what: "READ/WRITE",
+            source: RpcError::Xdr(e),
+        };
+        if let Dialect::V4(v) = dialect {
+            let mut res = Results::begin(r, "READ/WRITE")?;
+            if let Some(st) = v.sequence_done(&mut res, slot)? {
+                return Ok(Err(st));
+            }
+            let which = match op {
+                DataOp::Read => op::READ,
+                DataOp::Write => op::WRITE,
+            };
+            for o in [op::PUTFH, which] {
+                let st = res.status_of(o)?;
+                if st != NfsStat::OK {
+                    return Ok(Err(st));
+                }
+            }
+            return Ok(Ok(match op {
+                DataOp::Read => {
+                    r.bool().map_err(xe)?;
+                    Head::Read {
+                        count: r.u32().map_err(xe)? as usize,
+                    }
+                }
+                DataOp::Write => {
+                    let (count, committed, verf) = wire::decode_write(r).map_err(xe)?;
+                    Head::Write {
+                        count,
+                        committed,
+                        verf,
+                    }
+                }
+            }));
+        }
+        Ok(match op {
+            DataOp::Read => proto::decode_read_head(r).map_err(xe)?.map(|h| Head::Read {
+                count: h.count as usize,
+            }),
+            DataOp::Write => proto::decode_write(r).map_err(xe)?.map(|w| Head::Write {
+                count: w.count,
+                committed: w.committed,
+                verf: w.verf,
+            }),
+        })
     }
 
     /// Sends queued bytes until done or the socket is full; true when some were sent.
@@ -629,67 +856,92 @@ impl Pipeline {
                 ));
             }
         };
-        let xe = |e| NfsError::Rpc {
-            what: "READ/WRITE",
-            source: RpcError::Xdr(e),
-        };
-        match s.op {
-            DataOp::Read => {
-                let head = proto::decode_read_head(&mut r).map_err(xe)?;
-                let used = r.position();
-                match head {
-                    Err(st) => {
-                        self.last_status = Some(st);
-                        self.rpos += used;
-                        self.state = Recv::Skip {
-                            left: len - used,
-                            then: Some((slot, -status_errno(st))),
-                        };
-                    }
-                    Ok(h) => {
-                        let count = h.count as usize;
-                        if count > s.len as usize || used + pad4(count) != len {
-                            return Err(bad("READ", "data length does not match the reply"));
-                        }
-                        self.rpos += used;
-                        self.state = Recv::Data {
-                            slot,
-                            done: 0,
-                            count,
-                            pad: pad4(count) - count,
-                        };
-                        if count == 0 {
-                            self.state = Recv::Skip {
-                                left: 0,
-                                then: Some((slot, 0)),
-                            };
-                        }
-                    }
+        if s.op == DataOp::Write && len > HEAD_MAX {
+            return Err(bad("WRITE", "reply too long"));
+        }
+        let head = Pipeline::parse_head(&mut self.dialect, &mut r, slot, s.op)?;
+        let used = r.position();
+        match head {
+            Err(st) => {
+                self.last_status = Some(st);
+                self.rpos += used;
+                self.state = Recv::Skip {
+                    left: len - used,
+                    then: Some((slot, -status_errno(st))),
+                };
+            }
+            Ok(Head::Read { count }) => {
+                if count > s.len as usize || used + pad4(count) != len {
+                    return Err(bad("READ", "data length does not match the reply"));
+                }
+                self.rpos += used;
+                self.state = Recv::Data {
+                    slot,
+                    done: 0,
+                    count,
+                    pad: pad4(count) - count,
+                };
+                if count == 0 {
+                    self.state = Recv::Skip {
+                        left: 0,
+                        then: Some((slot, 0)),
+                    };
                 }
             }
-            DataOp::Write => {
-                if len > HEAD_MAX {
-                    return Err(bad("WRITE", "reply too long"));
-                }
-                let res = proto::decode_write(&mut r).map_err(xe)?;
+            Ok(Head::Write {
+                count,
+                committed,
+                verf,
+            }) => {
                 self.rpos += len;
                 self.state = Recv::Mark;
-                match res {
-                    Err(st) => {
-                        self.last_status = Some(st);
-                        self.finish(slot, -status_errno(st), out);
-                    }
-                    Ok(w) => {
-                        self.check_verf(w.verf)?;
-                        if w.committed == Stable::Unstable {
-                            self.uncommitted = true;
-                        }
-                        self.finish(slot, w.count.min(s.len) as i32, out);
-                    }
+                self.check_verf(verf)?;
+                if committed == Stable::Unstable {
+                    self.uncommitted = true;
                 }
+                self.finish(slot, count.min(s.len) as i32, out);
             }
         }
         Ok(())
+    }
+}
+
+impl Drop for Pipeline {
+    /// An NFSv4.1 connection ends its session (best effort, one second at most): the client
+    /// is destroyed later only when it holds no session.
+    fn drop(&mut self) {
+        let Dialect::V4(v) = &self.dialect else {
+            return;
+        };
+        let Some(s) = &v.session else {
+            return;
+        };
+        let mut b = Vec::with_capacity(128);
+        let xid = self.seq.wrapping_add(1) << SLOT_BITS | SLOT_MASK;
+        let rec = rpc::begin_call(
+            &mut b,
+            xid,
+            proto::NFS_PROG,
+            wire::NFS_V4,
+            wire::PROC_COMPOUND,
+            &self.cred,
+        );
+        let mut c = Compound::begin(&mut b, 1);
+        c.destroy_session(&s.sid);
+        c.finish();
+        rpc::finish_record(&mut b, rec, 0);
+        if self.sock.set_nonblocking(false).is_err() {
+            return;
+        }
+        let second = Some(Duration::from_secs(1));
+        self.sock.set_write_timeout(second).ok();
+        self.sock.set_read_timeout(second).ok();
+        if std::io::Write::write_all(&mut self.sock, &b).is_ok() {
+            // The reply (or whatever was still coming) is read and dropped: the server has
+            // acted on the call once it answers.
+            let mut sink = [0u8; 512];
+            let _ = self.sock.read(&mut sink);
+        }
     }
 }
 

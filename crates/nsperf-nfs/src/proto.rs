@@ -62,6 +62,8 @@ pub mod proc3 {
 
 /// Longest NFSv3 file handle.
 pub const FHSIZE3: usize = 64;
+/// Longest NFSv4 file handle.
+pub const FHSIZE4: usize = 128;
 /// Longest file name nsperf sends or accepts.
 pub const NAME_MAX: usize = 255;
 /// Size of an encoded `fattr3`.
@@ -154,20 +156,21 @@ impl fmt::Display for NfsStat {
     }
 }
 
-/// An NFSv3 file handle: up to 64 opaque bytes, kept inline (copying it allocates nothing).
+/// An NFS file handle: up to 64 opaque bytes in NFSv3, 128 in NFSv4, kept inline (copying it
+/// allocates nothing).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FileHandle {
     len: u8,
-    bytes: [u8; FHSIZE3],
+    bytes: [u8; FHSIZE4],
 }
 
 impl FileHandle {
-    /// A handle from its bytes; `None` when longer than 64 bytes.
+    /// A handle from its bytes; `None` when longer than 128 bytes.
     pub fn new(b: &[u8]) -> Option<FileHandle> {
-        if b.len() > FHSIZE3 {
+        if b.len() > FHSIZE4 {
             return None;
         }
-        let mut bytes = [0u8; FHSIZE3];
+        let mut bytes = [0u8; FHSIZE4];
         bytes[..b.len()].copy_from_slice(b);
         Some(FileHandle {
             len: b.len() as u8,
@@ -185,7 +188,16 @@ impl FileHandle {
         let b = r.opaque(FHSIZE3)?;
         Ok(FileHandle::new(b).unwrap_or(FileHandle {
             len: 0,
-            bytes: [0; FHSIZE3],
+            bytes: [0; FHSIZE4],
+        }))
+    }
+
+    /// Decodes an `nfs_fh4` (up to 128 bytes).
+    pub fn decode4(r: &mut XdrReader<'_>) -> Result<FileHandle, XdrError> {
+        let b = r.opaque(FHSIZE4)?;
+        Ok(FileHandle::new(b).unwrap_or(FileHandle {
+            len: 0,
+            bytes: [0; FHSIZE4],
         }))
     }
 
@@ -675,6 +687,16 @@ mod tests {
         let mut b = Vec::new();
         s.encode(&mut b);
         assert_eq!(SetAttr::decode(&mut XdrReader::new(&b)).unwrap(), s);
-        assert!(FileHandle::new(&[0; 65]).is_none());
+        assert!(FileHandle::new(&[0; 129]).is_none());
+        // NFSv3's handles stay within 64 bytes on the wire, NFSv4's within 128.
+        let mut b = Vec::new();
+        put_opaque(&mut b, &[1; 65]);
+        assert!(FileHandle::decode(&mut XdrReader::new(&b)).is_err());
+        assert_eq!(
+            FileHandle::decode4(&mut XdrReader::new(&b))
+                .unwrap()
+                .as_bytes(),
+            &[1; 65]
+        );
     }
 }

@@ -1,9 +1,13 @@
-//! `nfs://HOST[:PORT]/EXPORT/PATH` targets.
+//! `nfs://HOST[:PORT]/EXPORT/PATH[?version=3|4|4.0|4.1]` targets.
 //!
-//! The path names a directory on the server: the longest export the server lists that is a
-//! prefix of it is mounted, and the rest is looked up from there. Without a port, MOUNT and
-//! NFS are found through the portmapper (port 111); with one, both are expected on it (the
-//! embedded server serves MOUNT, NFS and the portmapper on one port).
+//! The path names a directory on the server. NFSv3: the longest export the server lists that
+//! is a prefix of it is mounted, and the rest is looked up from there; without a port, MOUNT
+//! and NFS are found through the portmapper (port 111); with one, both are expected on it
+//! (the embedded server serves MOUNT, NFS and the portmapper on one port). NFSv4: the path is
+//! looked up from the server's root (its pseudo file system), on port 2049 without one.
+//! `version=4` (libnfs's URL option) is 4.1 when the server speaks it, else 4.0; `4.0` and
+//! `4.1` ask for one. Without `version`, v3 is used when the server's portmapper offers it,
+//! else v4.
 
 use std::fmt;
 use std::str::FromStr;
@@ -27,11 +31,58 @@ pub struct NfsUrl {
     /// Absolute path on the server (export, then a directory inside it), without a trailing
     /// slash except for `/` itself.
     pub path: String,
+    /// The NFS version asked for (`?version=`); `None` chooses by what the server offers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<NfsVersion>,
+}
+
+/// An NFS version the client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum NfsVersion {
+    /// NFSv3 (RFC 1813) with MOUNT.
+    #[serde(rename = "3")]
+    V3,
+    /// NFSv4, the newest minor version both speak (4.1, else 4.0).
+    #[serde(rename = "4")]
+    V4,
+    /// NFSv4.0 (RFC 7530).
+    #[serde(rename = "4.0")]
+    V4_0,
+    /// NFSv4.1 (RFC 8881) with sessions.
+    #[serde(rename = "4.1")]
+    V4_1,
+}
+
+impl FromStr for NfsVersion {
+    type Err = &'static str;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "3" => Ok(NfsVersion::V3),
+            "4" => Ok(NfsVersion::V4),
+            "4.0" => Ok(NfsVersion::V4_0),
+            "4.1" => Ok(NfsVersion::V4_1),
+            _ => Err("version must be 3, 4, 4.0 or 4.1"),
+        }
+    }
+}
+
+impl fmt::Display for NfsVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NfsVersion::V3 => "3",
+            NfsVersion::V4 => "4",
+            NfsVersion::V4_0 => "4.0",
+            NfsVersion::V4_1 => "4.1",
+        })
+    }
 }
 
 /// Why a string is not an `nfs://` URL.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("bad NFS URL '{url}': {why} (expected nfs://HOST[:PORT]/EXPORT/PATH)")]
+#[error(
+    "bad NFS URL '{url}': {why} (expected nfs://HOST[:PORT]/EXPORT/PATH[?version=3|4|4.0|4.1])"
+)]
 pub struct UrlError {
     url: String,
     why: &'static str,
@@ -60,7 +111,20 @@ impl FromStr for NfsUrl {
         if !NfsUrl::is_nfs_url(s) {
             return Err(bad("it does not start with nfs://"));
         }
-        let parts = RULES.split(s).map_err(bad)?;
+        let (s_path, query) = match s.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (s, None),
+        };
+        let version = match query {
+            None => None,
+            Some(q) => {
+                let v = q
+                    .strip_prefix("version=")
+                    .ok_or_else(|| bad("the only option is version=3|4|4.0|4.1"))?;
+                Some(v.parse::<NfsVersion>().map_err(bad)?)
+            }
+        };
+        let parts = RULES.split(s_path).map_err(bad)?;
         let path = format!("/{}", parts.components.join("/"));
         if path.len() > crate::proto::MNTPATHLEN {
             return Err(bad("the path is longer than 1024 bytes"));
@@ -69,6 +133,7 @@ impl FromStr for NfsUrl {
             host: parts.host.to_string(),
             port: parts.port,
             path,
+            version,
         })
     }
 }
@@ -84,7 +149,11 @@ impl fmt::Display for NfsUrl {
         if let Some(p) = self.port {
             write!(f, ":{p}")?;
         }
-        f.write_str(&self.path)
+        f.write_str(&self.path)?;
+        if let Some(v) = self.version {
+            write!(f, "?version={v}")?;
+        }
+        Ok(())
     }
 }
 
@@ -105,6 +174,21 @@ mod tests {
         let u: NfsUrl = "nfs://h:20490/".parse().unwrap();
         assert_eq!(u.path, "/");
         assert_eq!(u.components().count(), 0);
+        assert_eq!(u.version, None);
+        let u: NfsUrl = "nfs://h/srv/x?version=4".parse().unwrap();
+        assert_eq!(
+            (u.path.as_str(), u.version),
+            ("/srv/x", Some(NfsVersion::V4))
+        );
+        assert_eq!(u.to_string(), "nfs://h/srv/x?version=4");
+        for (v, want) in [("4.0", NfsVersion::V4_0), ("4.1", NfsVersion::V4_1)] {
+            let u: NfsUrl = format!("nfs://h/x?version={v}").parse().unwrap();
+            assert_eq!(u.version, Some(want));
+            assert_eq!(u.to_string(), format!("nfs://h/x?version={v}"));
+        }
+        let u: NfsUrl = "nfs://h/srv?version=3".parse().unwrap();
+        assert_eq!(u.version, Some(NfsVersion::V3));
+        assert_eq!(u.to_string().parse::<NfsUrl>().unwrap(), u);
     }
 
     #[test]
@@ -119,6 +203,10 @@ mod tests {
             "nfs://u@h/x",
             "nfs://[::1/x",
             "nfs://h/x?uid=0",
+            "nfs://h/x?version=2",
+            "nfs://h/x?version=4.2",
+            "nfs://h/x?version=4&uid=0",
+            "nfs://h?version=4",
             // A two-byte character across byte 6 once panicked the scheme check.
             "nfs:/\u{e9}/x",
         ] {

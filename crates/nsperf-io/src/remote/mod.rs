@@ -6,6 +6,7 @@
 
 mod findings;
 pub(crate) mod nfs;
+mod nfs_control;
 pub(crate) mod smb;
 mod suite;
 

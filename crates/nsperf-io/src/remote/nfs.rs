@@ -1,4 +1,5 @@
-//! `nsperf io run nfs://…`: the NFSv3 side of [`super`] — one connection per job,
+//! `nsperf io run nfs://…`: the NFS side of [`super`] (v3, or v4.1 with `?version=4` or when
+//! the server offers no v3: [`nfs_control`]) — one connection per job,
 //! `--iodepth` RPCs in flight on each, `--bs` the RPC size (clamped to what the server's
 //! FSINFO allows, with a finding).
 //!
@@ -14,8 +15,9 @@
 
 use std::time::Duration;
 
-use nsperf_nfs::proto::FileType;
-use nsperf_nfs::{FileHandle, NfsError, NfsStat, Pipeline, Session, Stable};
+use nsperf_nfs::{FileHandle, NfsError, NfsStat, Stable};
+
+use super::nfs_control::{Control, DataPath};
 
 use super::suite::{MetaOp, RemoteFs};
 use super::{Commit, JobOpener, RemoteFacts, Started};
@@ -33,7 +35,7 @@ pub const TIMEOUT: Duration = nsperf_nfs::client::DEFAULT_TIMEOUT;
 /// The files created on the server; removes them (and the metadata test's directory) when
 /// dropped, whatever the exit path.
 struct RemoteFiles {
-    session: Session,
+    session: Control,
     stable: Stable,
     tag: String,
     seq: u32,
@@ -43,7 +45,7 @@ struct RemoteFiles {
 }
 
 impl RemoteFiles {
-    fn new(session: Session, stable: Stable) -> Self {
+    fn new(session: Control, stable: Stable) -> Self {
         RemoteFiles {
             session,
             stable,
@@ -62,8 +64,8 @@ impl RemoteFiles {
     /// Creates a new file in the target directory.
     fn create(&mut self, what: &str) -> Result<(FileHandle, String), IoError> {
         let name = self.next_name(what);
-        let dir = self.session.dir;
-        let fh = self.session.client.create(&dir, &name)?;
+        let dir = self.session.dir();
+        let fh = self.session.create(&dir, &name)?;
         self.created.push((dir, name.clone(), false));
         self.data.push((fh, name.clone()));
         Ok((fh, name))
@@ -73,7 +75,7 @@ impl RemoteFiles {
     fn commit_on_close(&mut self) -> Result<u64, IoError> {
         let t = std::time::Instant::now();
         for (fh, name) in &self.data {
-            self.session.client.commit(fh, name)?;
+            self.session.commit(fh, name)?;
         }
         Ok(t.elapsed().as_nanos() as u64)
     }
@@ -81,8 +83,8 @@ impl RemoteFiles {
     /// Creates a directory in the target directory.
     fn mkdir(&mut self, what: &str) -> Result<(FileHandle, String), IoError> {
         let name = self.next_name(what);
-        let dir = self.session.dir;
-        let fh = self.session.client.mkdir(&dir, &name)?;
+        let dir = self.session.dir();
+        let fh = self.session.mkdir(&dir, &name)?;
         self.created.push((dir, name.clone(), true));
         Ok((fh, name))
     }
@@ -104,18 +106,24 @@ impl RemoteFiles {
     }
 
     fn path(&self, name: &str) -> String {
-        format!("{}/{name}", self.session.url)
+        let mut u = self.session.url().clone();
+        u.version = None;
+        format!("{u}/{name}")
     }
 }
 
 impl Drop for RemoteFiles {
     fn drop(&mut self) {
-        // Files before directories: a directory's files were registered after it.
+        // Open files closed first (v4.1), then files before directories: a directory's
+        // files were registered after it.
+        for (fh, name) in std::mem::take(&mut self.data) {
+            let _ = self.session.close(&fh, &name);
+        }
         for (dir, name, is_dir) in self.created.drain(..).rev() {
             let _ = if is_dir {
-                self.session.client.rmdir(&dir, &name)
+                self.session.rmdir(&dir, &name)
             } else {
-                self.session.client.remove(&dir, &name)
+                self.session.remove(&dir, &name)
             };
         }
     }
@@ -130,7 +138,7 @@ pub fn run(
         return Err(IoError::Config("not an nfs:// target".into()));
     };
     let mut started = Started::new(cfg);
-    let mut session = Session::open_within(
+    let mut session = Control::open(
         url,
         nsperf_nfs::Timeouts {
             connect: cfg.connect_timeout,
@@ -138,12 +146,13 @@ pub fn run(
         },
     )?;
     started.stale = crate::stale::sweep(&mut NfsDir(&mut session), cfg.clean_stale)?;
-    let fsi = session.fsinfo;
+    let fsi = session.limits();
     let (eff, clamp) = super::clamp_bs(cfg, fsi.rtmax, fsi.wtmax);
+    let protocol = session.protocol();
     let remote = RemoteFacts {
-        protocol: "nfs3".into(),
-        server: session.nfs_addr.to_string(),
-        export: session.export.clone(),
+        protocol: protocol.into(),
+        server: session.server().to_string(),
+        export: session.export(),
         rtmax_bytes: fsi.rtmax,
         wtmax_bytes: fsi.wtmax,
         rtpref_bytes: fsi.rtpref,
@@ -163,7 +172,7 @@ pub fn run(
     let monitor = started.monitor(cfg);
     let run = if eff.workload.is_block() {
         let opener = Opener {
-            addr: files.session.nfs_addr,
+            path: files.session.data_path(),
             depth: eff.iodepth as usize,
             stable: stable_of(cfg),
         };
@@ -188,7 +197,7 @@ pub fn run(
         .ok()
         .map(|a| a.ip());
     let fs = crate::fsinfo::FsInfo {
-        fs_type: "nfs3 (nsperf user-space client)".into(),
+        fs_type: format!("{protocol} (nsperf user-space client)"),
         mount_source: format!("{}:{}", url.host, remote.export),
         mount_point: std::path::PathBuf::from(&url.path),
         dev: String::new(),
@@ -202,7 +211,7 @@ pub fn run(
 }
 
 /// The target directory through the control connection, for [`crate::stale::sweep`].
-struct NfsDir<'a>(&'a mut Session);
+struct NfsDir<'a>(&'a mut Control);
 
 /// An NFS error as an I/O error, Ctrl-C as [`IoError::Interrupted`].
 fn io_err(e: NfsError) -> IoError {
@@ -219,7 +228,7 @@ fn gone(e: &NfsError) -> bool {
 
 impl crate::stale::Listing for NfsDir<'_> {
     fn dir(&self) -> String {
-        self.0.url.to_string()
+        self.0.url().to_string()
     }
 
     fn local(&self) -> bool {
@@ -228,23 +237,23 @@ impl crate::stale::Listing for NfsDir<'_> {
 
     fn entries(&mut self) -> Result<Vec<crate::stale::Entry>, IoError> {
         let s = &mut *self.0;
-        let dir = s.dir;
-        let names = s.client.readdir(&dir, &s.url.path).map_err(io_err)?;
+        let dir = s.dir();
+        let path = s.url().path.clone();
+        let names = s.readdir(&dir, &path).map_err(io_err)?;
         let mut out = Vec::new();
         for name in names {
             if crate::stale::Owner::of(&name).is_none() {
                 continue;
             }
-            let attr = match s.client.lookup(&dir, &name) {
-                Ok((_, Some(a))) => a,
-                Ok((fh, None)) => s.client.getattr(&fh, &name).map_err(io_err)?,
+            let found = match s.lookup(&dir, &name) {
+                Ok(f) => f,
                 Err(e) if gone(&e) => continue,
                 Err(e) => return Err(io_err(e)),
             };
             out.push(crate::stale::Entry {
                 name,
-                is_dir: attr.ftype == FileType::Directory,
-                bytes: attr.size,
+                is_dir: found.is_dir,
+                bytes: found.size,
                 changed_s: None,
             });
         }
@@ -259,19 +268,19 @@ impl crate::stale::Listing for NfsDir<'_> {
 
     fn remove(&mut self, e: &crate::stale::Entry) -> Result<(), IoError> {
         let s = &mut *self.0;
-        let dir = s.dir;
+        let dir = s.dir();
         let r = if e.is_dir {
-            s.client.lookup(&dir, &e.name).and_then(|(sub, _)| {
-                for f in s.client.readdir(&sub, &e.name)? {
-                    match s.client.remove(&sub, &f) {
+            s.lookup(&dir, &e.name).and_then(|found| {
+                for f in s.readdir(&found.fh, &e.name)? {
+                    match s.remove(&found.fh, &f) {
                         Err(err) if !gone(&err) => return Err(err),
                         _ => {}
                     }
                 }
-                s.client.rmdir(&dir, &e.name)
+                s.rmdir(&dir, &e.name)
             })
         } else {
-            s.client.remove(&dir, &e.name)
+            s.remove(&dir, &e.name)
         };
         match r {
             Err(err) if !gone(&err) => Err(io_err(err)),
@@ -303,19 +312,19 @@ fn stable_of(cfg: &RunConfig) -> Stable {
 }
 
 /// Where and how to lay out or read through a file, unmeasured.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct Transfer {
-    addr: std::net::SocketAddr,
+    path: DataPath,
     /// RPC size: 1 MiB or less when the server allows less.
     chunk: usize,
 }
 
 impl Transfer {
     fn new(files: &RemoteFiles) -> Self {
-        let f = files.session.fsinfo;
+        let f = files.session.limits();
         let limit = f.rtmax.min(f.wtmax).max(4096) as usize;
         Transfer {
-            addr: files.session.nfs_addr,
+            path: files.session.data_path(),
             chunk: limit.min(1 << 20),
         }
     }
@@ -323,16 +332,18 @@ impl Transfer {
 
 /// Writes (unstably, then COMMIT) or reads `len` bytes of a file, unmeasured, with 8 RPCs
 /// in flight on a connection of its own.
-fn transfer(t: Transfer, fh: FileHandle, len: u64, op: OpKind, path: &str) -> Result<(), IoError> {
+fn transfer(t: &Transfer, fh: FileHandle, len: u64, op: OpKind, path: &str) -> Result<(), IoError> {
     let err = |e: NfsError| IoError::remote("layout", path.to_string(), to_io(e));
-    let p = Pipeline::connect(t.addr, fh, super::LAYOUT_DEPTH, Stable::Unstable, TIMEOUT)
+    let p = t
+        .path
+        .connect(fh, super::LAYOUT_DEPTH, Stable::Unstable, TIMEOUT)
         .map_err(err)?;
     super::transfer(&mut Nfs::new(p), t.chunk, len, op, path)
 }
 
 /// Opens a job's connection to its file.
 struct Opener {
-    addr: std::net::SocketAddr,
+    path: DataPath,
     depth: usize,
     stable: Stable,
 }
@@ -340,7 +351,8 @@ struct Opener {
 impl JobOpener<FileHandle> for Opener {
     type Engine = Nfs;
     fn open(&self, f: &FileHandle, _name: &str) -> std::io::Result<Nfs> {
-        Pipeline::connect(self.addr, *f, self.depth, self.stable, TIMEOUT)
+        self.path
+            .connect(*f, self.depth, self.stable, TIMEOUT)
             .map(Nfs::new)
             .map_err(to_io)
     }
@@ -366,7 +378,7 @@ impl RemoteFs for RemoteFiles {
         buf: &[u8],
     ) -> Result<(), IoError> {
         let stable = self.stable;
-        self.session.client.write(f, name, off, buf, stable)?;
+        self.session.write(f, name, off, buf, stable)?;
         Ok(())
     }
 
@@ -377,7 +389,7 @@ impl RemoteFs for RemoteFiles {
         off: u64,
         buf: &mut [u8],
     ) -> Result<(usize, bool), IoError> {
-        Ok(self.session.client.read(f, name, off, buf)?)
+        Ok(self.session.read(f, name, off, buf)?)
     }
 
     fn needs_sync(&self) -> bool {
@@ -385,7 +397,7 @@ impl RemoteFs for RemoteFiles {
     }
 
     fn sync(&mut self, f: &FileHandle, name: &str) -> Result<(), IoError> {
-        self.session.client.commit(f, name)?;
+        self.session.commit(f, name)?;
         Ok(())
     }
 
@@ -398,9 +410,9 @@ impl RemoteFs for RemoteFiles {
     ) -> Result<(), IoError> {
         let path = self.path(name);
         let t = Transfer::new(self);
-        transfer(t, *f, len, OpKind::Write, &path)?;
+        transfer(&t, *f, len, OpKind::Write, &path)?;
         if read_back {
-            transfer(t, *f, len, OpKind::Read, &path)?;
+            transfer(&t, *f, len, OpKind::Read, &path)?;
         }
         Ok(())
     }
@@ -418,19 +430,18 @@ impl RemoteFs for RemoteFiles {
         rbuf: &mut [u8],
     ) -> Result<(), IoError> {
         let stable = self.stable;
-        let cl = &mut self.session.client;
+        let cl = &mut self.session;
         let r: Result<(), NfsError> = match op {
             MetaOp::Create => cl.create(dir, name).and_then(|fh| {
-                if payload.is_empty() {
-                    Ok(())
-                } else {
-                    cl.write(&fh, name, 0, payload, stable).map(|_| ())
+                if !payload.is_empty() {
+                    cl.write(&fh, name, 0, payload, stable)?;
                 }
+                cl.close(&fh, name)
             }),
             MetaOp::Stat => cl.lookup(dir, name).map(|_| ()),
             MetaOp::Read => cl
                 .lookup(dir, name)
-                .and_then(|(fh, _)| cl.read(&fh, name, 0, rbuf).map(|_| ())),
+                .and_then(|f| cl.read(&f.fh, name, 0, rbuf).map(|_| ())),
             MetaOp::Delete => cl.remove(dir, name),
         };
         r?;
