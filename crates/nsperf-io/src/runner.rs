@@ -299,16 +299,17 @@ fn run_block(
 
 /// Where each job's blocks lie: in one shared file (or the device), job `j` from `j ×
 /// region`, or each job at the start of a file of its own.
-struct Placement {
-    files: usize,
+pub(crate) struct Placement {
+    /// How many files (1: shared by every job).
+    pub files: usize,
     /// One job's bytes (`blocks × bs`).
     region: u64,
     /// Each file's length.
-    per_file: u64,
+    pub per_file: u64,
 }
 
 impl Placement {
-    fn of(cfg: &RunConfig, is_device: bool) -> Self {
+    pub(crate) fn of(cfg: &RunConfig, is_device: bool) -> Self {
         let region = cfg.blocks() * cfg.bs_bytes;
         let files = if cfg.shared_file || is_device {
             1
@@ -328,7 +329,7 @@ impl Placement {
     }
 
     /// Job `j`'s file index and its first byte there.
-    fn of_job(&self, j: u32) -> (usize, u64) {
+    pub(crate) fn of_job(&self, j: u32) -> (usize, u64) {
         if self.files == 1 {
             (0, j as u64 * self.region)
         } else {

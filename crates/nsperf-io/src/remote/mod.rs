@@ -26,7 +26,7 @@ use crate::error::IoError;
 use crate::findings::{RunFacts, findings};
 use crate::job::JobPlan;
 use crate::result::{IoReport, IoSummary, VerifySummary};
-use crate::runner::run_jobs;
+use crate::runner::{Placement, run_jobs};
 use crate::target::Target;
 use crate::verify::{self, Tally};
 use crate::workload::{OpKind, Workload};
@@ -115,19 +115,10 @@ where
 {
     let bs = cfg.bs_bytes;
     let blocks = cfg.blocks();
-    let region = blocks * bs;
-    let nfiles = if cfg.shared_file {
-        1
-    } else {
-        cfg.jobs as usize
-    };
-    let per_file = if nfiles == 1 {
-        region * cfg.jobs as u64
-    } else {
-        region
-    };
-    let mut handles = Vec::with_capacity(nfiles);
-    for _ in 0..nfiles {
+    let place = Placement::of(cfg, false);
+    let per_file = place.per_file;
+    let mut handles = Vec::with_capacity(place.files);
+    for _ in 0..place.files {
         handles.push(files.create_file(cfg.workload.name())?);
     }
     let reads = cfg.workload.needs_layout() && cfg.workload != Workload::Rewrite;
@@ -169,11 +160,11 @@ where
     }
     let plans: Vec<JobPlan> = (0..cfg.jobs)
         .map(|j| {
-            let base = if nfiles == 1 { j as u64 * region } else { 0 };
+            let base = place.of_job(j).1;
             JobPlan::of(cfg, j, -1, per_file, base, cfg.iodepth as usize)
         })
         .collect();
-    let file_of = |j: u32| &handles[if nfiles == 1 { 0 } else { j as usize }];
+    let file_of = |j: u32| &handles[place.of_job(j).0];
     let results = run_jobs(cfg, plans, observer, |plan: &JobPlan| {
         let (f, name) = file_of(plan.id);
         opener.open(f, name)
@@ -198,8 +189,7 @@ where
                     let mut e = opener
                         .open(f, name)
                         .map_err(|e| IoError::remote("verify", path.clone(), e))?;
-                    let base = if nfiles == 1 { j as u64 * region } else { 0 };
-                    let span = (base, written * bs);
+                    let span = (place.of_job(j as u32).1, written * bs);
                     let depth = cfg.iodepth as usize;
                     transfer_checked(&mut e, depth, span, OpKind::Read, &path, Some(&mut c))?;
                 }
@@ -208,7 +198,7 @@ where
         }
         None => None,
     };
-    Ok((outcomes, Vec::new(), per_file * nfiles as u64, verify))
+    Ok((outcomes, Vec::new(), per_file * place.files as u64, verify))
 }
 
 /// `--verify` through a protocol: the record size, the seed of the block headers, and what

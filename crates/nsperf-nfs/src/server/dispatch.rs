@@ -206,6 +206,27 @@ fn with_attr(fs: &ExportFs, f: &FileHandle, out: &mut Vec<u8>, rest: impl FnOnce
     }
 }
 
+/// The reply of a procedure that changed `f` (SETATTR, WRITE, COMMIT): the outcome of the
+/// change with the attributes after it, then `rest`; on failure its status and no
+/// attributes.
+fn with_wcc(
+    outcome: Result<crate::proto::Attr, NfsStat>,
+    out: &mut Vec<u8>,
+    rest: impl FnOnce(&mut Vec<u8>),
+) {
+    match outcome {
+        Ok(at) => {
+            status(out, NfsStat::OK);
+            encode_wcc_data(out, Some(&at));
+            rest(out);
+        }
+        Err(st) => {
+            status(out, st);
+            encode_wcc_data(out, None);
+        }
+    }
+}
+
 /// An NFSv3 call: one function per procedure.
 fn nfs(
     cx: &Context,
@@ -261,16 +282,7 @@ fn setattr(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u8
         a.skip(8)?;
     }
     ok_header(out, h.xid);
-    match fs.setattr(&f, &s) {
-        Ok(at) => {
-            status(out, NfsStat::OK);
-            encode_wcc_data(out, Some(&at));
-        }
-        Err(st) => {
-            status(out, st);
-            encode_wcc_data(out, None);
-        }
-    }
+    with_wcc(fs.setattr(&f, &s), out, |_| {});
     Ok(0)
 }
 
@@ -351,22 +363,15 @@ fn write(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u8>)
         return Err(Reject(AcceptStat::GarbageArgs));
     }
     ok_header(out, h.xid);
-    match fs.write(&f, offset, bytes, stable) {
-        Ok(at) => {
-            if stable > 0 {
-                cx.served.stable_write();
-            }
-            status(out, NfsStat::OK);
-            encode_wcc_data(out, Some(&at));
-            put_u32(out, count);
-            put_u32(out, stable);
-            put_u64(out, cx.verifier);
-        }
-        Err(st) => {
-            status(out, st);
-            encode_wcc_data(out, None);
-        }
+    let done = fs.write(&f, offset, bytes, stable);
+    if done.is_ok() && stable > 0 {
+        cx.served.stable_write();
     }
+    with_wcc(done, out, |out| {
+        put_u32(out, count);
+        put_u32(out, stable);
+        put_u64(out, cx.verifier);
+    });
     Ok(0)
 }
 
@@ -490,18 +495,11 @@ fn commit(cx: &Context, h: &CallHeader, a: &mut XdrReader<'_>, out: &mut Vec<u8>
     a.u64()?;
     a.u32()?;
     ok_header(out, h.xid);
-    match fs.commit(&f) {
-        Ok(at) => {
-            cx.served.commit();
-            status(out, NfsStat::OK);
-            encode_wcc_data(out, Some(&at));
-            put_u64(out, cx.verifier);
-        }
-        Err(st) => {
-            status(out, st);
-            encode_wcc_data(out, None);
-        }
+    let done = fs.commit(&f);
+    if done.is_ok() {
+        cx.served.commit();
     }
+    with_wcc(done, out, |out| put_u64(out, cx.verifier));
     Ok(0)
 }
 

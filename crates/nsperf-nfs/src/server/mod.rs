@@ -113,6 +113,14 @@ impl Server {
             let (stop, conns, cx) = (stop.clone(), conns.clone(), self.cx.clone());
             threads.push(std::thread::spawn(move || accept_loop(l, cx, stop, conns)));
         }
+        // Housekeeping: files removed behind the server's back are closed within 200 ms.
+        let (stop_h, cx) = (stop.clone(), self.cx.clone());
+        threads.push(std::thread::spawn(move || {
+            while !stop_h.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                cx.fs.release_unlinked();
+            }
+        }));
         ServerHandle {
             addr,
             wake,
