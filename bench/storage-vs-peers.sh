@@ -110,7 +110,9 @@ if [[ " $PARTS " == *" fio "* ]]; then
   ns_nfs() { A "$NS" io run "$EURL" -s 1g -b 1m --iodepth 1 --json "$@" | json "j['summary']['throughput_bytes_per_s']"; }
   declare -a FW FR EW EE ER
   for i in $(seq 1 "$RUNS"); do
-    FW+=("$(fio_nfs --rw=write)"); FR+=("$(fio_nfs --rw=read)"); rm -f "$EDIR/fio-1g"
+    # fio's file goes with rm on this host: the server closes it within 200 ms (its
+    # housekeeping), before the next run starts.
+    FW+=("$(fio_nfs --rw=write)"); FR+=("$(fio_nfs --rw=read)"); rm -f "$EDIR/fio-1g"; sleep 1
     EW+=("$(ns_nfs -w seqwrite)"); EE+=("$(ns_nfs -w seqwrite --fsync end)"); ER+=("$(ns_nfs -w seqread)")
     echo "fio run $i: write fio ${FW[-1]} nsperf ${EW[-1]} (--fsync end ${EE[-1]})  read fio ${FR[-1]} nsperf ${ER[-1]} B/s" >&2
   done
@@ -190,8 +192,11 @@ SRV=$!
 sleep 1
 declare -a NR NW CR CW TCP
 for i in $(seq 1 "$RUNS"); do
-  NR+=("$(ns_read)"); CR+=("$(cp_read)")
-  CW+=("$(cp_write "$i")"); NW+=("$(ns_write)")
+  # nfs-cp's written file goes with rm on this host while ganesha may still hold it open:
+  # nsperf's read comes next, whose unmeasured layout absorbs whatever the server does when
+  # it lets the file go (nsperf's own files go with REMOVE after its passes).
+  CW+=("$(cp_write "$i")"); NR+=("$(ns_read)")
+  CR+=("$(cp_read)"); NW+=("$(ns_write)")
   TCP+=("$(net_tcp)")
   echo "run $i: read nsperf ${NR[-1]} nfs-cp ${CR[-1]}  write nsperf ${NW[-1]} nfs-cp ${CW[-1]}  tcp ${TCP[-1]} B/s" >&2
 done

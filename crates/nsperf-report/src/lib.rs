@@ -83,24 +83,90 @@ pub trait Exporter {
     fn export(&self, data: &ExperimentData) -> Result<Vec<u8>, ReportError>;
 }
 
-/// The exporter of a format name.
-pub fn exporter(format: &str) -> Result<Box<dyn Exporter>, ReportError> {
-    Ok(match format {
-        "csv" => Box::new(csv::CsvExporter),
-        "json" => Box::new(json::JsonExporter),
-        "xlsx" => Box::new(xlsx::XlsxExporter),
-        "html" => Box::new(html::HtmlExporter),
-        other => return Err(ReportError::UnknownFormat(other.to_string())),
-    })
+/// An export format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExportFormat {
+    /// One row per run and metric.
+    Csv,
+    /// The experiment as one JSON document.
+    Json,
+    /// A workbook: runs, statistics and charts.
+    Xlsx,
+    /// The self-contained HTML report.
+    Html,
 }
 
-/// The format of an output path, from its extension.
-pub fn format_of_path(path: &std::path::Path) -> Option<&'static str> {
-    match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
-        "csv" => Some("csv"),
-        "json" => Some("json"),
-        "xlsx" => Some("xlsx"),
-        "html" | "htm" => Some("html"),
-        _ => None,
+impl ExportFormat {
+    /// Every format, in the order help texts list them.
+    pub const ALL: [ExportFormat; 4] = [
+        ExportFormat::Csv,
+        ExportFormat::Json,
+        ExportFormat::Xlsx,
+        ExportFormat::Html,
+    ];
+
+    /// The format of an output path, from its extension (`.htm` is HTML too).
+    pub fn of_path(path: &std::path::Path) -> Option<ExportFormat> {
+        match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
+            "htm" => Some(ExportFormat::Html),
+            ext => ext.parse().ok(),
+        }
+    }
+
+    /// Its exporter.
+    pub fn exporter(self) -> Box<dyn Exporter> {
+        match self {
+            ExportFormat::Csv => Box::new(csv::CsvExporter),
+            ExportFormat::Json => Box::new(json::JsonExporter),
+            ExportFormat::Xlsx => Box::new(xlsx::XlsxExporter),
+            ExportFormat::Html => Box::new(html::HtmlExporter),
+        }
+    }
+}
+
+impl std::fmt::Display for ExportFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ExportFormat::Csv => "csv",
+            ExportFormat::Json => "json",
+            ExportFormat::Xlsx => "xlsx",
+            ExportFormat::Html => "html",
+        })
+    }
+}
+
+impl std::str::FromStr for ExportFormat {
+    type Err = ReportError;
+
+    fn from_str(s: &str) -> Result<Self, ReportError> {
+        ExportFormat::ALL
+            .into_iter()
+            .find(|f| f.to_string() == s)
+            .ok_or_else(|| ReportError::UnknownFormat(s.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod format_tests {
+    use super::ExportFormat;
+    use std::path::Path;
+
+    #[test]
+    fn formats_parse_print_and_follow_extensions() {
+        for f in ExportFormat::ALL {
+            assert_eq!(f.to_string().parse::<ExportFormat>().unwrap(), f);
+            assert_eq!(f.exporter().name(), f.to_string());
+        }
+        assert!("pdf".parse::<ExportFormat>().is_err());
+        assert_eq!(
+            ExportFormat::of_path(Path::new("r.HTM")),
+            Some(ExportFormat::Html)
+        );
+        assert_eq!(
+            ExportFormat::of_path(Path::new("r.xlsx")),
+            Some(ExportFormat::Xlsx)
+        );
+        assert_eq!(ExportFormat::of_path(Path::new("r.txt")), None);
+        assert_eq!(ExportFormat::of_path(Path::new("report")), None);
     }
 }

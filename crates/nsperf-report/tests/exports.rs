@@ -8,7 +8,7 @@ use calamine::{Reader, Xlsx, open_workbook};
 use nsperf_plan::exec::mock::MockExecutor;
 use nsperf_plan::runner::NoProgress;
 use nsperf_plan::{Plan, RunOptions, run_plan};
-use nsperf_report::{ExperimentData, exporter};
+use nsperf_report::{ExperimentData, ExportFormat};
 use nsperf_results::Store;
 
 #[path = "../../nsperf/tests/common/skip.rs"]
@@ -104,7 +104,7 @@ fn csv_json_xlsx_exports() {
     let data = ExperimentData::load(&store, "latest").unwrap();
     assert_eq!(data.runs.len(), (6 + 4) * 3);
 
-    let csv = String::from_utf8(exporter("csv").unwrap().export(&data).unwrap()).unwrap();
+    let csv = String::from_utf8(ExportFormat::Csv.exporter().export(&data).unwrap()).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 1 + 30);
     assert!(lines[0].starts_with(
@@ -120,7 +120,7 @@ fn csv_json_xlsx_exports() {
     assert!(!csv.contains("{bdp}"));
 
     let json: serde_json::Value =
-        serde_json::from_slice(&exporter("json").unwrap().export(&data).unwrap()).unwrap();
+        serde_json::from_slice(&ExportFormat::Json.exporter().export(&data).unwrap()).unwrap();
     assert_eq!(json["runs"].as_array().unwrap().len(), 30);
     assert_eq!(json["runs"][0]["intervals"].as_array().unwrap().len(), 4);
     assert_eq!(json["stats"].as_array().unwrap().len(), 10);
@@ -135,7 +135,7 @@ fn csv_json_xlsx_exports() {
     assert!((mean - 65536.0 * 8.0 / 0.1 * 0.98).abs() < 1e-6, "{mean}");
 
     let path = dir.path().join("x.xlsx");
-    let bytes = exporter("xlsx").unwrap().export(&data).unwrap();
+    let bytes = ExportFormat::Xlsx.exporter().export(&data).unwrap();
     std::fs::write(&path, &bytes).unwrap();
     let mut wb: Xlsx<_> = open_workbook(&path).unwrap();
     assert_eq!(
@@ -238,7 +238,7 @@ fn csv_quotes_what_needs_quoting() {
     let mut data = ExperimentData::load(&store, "latest").unwrap();
     let nasty = "refused, \"politely\"\nthen closed";
     data.runs[0].error = Some(nasty.into());
-    let csv = exporter("csv").unwrap().export(&data).unwrap();
+    let csv = ExportFormat::Csv.exporter().export(&data).unwrap();
     let mut r = csv::ReaderBuilder::new().from_reader(csv.as_slice());
     let head = r.headers().unwrap().clone();
     let at = head.iter().position(|h| h == "error").unwrap();
@@ -253,7 +253,7 @@ fn html_report_has_every_chart() {
     let dir = tempfile::tempdir().unwrap();
     let store = experiment(dir.path());
     let data = ExperimentData::load(&store, "latest").unwrap();
-    let html = String::from_utf8(exporter("html").unwrap().export(&data).unwrap()).unwrap();
+    let html = String::from_utf8(ExportFormat::Html.exporter().export(&data).unwrap()).unwrap();
     for kind in [
         "throughput-vs-parameter",
         "throughput-over-time",
@@ -323,7 +323,7 @@ iodepth = 1
     let mut store = Store::open(&dir.path().join("r.db")).unwrap();
     run_plan_into(&mut store, MockExecutor::new(Box::new(value)), NFS);
     let data = ExperimentData::load(&store, "latest").unwrap();
-    let html = String::from_utf8(exporter("html").unwrap().export(&data).unwrap()).unwrap();
+    let html = String::from_utf8(ExportFormat::Html.exporter().export(&data).unwrap()).unwrap();
     for text in [
         "window/RTT cold",
         "window/RTT remote-warm",
@@ -333,7 +333,7 @@ iodepth = 1
     }
     assert!(!html.contains("all (cold)") && !html.contains(">all<"));
     assert!(!html.contains("data-chart=\"heatmap\""));
-    let bytes = exporter("xlsx").unwrap().export(&data).unwrap();
+    let bytes = ExportFormat::Xlsx.exporter().export(&data).unwrap();
     let path = dir.path().join("x.xlsx");
     std::fs::write(&path, &bytes).unwrap();
     let wb: Xlsx<_> = open_workbook(&path).unwrap();
@@ -556,7 +556,7 @@ fn browser_renders_every_chart_without_overlapping_or_cut_text() {
     // laid out with the rest.
     let first = data.runs[0].id;
     data.traces.insert(first, nfs_trace());
-    let html = String::from_utf8(exporter("html").unwrap().export(&data).unwrap()).unwrap();
+    let html = String::from_utf8(ExportFormat::Html.exporter().export(&data).unwrap()).unwrap();
     assert_eq!(html.matches("data-chart=\"requests-in-flight\"").count(), 1);
     let report = dir.path().join("report.html");
     std::fs::write(&report, &html).unwrap();
@@ -643,13 +643,13 @@ fn an_outage_is_drawn_named_and_exported() {
         f.starts_with("link client-server partitioned (still at the run's end"),
         "{f}"
     );
-    let html = String::from_utf8(exporter("html").unwrap().export(&data).unwrap()).unwrap();
+    let html = String::from_utf8(ExportFormat::Html.exporter().export(&data).unwrap()).unwrap();
     assert!(html.contains("<g class=\"outage\">"), "shaded");
     assert!(html.contains("down: 0s down"));
     assert!(html.contains("Link events and findings"));
     assert!(html.contains("data-finding=\"link_outage\""));
     let json: serde_json::Value =
-        serde_json::from_slice(&exporter("json").unwrap().export(&data).unwrap()).unwrap();
+        serde_json::from_slice(&ExportFormat::Json.exporter().export(&data).unwrap()).unwrap();
     let r = json["runs"]
         .as_array()
         .unwrap()
@@ -696,7 +696,7 @@ window = "128k"
     let mut store = Store::open(&dir.path().join("r.db")).unwrap();
     run_plan_into(&mut store, MockExecutor::new(Box::new(value)), ONE);
     let data = ExperimentData::load(&store, "latest").unwrap();
-    let html = String::from_utf8(exporter("html").unwrap().export(&data).unwrap()).unwrap();
+    let html = String::from_utf8(ExportFormat::Html.exporter().export(&data).unwrap()).unwrap();
     let chart = figures(&html, "throughput-vs-parameter");
     assert_eq!(chart.len(), 1);
     assert!(
@@ -745,13 +745,13 @@ bs = "{record}"
     };
     run_plan_into(&mut store, MockExecutor::new(Box::new(gib)), IOZONE);
     let data = ExperimentData::load(&store, "latest").unwrap();
-    let html = String::from_utf8(exporter("html").unwrap().export(&data).unwrap()).unwrap();
+    let html = String::from_utf8(ExportFormat::Html.exporter().export(&data).unwrap()).unwrap();
     let lat = figures(&html, "latency");
     assert_eq!(lat.len(), 1);
     assert!(!lat[0].contains('…'), "a label was cut: {}", lat[0]);
     assert_eq!(lat[0].matches(">workload=").count(), 18, "{}", lat[0]);
 
-    let bytes = exporter("xlsx").unwrap().export(&data).unwrap();
+    let bytes = ExportFormat::Xlsx.exporter().export(&data).unwrap();
     let path = dir.path().join("x.xlsx");
     std::fs::write(&path, &bytes).unwrap();
     let mut wb: Xlsx<_> = open_workbook(&path).unwrap();
@@ -881,7 +881,7 @@ fn twenty_clients_lay_out_without_overlapping_or_cut_text() {
     let dir = tempfile::tempdir().unwrap();
     let store = many_clients_run(dir.path(), 20);
     let data = ExperimentData::load(&store, "latest").unwrap();
-    let html = String::from_utf8(exporter("html").unwrap().export(&data).unwrap()).unwrap();
+    let html = String::from_utf8(ExportFormat::Html.exporter().export(&data).unwrap()).unwrap();
     assert_eq!(figures(&html, "clients-over-time").len(), 1, "{html}");
     assert_eq!(figures(&html, "client-shares").len(), 1);
     assert!(figures(&html, "throughput-over-time").is_empty());

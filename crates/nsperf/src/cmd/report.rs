@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use nsperf_report::ExperimentData;
+use nsperf_report::{ExperimentData, ExportFormat};
 use nsperf_results::Store;
 
 /// Arguments of `nsperf report`.
@@ -24,8 +24,13 @@ pub struct ReportArgs {
 }
 
 /// Writes experiment `which` of `store` to `path` in `format`.
-pub fn export_to(store: &Store, which: &str, format: &str, path: &Path) -> anyhow::Result<()> {
-    let exporter = nsperf_report::exporter(format)?;
+pub fn export_to(
+    store: &Store,
+    which: &str,
+    format: ExportFormat,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let exporter = format.exporter();
     let data = ExperimentData::load(store, which)?;
     let bytes = exporter.export(&data)?;
     std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
@@ -57,7 +62,7 @@ pub fn open_store(db: &Path) -> anyhow::Result<Store> {
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     let store = open_store(&args.db)?;
     let output = args.output.unwrap_or_else(|| beside(&args.db));
-    let format = nsperf_report::format_of_path(&output).unwrap_or("html");
+    let format = ExportFormat::of_path(&output).unwrap_or(ExportFormat::Html);
     export_to(&store, &args.experiment, format, &output)?;
     println!("wrote {}", output.display());
     Ok(())

@@ -40,7 +40,7 @@ pub enum ResultsCommand {
         output: PathBuf,
         /// csv, json, xlsx or html; default: from the output's extension.
         #[arg(long)]
-        format: Option<String>,
+        format: Option<nsperf_report::ExportFormat>,
     },
     /// Compare two experiments: per step and parameters, the ratio of means B/A with its
     /// 95 % interval.
@@ -144,16 +144,14 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
         } => {
             let format = match format {
                 Some(f) => f,
-                None => nsperf_report::format_of_path(&output)
-                    .ok_or_else(|| {
-                        crate::exit::usage(format!(
-                            "cannot tell the format of {} (give --format csv|json|xlsx|html)",
-                            output.display()
-                        ))
-                    })?
-                    .to_string(),
+                None => nsperf_report::ExportFormat::of_path(&output).ok_or_else(|| {
+                    crate::exit::usage(format!(
+                        "cannot tell the format of {} (give --format csv|json|xlsx|html)",
+                        output.display()
+                    ))
+                })?,
             };
-            crate::cmd::report::export_to(&store, &experiment, &format, &output)?;
+            crate::cmd::report::export_to(&store, &experiment, format, &output)?;
             println!("wrote {}", output.display());
             Ok(())
         }

@@ -249,7 +249,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         crate::cmd::report::export_to(
             &store,
             &summary.experiment.to_string(),
-            "html",
+            nsperf_report::ExportFormat::Html,
             &report_file,
         )
     });
