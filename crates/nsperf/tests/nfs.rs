@@ -203,6 +203,50 @@ fn fnv(data: &[u8]) -> u64 {
     })
 }
 
+/// Request size of the checksum tests.
+const CHUNK: usize = 1 << 20;
+
+/// Writes `data` from offset 0 through `p` in requests of [`CHUNK`], 4 in flight, then
+/// COMMITs; every finished request.
+fn write_all(p: &mut Pipeline, data: &[u8]) -> Vec<Done> {
+    let mut bufs: Vec<Vec<u8>> = data.chunks(CHUNK).map(|c| c.to_vec()).collect();
+    let mut done: Vec<Done> = Vec::new();
+    for (r, round) in bufs.chunks_mut(4).enumerate() {
+        for (k, b) in round.iter_mut().enumerate() {
+            // SAFETY: the buffers outlive the calls (all reaped before the next round).
+            unsafe { p.set_buffer(k as u32, b.as_mut_ptr(), b.len()) };
+            p.queue(
+                DataOp::Write,
+                ((r * 4 + k) * CHUNK) as u64,
+                b.len(),
+                k as u32,
+            )
+            .unwrap();
+        }
+        while p.inflight() > 0 {
+            p.reap(1, &mut done).unwrap();
+        }
+    }
+    p.commit(&mut done).unwrap();
+    done
+}
+
+/// Reads `len` bytes from offset 0 through `p`, one [`CHUNK`] at a time, each read whole.
+fn read_back(p: &mut Pipeline, len: usize) -> Vec<u8> {
+    let mut back = vec![0u8; len];
+    let mut done: Vec<Done> = Vec::new();
+    for (i, b) in back.chunks_mut(CHUNK).enumerate() {
+        done.clear();
+        // SAFETY: b outlives the call, reaped at once.
+        unsafe { p.set_buffer(0, b.as_mut_ptr(), b.len()) };
+        p.queue(DataOp::Read, (i * CHUNK) as u64, b.len(), 0)
+            .unwrap();
+        p.reap(1, &mut done).unwrap();
+        assert_eq!(done[0].result, b.len() as i32);
+    }
+    back
+}
+
 /// Writes a file through NFS and reads a server-side file through NFS; both compared with
 /// the server's local copy by checksum.
 fn checksums_match(url: &str, server_dir: &std::path::Path) {
@@ -217,48 +261,15 @@ fn checksums_match(url: &str, server_dir: &std::path::Path) {
         .collect();
     let mut p =
         Pipeline::connect(s.nfs_addr, fh, 4, Stable::Unstable, Duration::from_secs(10)).unwrap();
-    let chunk = 1 << 20;
-    let mut bufs: Vec<Vec<u8>> = data.chunks(chunk).map(|c| c.to_vec()).collect();
-    for (i, b) in bufs.iter_mut().enumerate().take(4) {
-        // SAFETY: the buffers outlive the pipeline's calls (all reaped below).
-        unsafe { p.set_buffer(i as u32, b.as_mut_ptr(), b.len()) };
-    }
-    let mut done: Vec<Done> = Vec::new();
-    for round in bufs.chunks_mut(4).enumerate() {
-        for (k, b) in round.1.iter_mut().enumerate() {
-            // SAFETY: as above.
-            unsafe { p.set_buffer(k as u32, b.as_mut_ptr(), b.len()) };
-            p.queue(
-                DataOp::Write,
-                ((round.0 * 4 + k) * chunk) as u64,
-                b.len(),
-                k as u32,
-            )
-            .unwrap();
-        }
-        while p.inflight() > 0 {
-            p.reap(1, &mut done).unwrap();
-        }
-    }
-    p.commit(&mut done).unwrap();
-    assert!(done.iter().all(|d| d.result == chunk as i32));
+    let done = write_all(&mut p, &data);
+    assert!(done.iter().all(|d| d.result == CHUNK as i32));
     let local = std::fs::read(server_dir.join(&name)).unwrap();
     assert_eq!(
         fnv(&local),
         fnv(&data),
         "written data differs at the server"
     );
-    // Read back through NFS.
-    let mut back = vec![0u8; len];
-    for (i, c) in back.chunks_mut(chunk).enumerate() {
-        done.clear();
-        // SAFETY: c outlives the call, reaped at once.
-        unsafe { p.set_buffer(0, c.as_mut_ptr(), c.len()) };
-        p.queue(DataOp::Read, (i * chunk) as u64, c.len(), 0)
-            .unwrap();
-        p.reap(1, &mut done).unwrap();
-        assert_eq!(done[0].result, c.len() as i32);
-    }
+    let back = read_back(&mut p, data.len());
     assert_eq!(fnv(&back), fnv(&data), "data read back differs");
     drop(p);
     s.client.remove(&d, &name).unwrap();
@@ -281,26 +292,7 @@ fn checksums_match_v4(url: &str, server_dir: &std::path::Path, minor: u32) {
         .map(|i: usize| (i.wrapping_mul(37) ^ (i >> 11)) as u8)
         .collect();
     let mut p = Pipeline::connect_v4(&c.lease(), fh, st, 4, 1 << 20, Stable::Unstable).unwrap();
-    let chunk = 1 << 20;
-    let mut bufs: Vec<Vec<u8>> = data.chunks(chunk).map(|c| c.to_vec()).collect();
-    let mut done: Vec<Done> = Vec::new();
-    for (r, round) in bufs.chunks_mut(4).enumerate() {
-        for (k, b) in round.iter_mut().enumerate() {
-            // SAFETY: the buffers outlive the calls (all reaped before the next round).
-            unsafe { p.set_buffer(k as u32, b.as_mut_ptr(), b.len()) };
-            p.queue(
-                DataOp::Write,
-                ((r * 4 + k) * chunk) as u64,
-                b.len(),
-                k as u32,
-            )
-            .unwrap();
-        }
-        while p.inflight() > 0 {
-            p.reap(1, &mut done).unwrap();
-        }
-    }
-    p.commit(&mut done).unwrap();
+    let done = write_all(&mut p, &data);
     let written: i64 = done.iter().map(|d| i64::from(d.result)).sum();
     assert_eq!(written, len as i64, "{done:?}");
     let local = std::fs::read(server_dir.join(&name)).unwrap();
@@ -310,19 +302,10 @@ fn checksums_match_v4(url: &str, server_dir: &std::path::Path, minor: u32) {
         fnv(&data),
         "written data differs at the server"
     );
-    let mut back = vec![0u8; len];
-    for (i, b) in back.chunks_mut(chunk).enumerate() {
-        done.clear();
-        // SAFETY: b outlives the call, reaped at once.
-        unsafe { p.set_buffer(0, b.as_mut_ptr(), b.len()) };
-        p.queue(DataOp::Read, (i * chunk) as u64, b.len(), 0)
-            .unwrap();
-        p.reap(1, &mut done).unwrap();
-        assert_eq!(done[0].result, b.len() as i32);
-    }
+    let back = read_back(&mut p, len);
     assert_eq!(fnv(&back), fnv(&data), "data read back differs");
     // A READ past the end reads nothing; a single READ and WRITE on the control session.
-    done.clear();
+    let mut done = Vec::new();
     let mut past = vec![0u8; 4096];
     // SAFETY: `past` outlives the call, reaped at once.
     unsafe { p.set_buffer(0, past.as_mut_ptr(), past.len()) };

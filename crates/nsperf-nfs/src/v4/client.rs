@@ -144,11 +144,6 @@ impl Lease {
         *last = seq;
         Ok((sid, granted))
     }
-
-    /// The client id.
-    pub fn clientid(&self) -> u64 {
-        self.clientid
-    }
 }
 
 /// A target directory reached through NFSv4, and the control connection to it. Files it
@@ -285,8 +280,9 @@ impl Client4 {
         read(&mut res)
     }
 
-    /// A 4.0 open-owner operation `o` was reached with status `st`: its sequence number moves
-    /// on unless the status says the server did not take it (RFC 7530 9.1.7).
+    /// A 4.0 open-owner operation (OPEN, OPEN_CONFIRM, CLOSE) was reached with status `st`:
+    /// the owner's sequence number moves on unless the status says the server did not take
+    /// the operation (RFC 7530 9.1.7).
     fn owner_step(&mut self, st: NfsStat) {
         if self.lease.minor == 0 && !SEQID_KEPT.contains(&st.0) {
             self.seq = self.seq.wrapping_add(1);
@@ -354,15 +350,6 @@ impl Client4 {
     /// Creates the new file `name` in `dir` (an existing one is an error) and keeps it open
     /// for reading and writing until [`Client4::close`].
     pub fn create(&mut self, dir: &FileHandle, name: &str) -> Result<FileHandle, NfsError> {
-        self.open(dir, name, true)
-    }
-
-    /// Opens the existing file `name` in `dir` for reading and writing.
-    pub fn open_existing(&mut self, dir: &FileHandle, name: &str) -> Result<FileHandle, NfsError> {
-        self.open(dir, name, false)
-    }
-
-    fn open(&mut self, dir: &FileHandle, name: &str, create: bool) -> Result<FileHandle, NfsError> {
         let (dir, clientid, owner) = (*dir, self.lease.clientid, self.owner.clone());
         let seqid = self.owner_seq();
         let mut reached = None;
@@ -371,7 +358,7 @@ impl Client4 {
             name,
             |k| {
                 k.putfh(&dir);
-                k.open(seqid, clientid, &owner, name, create);
+                k.open_create(seqid, clientid, &owner, name);
                 k.getfh();
             },
             |res| {

@@ -194,21 +194,19 @@ impl<'a> Compound<'a> {
         put_bitmap(b, attrs);
     }
 
-    /// OPEN of `name` in the current directory, for reading and writing, denying nothing;
-    /// with `create`, created GUARDED (an existing file is an error) with mode 0644. `seqid`
-    /// is the open-owner's (4.0; ignored in 4.1).
-    pub fn open(&mut self, seqid: u32, clientid: u64, owner: &[u8], name: &str, create: bool) {
+    /// OPEN creating `name` in the current directory GUARDED (an existing file is an error)
+    /// with mode 0644, for reading and writing, denying nothing. `seqid` is the open-owner's
+    /// (4.0; ignored in 4.1).
+    pub fn open_create(&mut self, seqid: u32, clientid: u64, owner: &[u8], name: &str) {
         let b = self.op(op::OPEN);
         put_u32(b, seqid);
         put_u32(b, 3); // OPEN4_SHARE_ACCESS_BOTH
         put_u32(b, 0); // OPEN4_SHARE_DENY_NONE
         put_u64(b, clientid);
         put_opaque(b, owner);
-        put_u32(b, u32::from(create)); // OPEN4_CREATE / OPEN4_NOCREATE
-        if create {
-            put_u32(b, 1); // GUARDED4
-            put_mode(b, 0o644);
-        }
+        put_u32(b, 1); // OPEN4_CREATE
+        put_u32(b, 1); // GUARDED4
+        put_mode(b, 0o644);
         put_u32(b, 0); // CLAIM_NULL
         put_opaque(b, name.as_bytes());
     }
