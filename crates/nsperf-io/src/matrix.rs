@@ -22,8 +22,8 @@ use crate::config::{CacheMode, FsyncMode};
 use crate::engine::{EngineKind, IoEngine, Mmap, Null, Psync, Uring};
 use crate::error::IoError;
 use crate::job::{JobClock, JobPlan, run_job};
+use crate::local::resolve_engine;
 use crate::memory::MemoryFacts;
-use crate::runner::resolve_engine;
 use crate::target::{CreatedFiles, cstr};
 use crate::workload::{OpStream, Workload};
 

@@ -183,7 +183,7 @@ pub struct IoSummary {
     /// What the protocol engine used, when the target was `nfs://` (absent for local
     /// targets).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remote: Option<crate::remote::RemoteFacts>,
+    pub remote: Option<RemoteFacts>,
     /// Phases of multi-phase workloads (the metadata test), else empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<Phase>,
@@ -202,4 +202,68 @@ pub struct IoSummary {
     /// Memory the page cache could use.
     #[serde(default)]
     pub memory: MemoryFacts,
+}
+
+/// What was measured when the target is a network file protocol (`summary.remote`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RemoteFacts {
+    /// `nfs3`, or `smb` and the dialect (`smb3.1.1`).
+    pub protocol: String,
+    /// Where the service answered (`ADDRESS:PORT`).
+    pub server: String,
+    /// The export mounted (NFS) or the share connected to (SMB).
+    pub export: String,
+    /// Largest READ the server allows (NFS FSINFO rtmax, SMB MaxReadSize).
+    pub rtmax_bytes: u32,
+    /// Largest WRITE the server allows (NFS FSINFO wtmax, SMB MaxWriteSize).
+    pub wtmax_bytes: u32,
+    /// Preferred READ size (NFS FSINFO rtpref; 0 for SMB, which has none).
+    pub rtpref_bytes: u32,
+    /// Data bytes per READ/WRITE request in the measured pass (`--bs`, clamped).
+    pub rpc_bytes: u64,
+    /// Requests in flight per connection (`--iodepth`).
+    pub rpcs_in_flight: u32,
+    /// TCP connections (`--jobs`).
+    pub connections: u32,
+    /// How writes were sent: NFS `unstable` (COMMIT at the end with `--fsync end`) or
+    /// `file_sync` (`--fsync each`); SMB `buffered` (FLUSH at the end with `--fsync end`) or
+    /// `write_through` (`--fsync each`).
+    pub write_stable: String,
+    /// When the data written was made durable on the server: `end` (a timed COMMIT/FLUSH,
+    /// `--fsync end`), `close` (NFS: one COMMIT per file after the measured pass, not in its
+    /// figures, as libnfs and so fio's nfs engine do; `--on-close commit`, the default), or
+    /// `none` (never asked: `--on-close none`, writes already stable with `--fsync each`, or
+    /// nothing written).
+    #[serde(default)]
+    pub commit: Commit,
+    /// With `commit` `close`: how long those COMMITs took (outside `elapsed_s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_commit_ns: Option<u64>,
+    /// SMB: whether messages were signed (every authenticated session is; a guest session
+    /// is not). Absent for NFS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed: Option<bool>,
+}
+
+/// When written data was made durable (`summary.remote.commit`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Commit {
+    /// Never asked (or nothing to ask: stable writes, no writes).
+    #[default]
+    None,
+    /// A timed COMMIT/FLUSH at the end of the pass (`--fsync end`).
+    End,
+    /// A COMMIT per file after the pass, untimed (`--on-close commit`).
+    Close,
+}
+
+impl std::fmt::Display for Commit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Commit::None => "none",
+            Commit::End => "end",
+            Commit::Close => "close",
+        })
+    }
 }

@@ -34,7 +34,7 @@ pub(crate) fn run_special(cfg: &RunConfig, pre: Preflight) -> Result<IoReport, I
             cfg.workload
         )));
     };
-    let (facts, memory, target_fs) = crate::runner::context(cfg);
+    let (facts, memory, target_fs) = crate::pass::context(cfg);
     let mut guard = CreatedFiles::new(path)?;
     let started_unix_ns = nsperf_core::clock::unix_time_ns();
     let start = Instant::now();

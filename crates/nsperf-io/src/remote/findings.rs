@@ -5,14 +5,14 @@ use nsperf_core::report::{Finding, Severity};
 use nsperf_core::units::Bytes;
 
 use crate::config::{CacheMode, FsyncMode, RunConfig};
-use crate::remote::Commit;
+use crate::result::Commit;
 use crate::result::IoSummary;
 
 /// The findings of a run through a network file protocol.
 pub fn remote_findings(
     cfg: &RunConfig,
     s: &IoSummary,
-    r: &crate::remote::RemoteFacts,
+    r: &crate::result::RemoteFacts,
     clamp: Option<(u64, u64)>,
 ) -> Vec<Finding> {
     let mut out = Vec::new();

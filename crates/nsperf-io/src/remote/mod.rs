@@ -13,7 +13,6 @@ mod suite;
 use std::time::Instant;
 
 use nsperf_core::report::{CpuInterval, HostRecord};
-use serde::{Deserialize, Serialize};
 
 use suite::RemoteFs;
 
@@ -25,75 +24,11 @@ use crate::engine::IoEngine;
 use crate::error::IoError;
 use crate::findings::{RunFacts, findings};
 use crate::job::JobPlan;
-use crate::result::{IoReport, IoSummary, VerifySummary};
-use crate::runner::{Placement, run_jobs};
+use crate::pass::{Placement, run_jobs};
+use crate::result::{IoReport, IoSummary, RemoteFacts, VerifySummary};
 use crate::target::Target;
 use crate::verify::{self, Tally};
 use crate::workload::{OpKind, Workload};
-
-/// What was measured when the target is a network file protocol (`summary.remote`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RemoteFacts {
-    /// `nfs3`, or `smb` and the dialect (`smb3.1.1`).
-    pub protocol: String,
-    /// Where the service answered (`ADDRESS:PORT`).
-    pub server: String,
-    /// The export mounted (NFS) or the share connected to (SMB).
-    pub export: String,
-    /// Largest READ the server allows (NFS FSINFO rtmax, SMB MaxReadSize).
-    pub rtmax_bytes: u32,
-    /// Largest WRITE the server allows (NFS FSINFO wtmax, SMB MaxWriteSize).
-    pub wtmax_bytes: u32,
-    /// Preferred READ size (NFS FSINFO rtpref; 0 for SMB, which has none).
-    pub rtpref_bytes: u32,
-    /// Data bytes per READ/WRITE request in the measured pass (`--bs`, clamped).
-    pub rpc_bytes: u64,
-    /// Requests in flight per connection (`--iodepth`).
-    pub rpcs_in_flight: u32,
-    /// TCP connections (`--jobs`).
-    pub connections: u32,
-    /// How writes were sent: NFS `unstable` (COMMIT at the end with `--fsync end`) or
-    /// `file_sync` (`--fsync each`); SMB `buffered` (FLUSH at the end with `--fsync end`) or
-    /// `write_through` (`--fsync each`).
-    pub write_stable: String,
-    /// When the data written was made durable on the server: `end` (a timed COMMIT/FLUSH,
-    /// `--fsync end`), `close` (NFS: one COMMIT per file after the measured pass, not in its
-    /// figures, as libnfs and so fio's nfs engine do; `--on-close commit`, the default), or
-    /// `none` (never asked: `--on-close none`, writes already stable with `--fsync each`, or
-    /// nothing written).
-    #[serde(default)]
-    pub commit: Commit,
-    /// With `commit` `close`: how long those COMMITs took (outside `elapsed_s`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub close_commit_ns: Option<u64>,
-    /// SMB: whether messages were signed (every authenticated session is; a guest session
-    /// is not). Absent for NFS.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signed: Option<bool>,
-}
-
-/// When written data was made durable (`summary.remote.commit`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Commit {
-    /// Never asked (or nothing to ask: stable writes, no writes).
-    #[default]
-    None,
-    /// A timed COMMIT/FLUSH at the end of the pass (`--fsync end`).
-    End,
-    /// A COMMIT per file after the pass, untimed (`--on-close commit`).
-    Close,
-}
-
-impl std::fmt::Display for Commit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Commit::None => "none",
-            Commit::End => "end",
-            Commit::Close => "close",
-        })
-    }
-}
 
 /// Opens a job's data connection to a file (called on each job's thread).
 trait JobOpener<F>: Sync {
@@ -108,7 +43,7 @@ fn block<R: RemoteFs, O: JobOpener<R::File>>(
     cfg: &RunConfig,
     files: &mut R,
     opener: &O,
-    observer: Option<crate::runner::Observer<'_>>,
+    observer: Option<crate::pass::Observer<'_>>,
 ) -> Result<Outcomes, IoError>
 where
     R::File: Sync,
@@ -358,7 +293,7 @@ type Outcomes = (
 /// measured pass of a record workload (and may hold its start).
 pub fn run(
     cfg: &RunConfig,
-    observer: Option<crate::runner::Observer<'_>>,
+    observer: Option<crate::pass::Observer<'_>>,
 ) -> Result<IoReport, IoError> {
     match &cfg.target {
         Target::Smb { .. } => smb::run(cfg, observer),
@@ -398,7 +333,7 @@ struct Started {
 
 impl Started {
     fn new(cfg: &RunConfig) -> Started {
-        let (facts, memory, _) = crate::runner::context(cfg);
+        let (facts, memory, _) = crate::pass::context(cfg);
         Started {
             facts,
             memory,
@@ -429,7 +364,7 @@ impl Started {
         let mut rep = IoReport::new("io", cfg.clone(), IoSummary::default());
         rep.started_unix_ns = self.started_unix_ns;
         rep.measured_unix_ns =
-            crate::runner::measured_unix_ns(&outcomes, (self.start, self.started_unix_ns));
+            crate::pass::measured_unix_ns(&outcomes, (self.start, self.started_unix_ns));
         rep.hosts.push(HostRecord {
             role: "local".into(),
             facts: self.facts,

@@ -20,12 +20,13 @@ use nsperf_nfs::{FileHandle, NfsError, NfsStat, Stable};
 use super::nfs_control::{Control, DataPath};
 
 use super::suite::{MetaOp, RemoteFs};
-use super::{Commit, JobOpener, RemoteFacts, Started};
+use super::{JobOpener, Started};
 use crate::config::{FsyncMode, OnClose, RunConfig};
 use crate::engine::Nfs;
 use crate::engine::nfs::to_io;
 use crate::error::IoError;
 use crate::result::IoReport;
+use crate::result::{Commit, RemoteFacts};
 use crate::target::{FILE_PREFIX, Target};
 use crate::workload::OpKind;
 
@@ -132,7 +133,7 @@ impl Drop for RemoteFiles {
 /// Runs one workload against an `nfs://` target.
 pub fn run(
     cfg: &RunConfig,
-    observer: Option<crate::runner::Observer<'_>>,
+    observer: Option<crate::pass::Observer<'_>>,
 ) -> Result<IoReport, IoError> {
     let Target::Nfs { url } = &cfg.target else {
         return Err(IoError::Config("not an nfs:// target".into()));

@@ -15,12 +15,13 @@ use nsperf_smb::{Client, Credentials, Pipeline, SmbError, SmbUrl};
 use smb2::types::FileId;
 
 use super::suite::{MetaOp, RemoteFs};
-use super::{JobOpener, RemoteFacts, Started};
+use super::{JobOpener, Started};
 use crate::config::{FsyncMode, RunConfig};
 use crate::engine::Smb;
 use crate::engine::smb::to_io;
 use crate::error::IoError;
 use crate::result::IoReport;
+use crate::result::{Commit, RemoteFacts};
 use crate::target::{FILE_PREFIX, Target};
 use crate::workload::OpKind;
 
@@ -104,7 +105,7 @@ impl JobOpener<FileId> for Opener {
 /// Runs one workload against an `smb://` target.
 pub fn run(
     cfg: &RunConfig,
-    observer: Option<crate::runner::Observer<'_>>,
+    observer: Option<crate::pass::Observer<'_>>,
 ) -> Result<IoReport, IoError> {
     let Target::Smb { url, credentials } = &cfg.target else {
         return Err(IoError::Config("not an smb:// target".into()));
@@ -133,9 +134,9 @@ pub fn run(
             "buffered".into()
         },
         commit: if eff.fsync == crate::config::FsyncMode::End && eff.workload.writes() {
-            super::Commit::End
+            Commit::End
         } else {
-            super::Commit::None
+            Commit::None
         },
         close_commit_ns: None,
         signed: Some(n.signed),

@@ -4,28 +4,17 @@ use nsperf_core::report::{CpuInterval, Finding, Severity, cpu_bound_finding};
 use nsperf_core::units::Bytes;
 
 use crate::config::{CacheMode, FsyncMode, RunConfig};
-use crate::fsinfo::FsInfo;
 use crate::result::IoSummary;
-use crate::stale::{StaleFile, Sweep};
+use crate::stale::StaleFile;
+
+mod facts;
+mod fs;
+
+pub use facts::RunFacts;
 
 /// A measured pass shorter than this is flagged: start-up, one scheduler stall or one burst
 /// of writeback weigh too much on it, and the CPU figures (10 ms ticks) say nothing.
 pub const MIN_MEANINGFUL_S: f64 = 1.0;
-
-/// Facts about the run that are not in the config or summary.
-#[derive(Debug, Clone, Default)]
-pub struct RunFacts {
-    /// Total bytes of the files worked on.
-    pub file_bytes: u64,
-    /// Why the asked engine was replaced, if it was.
-    pub engine_fallback: Option<String>,
-    /// True when the target is a device (no page-cache advice about files).
-    pub device: bool,
-    /// The target's file system when the run ended (compared with `summary.target_fs`).
-    pub fs_after: Option<FsInfo>,
-    /// Stale nsperf files found in the directory, and which were removed.
-    pub stale: Sweep,
-}
 
 /// The findings of one run.
 pub fn findings(
@@ -87,7 +76,7 @@ pub fn findings(
     }
     out.extend(cold_in_memory(cfg, s));
     short_pass(s, &mut out);
-    crate::findings_fs::fs_findings(cfg, s, facts, &mut out);
+    fs::fs_findings(cfg, s, facts, &mut out);
     verify_findings(s, &mut out);
     let remote = cfg.target.is_remote();
     if s.write_bytes > 0
@@ -295,6 +284,7 @@ fn verify_findings(s: &IoSummary, out: &mut Vec<Finding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsinfo::FsInfo;
     use crate::target::Target;
     use crate::workload::Workload;
 

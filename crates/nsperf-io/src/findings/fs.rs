@@ -5,8 +5,8 @@
 use nsperf_core::report::{Finding, Severity};
 use nsperf_core::units::{BitRate, Bytes};
 
+use super::facts::RunFacts;
 use crate::config::{CacheMode, FsyncMode, RunConfig};
-use crate::findings::RunFacts;
 use crate::fsinfo::FsInfo;
 use crate::result::IoSummary;
 
