@@ -12,6 +12,7 @@ pub mod cpu;
 pub mod csv;
 pub mod disk;
 pub mod failure;
+pub mod frame;
 pub mod host;
 pub mod nic;
 pub mod process;

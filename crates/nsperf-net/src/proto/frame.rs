@@ -11,9 +11,14 @@
 //! 12..   body: one JSON object
 //! ```
 //!
+//! The codec is `nsperf_core::frame`'s (shared with the agent's protocol); this module gives it
+//! this protocol's magic, version, kind byte and limit, and turns bodies into [`Msg`]s.
+//!
 //! Invariant: [`FrameDecoder`] never panics and never allocates more than `MAX_BODY` plus one
 //! header for a frame, whatever bytes it is fed; every malformed input is a [`ProtoError`].
 //! A data connection instead starts with the 16-byte [`DataHello`].
+
+use nsperf_core::frame::{FrameError, FrameFormat};
 
 use super::{Msg, PROTOCOL_VERSION};
 
@@ -21,8 +26,6 @@ use super::{Msg, PROTOCOL_VERSION};
 pub const MAGIC: [u8; 4] = *b"NSPF";
 /// First bytes of a data connection's hello.
 pub const DATA_MAGIC: [u8; 4] = *b"NSPD";
-/// Length of a frame header.
-pub const HEADER_LEN: usize = 12;
 /// Largest accepted body (a result document of a 200-stream test fits with room to spare).
 pub const MAX_BODY: usize = 16 << 20;
 
@@ -60,6 +63,29 @@ pub enum ProtoError {
     },
 }
 
+impl From<FrameError> for ProtoError {
+    fn from(e: FrameError) -> Self {
+        match e {
+            FrameError::BadMagic(m) => ProtoError::BadMagic(m),
+            FrameError::Version { ours, theirs } => ProtoError::Version { ours, theirs },
+            FrameError::TooLong(n) => ProtoError::TooLong(n),
+            FrameError::BadKind(k) => ProtoError::BadKind(k),
+        }
+    }
+}
+
+/// This protocol's frames in the shared codec: a kind byte, only the kinds [`Msg`] has.
+const FORMAT: FrameFormat = FrameFormat {
+    magic: MAGIC,
+    version: PROTOCOL_VERSION,
+    kind: Some(known_kind),
+    max_body: MAX_BODY,
+};
+
+fn known_kind(kind: u8) -> bool {
+    Msg::kind_name(kind).is_some()
+}
+
 /// Encodes `msg` as one frame, appending to `out`.
 pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
     encode_with_version(msg, PROTOCOL_VERSION, out)
@@ -67,19 +93,23 @@ pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
 
 /// Encodes with an explicit version (tests use it to play an older peer).
 pub fn encode_with_version(msg: &Msg, version: u16, out: &mut Vec<u8>) {
-    let body = serde_json::to_vec(msg).expect("messages always serialise");
-    out.extend_from_slice(&MAGIC);
-    out.extend_from_slice(&version.to_be_bytes());
-    out.push(msg.kind());
-    out.push(0);
-    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    out.extend_from_slice(&body);
+    FrameFormat { version, ..FORMAT }
+        .encode_json(msg.kind(), msg, out)
+        .expect("messages always serialise");
 }
 
 /// Accumulates bytes from the stream and yields whole messages.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct FrameDecoder {
-    buf: Vec<u8>,
+    frames: nsperf_core::frame::FrameDecoder,
+}
+
+impl Default for FrameDecoder {
+    fn default() -> Self {
+        FrameDecoder {
+            frames: nsperf_core::frame::FrameDecoder::new(FORMAT),
+        }
+    }
 }
 
 impl FrameDecoder {
@@ -90,66 +120,31 @@ impl FrameDecoder {
 
     /// Appends bytes read from the peer.
     pub fn push(&mut self, bytes: &[u8]) {
-        self.buf.extend_from_slice(bytes);
+        self.frames.push(bytes)
     }
 
     /// Bytes buffered but not yet decoded.
     #[cfg(test)]
     pub fn buffered(&self) -> usize {
-        self.buf.len()
+        self.frames.buffered()
     }
 
     /// How many more bytes are needed before [`FrameDecoder::next_msg`] can make progress (at
     /// least 1), so a reader never reads past the current frame.
     pub fn wanted(&self) -> usize {
-        if self.buf.len() < HEADER_LEN {
-            return HEADER_LEN - self.buf.len();
-        }
-        let len = u32::from_be_bytes([self.buf[8], self.buf[9], self.buf[10], self.buf[11]]);
-        (HEADER_LEN + (len as usize).min(MAX_BODY))
-            .saturating_sub(self.buf.len())
-            .max(1)
+        self.frames.wanted()
     }
 
     /// The next whole message, `Ok(None)` when more bytes are needed. After an error the
     /// stream is unusable: the caller drops the connection.
     pub fn next_msg(&mut self) -> Result<Option<Msg>, ProtoError> {
-        // Judged on the first byte already: an iperf3 server answers with one state byte and
-        // waits.
-        let seen = self.buf.len().min(4);
-        if self.buf[..seen] != MAGIC[..seen] {
-            let mut m = [0u8; 4];
-            m[..seen].copy_from_slice(&self.buf[..seen]);
-            return Err(ProtoError::BadMagic(m));
-        }
-        if self.buf.len() < HEADER_LEN {
+        let Some(frame) = self.frames.next_frame()? else {
             return Ok(None);
-        }
-        let h = &self.buf[..HEADER_LEN];
-        let version = u16::from_be_bytes([h[4], h[5]]);
-        let kind = h[6];
-        let len = u32::from_be_bytes([h[8], h[9], h[10], h[11]]);
-        if version != PROTOCOL_VERSION {
-            return Err(ProtoError::Version {
-                ours: PROTOCOL_VERSION,
-                theirs: version,
-            });
-        }
-        if len as usize > MAX_BODY {
-            return Err(ProtoError::TooLong(len));
-        }
-        if Msg::kind_name(kind).is_none() {
-            return Err(ProtoError::BadKind(kind));
-        }
-        let end = HEADER_LEN + len as usize;
-        if self.buf.len() < end {
-            return Ok(None);
-        }
-        let parsed: Result<Msg, _> = serde_json::from_slice(&self.buf[HEADER_LEN..end]);
-        self.buf.drain(..end);
-        let msg = parsed.map_err(|e| ProtoError::BadBody(e.to_string()))?;
-        if msg.kind() != kind {
-            return Err(ProtoError::BadKind(kind));
+        };
+        let msg: Msg =
+            serde_json::from_slice(frame.body).map_err(|e| ProtoError::BadBody(e.to_string()))?;
+        if msg.kind() != frame.kind {
+            return Err(ProtoError::BadKind(frame.kind));
         }
         Ok(Some(msg))
     }

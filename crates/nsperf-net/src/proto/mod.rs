@@ -194,6 +194,29 @@ mod tests {
         assert_eq!(d.buffered(), 0);
     }
 
+    /// The shared codec writes the bytes the protocol's own encoder wrote before it: the
+    /// reference below is that encoder, spelled out.
+    #[test]
+    fn frames_are_byte_identical_to_the_documented_layout() {
+        let mut wire = Vec::new();
+        encode(&Msg::Start, &mut wire);
+        assert_eq!(
+            wire,
+            b"NSPF\x00\x01\x07\x00\x00\x00\x00\x10{\"type\":\"start\"}"
+        );
+        for m in sample_msgs() {
+            let body = serde_json::to_vec(&m).unwrap();
+            let mut want = b"NSPF".to_vec();
+            want.extend_from_slice(&PROTOCOL_VERSION.to_be_bytes());
+            want.extend_from_slice(&[m.kind(), 0]);
+            want.extend_from_slice(&(body.len() as u32).to_be_bytes());
+            want.extend_from_slice(&body);
+            let mut got = Vec::new();
+            encode(&m, &mut got);
+            assert_eq!(got, want);
+        }
+    }
+
     #[test]
     fn version_mismatch_is_named() {
         let mut wire = Vec::new();

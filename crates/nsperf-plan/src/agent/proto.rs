@@ -11,9 +11,14 @@
 //! 10..   body: one JSON object, a message tagged by "msg"
 //! ```
 //!
+//! The codec is `nsperf_core::frame`'s (shared with `net`'s control protocol); this module
+//! gives it this protocol's magic, version and limit, and turns bodies into messages. A wrong
+//! magic is refused from the first byte that differs.
+//!
 //! Invariant: [`FrameDecoder`] never panics and never buffers more than one header plus
 //! [`MAX_BODY`], whatever bytes it is fed; malformed input is an [`AgentProtoError`].
 
+use nsperf_core::frame::{FrameError, FrameFormat};
 use nsperf_core::host::HostFacts;
 use nsperf_core::report::CpuInterval;
 use serde::{Deserialize, Serialize};
@@ -24,8 +29,6 @@ use crate::step::{StepReport, StepRequest};
 pub const MAGIC: [u8; 4] = *b"NSPA";
 /// Version of this protocol; both ends must speak the same.
 pub const AGENT_PROTOCOL_VERSION: u16 = 2;
-/// Length of a frame header.
-pub const HEADER_LEN: usize = 10;
 /// Largest body accepted (a report of a 200-stream test fits with room to spare).
 pub const MAX_BODY: usize = 32 << 20;
 
@@ -275,19 +278,44 @@ pub enum AgentProtoError {
     BadBody(String),
 }
 
-/// Appends `msg` as one frame to `out`.
+impl From<FrameError> for AgentProtoError {
+    fn from(e: FrameError) -> Self {
+        match e {
+            FrameError::BadMagic(m) => AgentProtoError::BadMagic(m),
+            FrameError::Version { ours, theirs } => AgentProtoError::Version { ours, theirs },
+            FrameError::TooLong(n) => AgentProtoError::TooLong(n),
+            // Never made: this format has no kind byte.
+            FrameError::BadKind(k) => AgentProtoError::BadBody(format!("message kind {k}")),
+        }
+    }
+}
+
+/// This protocol's frames in the shared codec: no kind byte (the body's "msg" tag says it).
+const FORMAT: FrameFormat = FrameFormat {
+    magic: MAGIC,
+    version: AGENT_PROTOCOL_VERSION,
+    kind: None,
+    max_body: MAX_BODY,
+};
+
+/// Appends `msg` as one frame to `out` (an empty body if it cannot be serialised, which the
+/// peer refuses as malformed).
 pub fn encode<T: Serialize>(msg: &T, out: &mut Vec<u8>) {
-    let body = serde_json::to_vec(msg).unwrap_or_default();
-    out.extend_from_slice(&MAGIC);
-    out.extend_from_slice(&AGENT_PROTOCOL_VERSION.to_be_bytes());
-    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    out.extend_from_slice(&body);
+    let _ = FORMAT.encode_json(0, msg, out);
 }
 
 /// Accumulates bytes and yields whole messages of type `T`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct FrameDecoder {
-    buf: Vec<u8>,
+    frames: nsperf_core::frame::FrameDecoder,
+}
+
+impl Default for FrameDecoder {
+    fn default() -> Self {
+        FrameDecoder {
+            frames: nsperf_core::frame::FrameDecoder::new(FORMAT),
+        }
+    }
 }
 
 impl FrameDecoder {
@@ -298,40 +326,17 @@ impl FrameDecoder {
 
     /// Adds bytes read from the stream.
     pub fn push(&mut self, bytes: &[u8]) {
-        self.buf.extend_from_slice(bytes);
+        self.frames.push(bytes)
     }
 
     /// The next whole message, `Ok(None)` when more bytes are needed.
     pub fn next<T: for<'de> Deserialize<'de>>(&mut self) -> Result<Option<T>, AgentProtoError> {
-        if self.buf.len() < 4 {
+        let Some(frame) = self.frames.next_frame()? else {
             return Ok(None);
-        }
-        let magic: [u8; 4] = [self.buf[0], self.buf[1], self.buf[2], self.buf[3]];
-        if magic != MAGIC {
-            return Err(AgentProtoError::BadMagic(magic));
-        }
-        if self.buf.len() < HEADER_LEN {
-            return Ok(None);
-        }
-        let version = u16::from_be_bytes([self.buf[4], self.buf[5]]);
-        if version != AGENT_PROTOCOL_VERSION {
-            return Err(AgentProtoError::Version {
-                ours: AGENT_PROTOCOL_VERSION,
-                theirs: version,
-            });
-        }
-        let len = u32::from_be_bytes([self.buf[6], self.buf[7], self.buf[8], self.buf[9]]);
-        if len as usize > MAX_BODY {
-            return Err(AgentProtoError::TooLong(len));
-        }
-        let end = HEADER_LEN + len as usize;
-        if self.buf.len() < end {
-            return Ok(None);
-        }
-        let msg = serde_json::from_slice(&self.buf[HEADER_LEN..end])
-            .map_err(|e| AgentProtoError::BadBody(e.to_string()));
-        self.buf.drain(..end);
-        msg.map(Some)
+        };
+        serde_json::from_slice(frame.body)
+            .map(Some)
+            .map_err(|e| AgentProtoError::BadBody(e.to_string()))
     }
 }
 
@@ -399,6 +404,35 @@ mod tests {
             }
             assert_eq!(got, msgs);
         }
+    }
+
+    /// The shared codec writes the bytes the protocol's own encoder wrote before it: the
+    /// reference below is that encoder, spelled out.
+    #[test]
+    fn frames_are_byte_identical_to_the_documented_layout() {
+        let mut wire = Vec::new();
+        encode(&ToAgent::Bye, &mut wire);
+        assert_eq!(wire, b"NSPA\x00\x02\x00\x00\x00\x0d{\"msg\":\"bye\"}");
+        for m in [run_msg(), ToAgent::ClockProbe { seq: 3 }] {
+            let body = serde_json::to_vec(&m).unwrap();
+            let mut want = b"NSPA".to_vec();
+            want.extend_from_slice(&AGENT_PROTOCOL_VERSION.to_be_bytes());
+            want.extend_from_slice(&(body.len() as u32).to_be_bytes());
+            want.extend_from_slice(&body);
+            let mut got = Vec::new();
+            encode(&m, &mut got);
+            assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn a_stranger_is_refused_from_its_first_byte() {
+        let mut d = FrameDecoder::new();
+        d.push(b"H");
+        assert_eq!(
+            d.next::<ToAgent>(),
+            Err(AgentProtoError::BadMagic(*b"H\0\0\0"))
+        );
     }
 
     #[test]
