@@ -12,6 +12,7 @@ pub mod agent;
 mod error;
 pub mod exec;
 pub mod plan;
+mod process_group;
 pub mod runner;
 pub mod step;
 mod template;

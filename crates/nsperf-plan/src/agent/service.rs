@@ -1,6 +1,6 @@
 //! The agent's shell: connections (standard input and output, or accepted TCP connections)
 //! around [`AgentSession`], and the step runner that starts each step as an `nsperf step`
-//! child in its own process group.
+//! child in its own process group (through [`crate::process_group`], as the executor does).
 //!
 //! One session at a time per connection; one thread reads the connection and one loop per
 //! session applies every event (a message, a step's output or end, the connection's end) to
@@ -10,20 +10,18 @@
 
 use std::io::{BufReader, Read, Write};
 use std::net::TcpListener;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nsperf_core::cpu::CpuSampler;
 use nsperf_core::host::HostFacts;
-use nsperf_core::report::CpuInterval;
 
 use super::proto::{FrameDecoder, ProcessUse, StepEnd, ToAgent, encode};
 use super::session::{AgentAction, AgentPolicy, AgentSession, StepSignal};
+use crate::process_group::{self, CpuTicker};
 use crate::step::{StepReport, StepRequest};
 
 /// A session whose coordinator says nothing for this long while no step runs is ended.
@@ -101,10 +99,7 @@ impl RunningStep for ChildStep {
                 StepSignal::Stop => libc::SIGINT,
                 StepSignal::Kill => libc::SIGKILL,
             };
-            // SAFETY: kill has no memory-safety preconditions; the group is the step's own.
-            unsafe {
-                libc::kill(-(pid as libc::pid_t), sig);
-            }
+            process_group::kill_group(pid, sig);
         }
     }
 }
@@ -116,26 +111,13 @@ impl StepRunner for ChildStepRunner {
         let hold = request.hold;
         let held: Arc<Mutex<Option<std::process::ChildStdin>>> = Arc::default();
         let mut cmd = Command::new(&self.exe);
-        cmd.arg("step")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        // SAFETY: prctl is async-signal-safe; it only sets this child's parent-death signal,
-        // so a step dies with an agent that is killed (no step outlives its agent).
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        cmd.arg("step");
         let (nic0, disk0) = (
             nsperf_core::nic::read_nic_counters(),
             nsperf_core::disk::read_disk_counters(),
         );
-        let mut child = match cmd.spawn() {
+        // Tied: a step dies with an agent that is killed (no step outlives its agent).
+        let mut child = match process_group::spawn(cmd, true, true) {
             Ok(c) => c,
             Err(e) => {
                 let _ = events.send(Event::Ended(
@@ -160,13 +142,10 @@ impl StepRunner for ChildStepRunner {
                 }
             });
         }
-        let stderr = child.stderr.take().map(|e| {
-            std::thread::spawn(move || {
-                let mut s = String::new();
-                let _ = BufReader::new(e).take(1 << 20).read_to_string(&mut s);
-                s
-            })
-        });
+        let stderr = child
+            .stderr
+            .take()
+            .map(|e| process_group::drain(e, 1 << 20));
         let stdout = child.stdout.take();
         let out_events = events.clone();
         let lines = std::thread::spawn(move || {
@@ -182,49 +161,36 @@ impl StepRunner for ChildStepRunner {
         });
         std::thread::spawn(move || {
             let t0 = Instant::now();
-            let mut sampler = CpuSampler::new();
+            let mut sampler = CpuTicker::new("agent", t0);
             let mut cpu = Vec::new();
-            let mut last = t0;
             let (status, process) = loop {
                 match reap(pid) {
                     Reaped::Exited(code, used) => break (code, used),
                     Reaped::Running => {}
                     Reaped::Gone => break (None, ProcessUse::default()),
                 }
-                let since = last.elapsed();
-                if since >= Duration::from_secs(1) {
-                    cpu.push(CpuInterval {
-                        role: "agent".into(),
-                        start_s: last.duration_since(t0).as_secs_f64(),
-                        length_s: since.as_secs_f64(),
-                        cpu: sampler.sample(since.as_secs_f64()),
-                    });
-                    last = Instant::now();
-                }
+                sampler.tick(&mut cpu);
                 std::thread::sleep(Duration::from_millis(20));
             };
             let elapsed_ns = t0.elapsed().as_nanos() as u64;
             // Whatever the step left in its group goes with it.
-            // SAFETY: as above.
-            unsafe {
-                libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
-            }
+            process_group::kill_group(pid, libc::SIGKILL);
             let _ = lines.join();
-            let err = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
+            // Not UTF-8: no line to quote, as before the shared drain.
+            let err = stderr
+                .and_then(|h| h.join().ok())
+                .and_then(|v| String::from_utf8(v).ok())
+                .unwrap_or_default();
             // Reaped above: the std handle must not wait for it again.
             drop(child);
             let exit_code = status;
             let error = if exit_code == Some(0) {
                 String::new()
             } else {
-                let last = err
-                    .lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or("");
+                let last = process_group::last_line(&err);
                 match (exit_code, last.is_empty()) {
                     (Some(c), true) => format!("exit {c}"),
-                    (Some(_), false) => last.trim().chars().take(300).collect(),
+                    (Some(_), false) => last.chars().take(300).collect(),
                     (None, _) => "killed by a signal".into(),
                 }
             };

@@ -1,18 +1,18 @@
 //! Child processes of the executor: each in its own process group (a timeout or Ctrl-C kills
 //! it together with whatever it started), its standard input fed, its output collected, CPU
-//! use per core sampled each second while it runs.
+//! use per core sampled each second while it runs. The spawning, the group and the sampling
+//! are [`crate::process_group`]'s, shared with the agent's step runner.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, ExitStatus};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 use nsperf_core::Failure;
-use nsperf_core::cpu::CpuSampler;
 use nsperf_core::report::CpuInterval;
 
 use crate::error::ExecError;
+use crate::process_group::{CpuTicker, drain, kill_group, last_line};
 
 /// How long an interrupted child may take to clean up before it is killed.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
@@ -35,24 +35,14 @@ impl ChildRun {
             return Ok(());
         }
         let err = String::from_utf8_lossy(&self.stderr);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .trim();
+        let last = last_line(&err);
         let failure = self.status.code().and_then(Failure::from_exit_code);
         if failure == Some(Failure::Permission) && !is_root() {
             return Err(ExecError::Skip(format!("needs root: {last}")));
         }
-        let status = match (self.status.code(), failure) {
-            (Some(c), Some(f)) => format!("exit {c}, {f:?}"),
-            (Some(c), None) => format!("exit {c}"),
-            (None, _) => "killed by a signal".into(),
-        };
         Err(ExecError::Failed {
             command: what.to_string(),
-            status,
+            status: exit_status(self.status),
             stderr: last.chars().take(300).collect(),
         })
     }
@@ -64,50 +54,26 @@ pub(super) fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-fn kill_group(pid: u32, sig: libc::c_int) {
-    // SAFETY: kill has no memory-safety preconditions; the group is the child's own (it was
-    // started with process_group(0), so its group id is its pid).
-    unsafe {
-        libc::kill(-(pid as libc::pid_t), sig);
+/// How a child ended, named by its [`Failure`] class when its exit code is one.
+fn exit_status(status: ExitStatus) -> String {
+    match (
+        status.code(),
+        status.code().and_then(Failure::from_exit_code),
+    ) {
+        (Some(c), Some(f)) => format!("exit {c}, {f:?}"),
+        (Some(c), None) => format!("exit {c}"),
+        (None, _) => "killed by a signal".into(),
     }
 }
 
 /// Starts `cmd` in its own process group with `input` on its standard input; `tied`: it is
-/// killed when this process dies, even by `kill -9` (`PR_SET_PDEATHSIG`).
-fn spawn(
-    mut cmd: Command,
-    input: Option<Vec<u8>>,
-    what: &str,
-    tied: bool,
-) -> Result<Child, ExecError> {
-    cmd.stdin(if input.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .process_group(0);
-    if tied {
-        // SAFETY: getpid before the fork; prctl, getppid and kill are async-signal-safe and
-        // nothing else runs between fork and exec.
-        let parent = unsafe { libc::getpid() };
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // The parent died between the fork and the prctl: go now.
-                if libc::getppid() != parent {
-                    libc::kill(libc::getpid(), libc::SIGKILL);
-                }
-                Ok(())
-            });
+/// killed when this process dies, even by `kill -9`.
+fn spawn(cmd: Command, input: Option<Vec<u8>>, what: &str, tied: bool) -> Result<Child, ExecError> {
+    let mut child = crate::process_group::spawn(cmd, input.is_some(), tied).map_err(|source| {
+        ExecError::Spawn {
+            program: what.to_string(),
+            source,
         }
-    }
-    let mut child = cmd.spawn().map_err(|source| ExecError::Spawn {
-        program: what.to_string(),
-        source,
     })?;
     if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
         // A child that dies before reading shows in its exit status, not here.
@@ -116,15 +82,6 @@ fn spawn(
         });
     }
     Ok(child)
-}
-
-fn drain(r: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut r = r;
-        let mut v = Vec::new();
-        let _ = r.read_to_end(&mut v);
-        v
-    })
 }
 
 /// Runs `cmd` to completion with a timeout, sampling CPU per core each second when asked.
@@ -158,8 +115,8 @@ fn run_child(
     stop_on_interrupt: bool,
 ) -> Result<ChildRun, ExecError> {
     let mut child = spawn(cmd, input, what, false)?;
-    let to = drain(child.stdout.take().expect("piped"));
-    let te = drain(child.stderr.take().expect("piped"));
+    let to = drain(child.stdout.take().expect("piped"), u64::MAX);
+    let te = drain(child.stderr.take().expect("piped"), u64::MAX);
     let t0 = Instant::now();
     let pid = child.id();
     // A waiter thread takes the exit time exactly; this loop only polls for it.
@@ -168,8 +125,7 @@ fn run_child(
         let s = child.wait();
         let _ = tx.send((s, Instant::now()));
     });
-    let mut sampler = sample_cpu.then(CpuSampler::new);
-    let mut last_sample = t0;
+    let mut sampler = sample_cpu.then(|| CpuTicker::new("host", t0));
     let mut cpu = Vec::new();
     let (status, ended) = loop {
         match rx.recv_timeout(Duration::from_millis(10)) {
@@ -195,16 +151,7 @@ fn run_child(
             });
         }
         if let Some(s) = sampler.as_mut() {
-            let since = last_sample.elapsed();
-            if since >= Duration::from_secs(1) {
-                cpu.push(CpuInterval {
-                    role: "host".into(),
-                    start_s: last_sample.duration_since(t0).as_secs_f64(),
-                    length_s: since.as_secs_f64(),
-                    cpu: s.sample(since.as_secs_f64()),
-                });
-                last_sample = Instant::now();
-            }
+            s.tick(&mut cpu);
         }
     };
     // Whatever the child left running in its group goes with it.
@@ -253,7 +200,7 @@ impl Background {
     ) -> Result<Self, ExecError> {
         let mut child = spawn(cmd, input, what, tied)?;
         // Drain stderr so the child never blocks on a full pipe; kept for `ended`.
-        let stderr = Some(drain(child.stderr.take().expect("piped")));
+        let stderr = Some(drain(child.stderr.take().expect("piped"), u64::MAX));
         let out = child.stdout.take().expect("piped");
         let (tx, lines) = channel();
         std::thread::spawn(move || {
@@ -281,21 +228,11 @@ impl Background {
             .and_then(|h| h.join().ok())
             .unwrap_or_default();
         let err = String::from_utf8_lossy(&err);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .map(|l| format!(": {}", l.trim()))
-            .unwrap_or_default();
-        let how = match (
-            status.code(),
-            status.code().and_then(Failure::from_exit_code),
-        ) {
-            (Some(c), Some(f)) => format!("exit {c}, {f:?}"),
-            (Some(c), None) => format!("exit {c}"),
-            (None, _) => "killed by a signal".into(),
+        let last = match last_line(&err) {
+            "" => String::new(),
+            l => format!(": {l}"),
         };
-        Some(format!("{how}{last}"))
+        Some(format!("{}{last}", exit_status(status)))
     }
 
     /// The next line of its output, waiting up to `timeout`; `None` when it ended or the
