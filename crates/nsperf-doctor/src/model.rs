@@ -7,8 +7,6 @@ use std::path::PathBuf;
 use nsperf_core::report::Report;
 use serde::{Deserialize, Serialize};
 
-use crate::verdict::Diagnosis;
-
 /// The `doctor` report.
 pub type DoctorReport = Report<DoctorSpec, DoctorInterval, DoctorSummary>;
 
@@ -296,4 +294,131 @@ pub struct DoctorSummary {
     pub figures: Figures,
     /// What limits reads and writes, with the ceiling arithmetic.
     pub diagnosis: Diagnosis,
+}
+
+/// A layer whose capacity bounds the protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CeilingKind {
+    /// The storage at the server (local I/O on the served directory).
+    Storage,
+    /// The network's TCP throughput in that direction.
+    Network,
+    /// RPCs in flight × RPC size per round trip.
+    RpcWindow,
+}
+
+impl std::fmt::Display for CeilingKind {
+    /// The JSON name (`storage`, `network`, `rpc_window`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CeilingKind::Storage => "storage",
+            CeilingKind::Network => "network",
+            CeilingKind::RpcWindow => "rpc_window",
+        })
+    }
+}
+
+/// One ceiling with its arithmetic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ceiling {
+    /// Which layer.
+    pub kind: CeilingKind,
+    /// Its capacity, bytes per second.
+    pub bytes_per_s: f64,
+    /// The protocol's throughput as % of it.
+    pub share_pct: f64,
+    /// How it was obtained, in words and figures.
+    pub basis: String,
+}
+
+/// What limits a direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// The storage at the server.
+    Storage,
+    /// The network.
+    Network,
+    /// Too few RPCs in flight for the round-trip time.
+    RpcWindow,
+    /// The server's CPU (a saturated thread or all its cores).
+    ServerCpu,
+    /// This client's CPU.
+    ClientCpu,
+    /// Every core of this host, shared by client, server and the lab's link.
+    HostCpu,
+    /// Below every measured ceiling, all layers measured, no CPU saturated: the protocol or
+    /// the server beyond what nsperf measures.
+    Protocol,
+    /// Below every measured ceiling while a layer was not measured: it may be that one.
+    Undetermined,
+    /// The protocol itself was not measured: nothing to judge.
+    NotMeasured,
+}
+
+impl Limit {
+    /// The words of the verdict (`network-bound`).
+    pub fn words(self) -> &'static str {
+        match self {
+            Limit::Storage => "storage-bound",
+            Limit::Network => "network-bound",
+            Limit::RpcWindow => "protocol-bound (RPCs in flight)",
+            Limit::ServerCpu => "server CPU-bound",
+            Limit::ClientCpu => "client CPU-bound",
+            Limit::HostCpu => "host CPU-bound",
+            Limit::Protocol => "protocol/server-bound",
+            Limit::Undetermined => "undetermined",
+            Limit::NotMeasured => "not measured",
+        }
+    }
+}
+
+impl From<CeilingKind> for Limit {
+    fn from(k: CeilingKind) -> Limit {
+        match k {
+            CeilingKind::Storage => Limit::Storage,
+            CeilingKind::Network => Limit::Network,
+            CeilingKind::RpcWindow => Limit::RpcWindow,
+        }
+    }
+}
+
+/// The verdict of one direction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DirectionVerdict {
+    /// Reads or writes.
+    pub direction: Direction,
+    /// What limits it.
+    pub limit: Limit,
+    /// The protocol's throughput, bytes per second (absent when not measured).
+    pub protocol_bytes_per_s: Option<f64>,
+    /// The measured ceilings, lowest first.
+    pub ceilings: Vec<Ceiling>,
+    /// Layers that were not measured for this direction, with why.
+    pub not_measured: Vec<String>,
+    /// Figures that disagree with each other (a protocol rate above a layer's measured
+    /// capacity).
+    pub inconsistent: Vec<String>,
+    /// The verdict in one line, figures and arithmetic included.
+    pub message: String,
+}
+
+/// The verdict of a doctor run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    /// Reads.
+    pub read: DirectionVerdict,
+    /// Writes.
+    pub write: DirectionVerdict,
+}
+
+impl Diagnosis {
+    /// The verdict of a direction.
+    pub fn of(&self, d: Direction) -> &DirectionVerdict {
+        match d {
+            Direction::Read => &self.read,
+            Direction::Write => &self.write,
+        }
+    }
 }

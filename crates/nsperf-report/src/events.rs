@@ -80,14 +80,14 @@ pub(crate) fn section(d: &ExperimentData, out: &mut String) {
             let what = match (e.kind, e.until_s) {
                 (RunEventKind::Down, Some(u)) => format!("down until {u:.3} s"),
                 (RunEventKind::Down, None) => "down until the end".into(),
-                (k, _) => k.as_str().to_string(),
+                (k, _) => k.to_string(),
             };
             let _ = writeln!(
                 out,
                 "<tr><td>{:.3} s</td><td class=\"t\">{}</td><td class=\"t\">{}</td><td class=\"t\">{}</td><td class=\"t\">{}</td></tr>",
                 e.at_s,
                 esc(&what),
-                esc(&e.source),
+                esc(&e.source.to_string()),
                 esc(&e.text),
                 esc(&e.directions.join(", "))
             );

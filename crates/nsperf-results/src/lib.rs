@@ -9,17 +9,15 @@
 #![deny(missing_docs)]
 
 mod error;
-mod events;
 mod model;
 mod params;
 pub mod stats;
 mod store;
 
 pub use error::StoreError;
-pub use events::{RunEvent, RunEventKind};
 pub use model::{
-    ExperimentStatus, HostPart, IoShape, Measurement, NicDelta, Phase, RunConditions, RunKey,
-    RunStatus, SeriesPoint, UnknownPhase,
+    ExperimentStatus, HostPart, IoShape, Measurement, NicDelta, Phase, RunConditions, RunEvent,
+    RunEventKind, RunEventSource, RunKey, RunStatus, SeriesPoint, UnknownPhase,
 };
 pub use params::{ParamKind, ParamValue, Params, UnknownParamKind, params_label};
 pub use store::{

@@ -324,6 +324,102 @@ impl FromStr for ExperimentStatus {
     }
 }
 
+/// What a link event did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunEventKind {
+    /// Directions went down: an outage starts (it ends at `until_s`).
+    Down,
+    /// Directions came back up.
+    Up,
+    /// Parameters changed (rate, delay, loss, …).
+    Change,
+}
+
+impl fmt::Display for RunEventKind {
+    /// The name used in the store and the exports.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RunEventKind::Down => "down",
+            RunEventKind::Up => "up",
+            RunEventKind::Change => "change",
+        })
+    }
+}
+
+impl FromStr for RunEventKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "down" => RunEventKind::Down,
+            "up" => RunEventKind::Up,
+            "change" => RunEventKind::Change,
+            o => return Err(format!("run event kind \"{o}\"")),
+        })
+    }
+}
+
+/// Who made a link event (the lab's own names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunEventSource {
+    /// The emulator itself (start, CPU latency hold).
+    Emulator,
+    /// `lab set` (or the plan runner through it).
+    Set,
+    /// A line of a fault schedule.
+    Schedule,
+    /// A capture on a link started or stopped.
+    Capture,
+}
+
+impl fmt::Display for RunEventSource {
+    /// The name used in the store and the exports.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RunEventSource::Emulator => "emulator",
+            RunEventSource::Set => "set",
+            RunEventSource::Schedule => "schedule",
+            RunEventSource::Capture => "capture",
+        })
+    }
+}
+
+impl FromStr for RunEventSource {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "emulator" => RunEventSource::Emulator,
+            "set" => RunEventSource::Set,
+            "schedule" => RunEventSource::Schedule,
+            "capture" => RunEventSource::Capture,
+            o => return Err(format!("run event source \"{o}\"")),
+        })
+    }
+}
+
+/// One link event as a run saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEvent {
+    /// Seconds from the run's start (negative: before the run, for an outage still going on
+    /// when it started).
+    pub at_s: f64,
+    /// Unix time of the event, ns.
+    pub t_unix_ns: u64,
+    /// Who made it: `set` (`lab set`, the plan runner) or `schedule` (a fault schedule).
+    pub source: RunEventSource,
+    /// What it did.
+    pub kind: RunEventKind,
+    /// The change as written (flags, or the schedule line).
+    pub text: String,
+    /// The directions it changed (`a -> b`).
+    pub directions: Vec<String>,
+    /// For a `down`: seconds from the run's start when every direction it took down was up
+    /// again; `None` when they were still down at the run's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_s: Option<f64>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

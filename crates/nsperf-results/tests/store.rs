@@ -3,8 +3,8 @@
 
 use nsperf_results::{
     ExperimentStatus, IoShape, Measurement, NewExperiment, ParamKind, ParamValue, Phase,
-    RunConditions, RunEvent, RunEventKind, RunHeader, RunKey, RunStatus, STORE_VERSION,
-    SeriesPoint, Store, StoreError,
+    RunConditions, RunEvent, RunEventKind, RunEventSource, RunHeader, RunKey, RunStatus,
+    STORE_VERSION, SeriesPoint, Store, StoreError,
 };
 
 fn new_experiment(store: &mut Store, fingerprint: &str) -> i64 {
@@ -313,7 +313,7 @@ fn a_version_3_store_gains_link_events() {
         RunEvent {
             at_s: -0.5,
             t_unix_ns: 9_500_000_000,
-            source: "schedule".into(),
+            source: RunEventSource::Schedule,
             kind: RunEventKind::Down,
             text: "1s down".into(),
             directions: vec!["a -> b".into(), "b -> a".into()],
@@ -322,7 +322,7 @@ fn a_version_3_store_gains_link_events() {
         RunEvent {
             at_s: 2.0,
             t_unix_ns: 12_000_000_000,
-            source: "schedule".into(),
+            source: RunEventSource::Schedule,
             kind: RunEventKind::Up,
             text: "3.5s up".into(),
             directions: vec!["a -> b".into(), "b -> a".into()],

@@ -297,9 +297,9 @@ impl Client {
         offset: u64,
         buf: &[u8],
     ) -> Result<usize, SmbError> {
-        let req = crate::pipeline::write_request(fid, offset, buf.to_vec(), self.write_through);
+        let req = crate::frames::write_request(fid, offset, buf.to_vec(), self.write_through);
         let frame = self.execute(Command::Write, &req, "WRITE", path)?;
-        crate::pipeline::write_count(&frame).map_err(|e| SmbError::op("WRITE", path, e))
+        crate::frames::write_count(&frame).map_err(|e| SmbError::op("WRITE", path, e))
     }
 
     /// Reads into `buf` at `offset` (one READ); returns bytes read and whether the end of
@@ -311,15 +311,14 @@ impl Client {
         offset: u64,
         buf: &mut [u8],
     ) -> Result<(usize, bool), SmbError> {
-        let req = crate::pipeline::read_request(fid, offset, buf.len() as u32);
+        let req = crate::frames::read_request(fid, offset, buf.len() as u32);
         let tid = self.tree.tree_id;
         let frame = block_on(&self.rt, self.conn.execute(Command::Read, &req, Some(tid)))?
             .map_err(|e| SmbError::op("READ", path, e))?;
         if frame.header.status == NtStatus::END_OF_FILE {
             return Ok((0, true));
         }
-        let n =
-            crate::pipeline::read_into(&frame, buf).map_err(|e| SmbError::op("READ", path, e))?;
+        let n = crate::frames::read_into(&frame, buf).map_err(|e| SmbError::op("READ", path, e))?;
         Ok((n, n < buf.len()))
     }
 

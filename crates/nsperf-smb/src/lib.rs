@@ -20,13 +20,15 @@
 pub mod client;
 pub mod creds;
 mod error;
+mod frames;
 mod pipeline;
 pub mod url;
 
 pub use client::{Client, Listed, Negotiated};
 pub use creds::{CredError, CredentialSource, Credentials};
 pub use error::SmbError;
-pub use pipeline::{DataOp, Done, Pipeline, fuzz_read_reply, read_reply_into};
+pub use frames::{fuzz_read_reply, read_reply_into};
+pub use pipeline::{DataOp, Done, Pipeline};
 pub use url::SmbUrl;
 
 /// Parses a URL and a credentials file from the same bytes (the body of the fuzz target).

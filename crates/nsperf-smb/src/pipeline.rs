@@ -16,21 +16,18 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use smb2::client::connection::Connection;
-use smb2::msg::read::ReadRequest;
-use smb2::msg::write::{WriteRequest, WriteResponse};
-use smb2::pack::{ReadCursor, Unpack};
 use smb2::types::status::NtStatus;
 use smb2::types::{Command, CreditCharge, FileId, TreeId};
 
 use crate::client::{Client, block_on};
 use crate::creds::Credentials;
 use crate::error::SmbError;
+use crate::frames::{read_into, read_request, write_count, write_request};
 use crate::url::SmbUrl;
 
 /// Most requests in flight on one connection.
 pub const MAX_DEPTH: usize = 4096;
 /// Size of the SMB2 header that READ's DataOffset counts from.
-const HEADER: usize = 64;
 const TICK: Duration = Duration::from_millis(200);
 /// How long in-flight requests may drain after Ctrl-C before the run gives up on them.
 const DRAIN_AFTER_INTERRUPT: Duration = Duration::from_secs(2);
@@ -87,85 +84,9 @@ impl std::fmt::Debug for Pipeline {
     }
 }
 
-/// A WRITE of `data` at `offset`.
-pub(crate) fn write_request(
-    file_id: FileId,
-    offset: u64,
-    data: Vec<u8>,
-    write_through: bool,
-) -> WriteRequest {
-    WriteRequest {
-        // Header (64) + the fixed part of WRITE (48).
-        data_offset: 0x70,
-        offset,
-        file_id,
-        channel: 0,
-        remaining_bytes: 0,
-        write_channel_info_offset: 0,
-        write_channel_info_length: 0,
-        // SMB2_WRITEFLAG_WRITE_THROUGH (MS-SMB2 2.2.21).
-        flags: u32::from(write_through),
-        data,
-    }
-}
-
-/// A READ of `length` bytes at `offset`.
-pub(crate) fn read_request(file_id: FileId, offset: u64, length: u32) -> ReadRequest {
-    ReadRequest {
-        padding: 0x50,
-        flags: 0,
-        length,
-        offset,
-        file_id,
-        minimum_count: 0,
-        channel: 0,
-        remaining_bytes: 0,
-        read_channel_info: vec![],
-    }
-}
-
 /// Credits a request of `len` bytes is charged.
 fn charge(len: usize) -> CreditCharge {
     CreditCharge(len.div_ceil(65536).clamp(1, u16::MAX as usize) as u16)
-}
-
-/// Bytes a WRITE reply says were written.
-pub(crate) fn write_count(frame: &smb2::Frame) -> smb2::Result<usize> {
-    WriteResponse::unpack(&mut ReadCursor::new(&frame.body)).map(|r| r.count as usize)
-}
-
-/// Copies the data of a READ reply's body into `buf`; returns the bytes copied. Checked:
-/// a structure size, offset or length that does not fit the body is an error, never a panic
-/// or a read outside it.
-pub fn read_reply_into(body: &[u8], buf: &mut [u8]) -> Result<usize, &'static str> {
-    if body.len() < 16 {
-        return Err("READ reply shorter than its fixed part");
-    }
-    if u16::from_le_bytes([body[0], body[1]]) != 17 {
-        return Err("READ reply with a wrong structure size");
-    }
-    let off = body[2] as usize;
-    let len = u32::from_le_bytes([body[4], body[5], body[6], body[7]]) as usize;
-    if len == 0 {
-        return Ok(0);
-    }
-    let start = off
-        .checked_sub(HEADER)
-        .filter(|&s| s >= 16)
-        .ok_or("READ reply data offset inside the header")?;
-    let data = body
-        .get(start..)
-        .and_then(|b| b.get(..len))
-        .ok_or("READ reply data beyond the message")?;
-    if len > buf.len() {
-        return Err("READ reply longer than asked");
-    }
-    buf[..len].copy_from_slice(data);
-    Ok(len)
-}
-
-pub(crate) fn read_into(frame: &smb2::Frame, buf: &mut [u8]) -> smb2::Result<usize> {
-    read_reply_into(&frame.body, buf).map_err(smb2::Error::invalid_data)
 }
 
 fn errno_of(e: &smb2::Error) -> i32 {
@@ -429,45 +350,5 @@ impl Drop for Pipeline {
             .await
         });
         let _ = path;
-    }
-}
-
-/// Every reply parser of the data path on `data` (the body of the fuzz target).
-pub fn fuzz_read_reply(data: &[u8]) {
-    let mut buf = [0u8; 4096];
-    let _ = read_reply_into(data, &mut buf);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn reply(off: u8, len: u32, payload: &[u8]) -> Vec<u8> {
-        let mut b = vec![17, 0, off, 0];
-        b.extend_from_slice(&len.to_le_bytes());
-        b.extend_from_slice(&[0u8; 8]);
-        b.extend_from_slice(payload);
-        b
-    }
-
-    #[test]
-    fn read_reply_checked() {
-        let mut buf = [0u8; 8];
-        assert_eq!(read_reply_into(&reply(0x50, 3, b"abc"), &mut buf), Ok(3));
-        assert_eq!(&buf[..3], b"abc");
-        // Data at a later offset (padding after the fixed part).
-        assert_eq!(read_reply_into(&reply(0x52, 2, b"..xy"), &mut buf), Ok(2));
-        assert_eq!(&buf[..2], b"xy");
-        assert!(read_reply_into(&reply(0x50, 4, b"abc"), &mut buf).is_err());
-        assert!(read_reply_into(&reply(0x10, 1, b"a"), &mut buf).is_err());
-        assert!(read_reply_into(&reply(0x50, 9, &[0; 9]), &mut buf).is_err());
-        assert!(read_reply_into(&[17, 0, 0x50], &mut buf).is_err());
-        assert_eq!(read_reply_into(&reply(0, 0, b""), &mut buf), Ok(0));
-        let mut b = reply(0x50, 1, b"a");
-        b[0] = 16;
-        assert!(read_reply_into(&b, &mut buf).is_err());
-        for n in 0..64 {
-            fuzz_read_reply(&vec![0xff; n]);
-        }
     }
 }

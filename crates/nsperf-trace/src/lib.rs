@@ -21,6 +21,7 @@ pub mod decode;
 mod error;
 mod filter;
 pub mod findings;
+mod kinds;
 pub mod model;
 pub mod proto;
 pub mod reader;

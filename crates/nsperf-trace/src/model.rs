@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::kinds::{Direction, Limit, Vantage};
 pub use crate::reader::ReadStats;
-pub use crate::tcp::limits::{Direction, Limit, Vantage};
 pub use crate::tcp::rtt::RttSummary;
 
 /// Parameters of one analysis.

@@ -5,7 +5,7 @@
 
 use nsperf_lab::events::{self, LinkEvent, RunSeries};
 use nsperf_lab::stats::{LabStats, LinksOverRun};
-use nsperf_results::{Measurement, RunEvent, RunEventKind};
+use nsperf_results::{Measurement, RunEvent, RunEventKind, RunEventSource};
 
 use crate::error::ExecError;
 use crate::exec::{Executor, Lab};
@@ -210,7 +210,12 @@ fn run_events(all: &[LinkEvent], origin: u64, start: u64, end: u64) -> Vec<RunEv
         .map(|(e, until)| RunEvent {
             at_s: rel(e.t_unix_ns),
             t_unix_ns: e.t_unix_ns,
-            source: e.source.to_string(),
+            source: match e.source {
+                events::EventSource::Emulator => RunEventSource::Emulator,
+                events::EventSource::Set => RunEventSource::Set,
+                events::EventSource::Schedule => RunEventSource::Schedule,
+                events::EventSource::Capture => RunEventSource::Capture,
+            },
             kind: match e.kind {
                 events::EventKind::Down => RunEventKind::Down,
                 events::EventKind::Up => RunEventKind::Up,

@@ -16,6 +16,7 @@ use nsperf_core::process::ProcessId;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
+mod events;
 mod read;
 mod rows;
 mod schema;
@@ -472,7 +473,7 @@ impl Store {
         )
         .map_err(&e)?;
         let run_id = tx.last_insert_rowid();
-        crate::events::write(&tx, run_id, &mm.events).map_err(&e)?;
+        events::write(&tx, run_id, &mm.events).map_err(&e)?;
         rows::params(&tx, run_id, params).map_err(&e)?;
         rows::intervals(&tx, run_id, &mm.series).map_err(&e)?;
         rows::cpu(&tx, run_id, &mm.cpu).map_err(&e)?;

@@ -11,6 +11,7 @@
 //! per operation) and nothing is allocated per packet once a connection has its buffers.
 
 pub mod inflight;
+mod names;
 pub mod nfs;
 pub mod nfs4;
 pub mod ops;

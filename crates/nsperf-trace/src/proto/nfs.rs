@@ -4,7 +4,7 @@
 //! `nsperf_nfs::rpc`, the arguments and results by `nsperf_nfs::proto` (the codecs of nsperf's
 //! own NFSv3 client and server), never by a second XDR.
 
-use nsperf_nfs::proto::{self as nfs3, MOUNT_PROG, NFS_PROG, PMAP_PROG, proc3};
+use nsperf_nfs::proto::{self as nfs3, MOUNT_PROG, NFS_PROG, proc3};
 use nsperf_nfs::rpc::{self, CALL, REPLY};
 use nsperf_nfs::xdr::XdrReader;
 
@@ -56,58 +56,6 @@ pub struct RpcSession {
     pub pace: Pace,
     /// NFSv4: the operations inside COMPOUND calls.
     pub compound: CompoundOps,
-}
-
-/// The name of an RPC procedure of the programs decoded.
-pub fn op_name(prog: u32, vers: u32, proc_: u32) -> &'static str {
-    const NFS3: [&str; 22] = [
-        "NULL",
-        "GETATTR",
-        "SETATTR",
-        "LOOKUP",
-        "ACCESS",
-        "READLINK",
-        "READ",
-        "WRITE",
-        "CREATE",
-        "MKDIR",
-        "SYMLINK",
-        "MKNOD",
-        "REMOVE",
-        "RMDIR",
-        "RENAME",
-        "LINK",
-        "READDIR",
-        "READDIRPLUS",
-        "FSSTAT",
-        "FSINFO",
-        "PATHCONF",
-        "COMMIT",
-    ];
-    const NFS4: [&str; 2] = ["NULL", "COMPOUND"];
-    const MOUNT3: [&str; 6] = ["NULL", "MNT", "DUMP", "UMNT", "UMNTALL", "EXPORT"];
-    const PMAP2: [&str; 6] = ["NULL", "SET", "UNSET", "GETPORT", "DUMP", "CALLIT"];
-    let table: &[&str] = match (prog, vers) {
-        (NFS_PROG, 2 | 3) => &NFS3,
-        (NFS_PROG, 4) => &NFS4,
-        (MOUNT_PROG, _) => &MOUNT3,
-        (PMAP_PROG, _) => &PMAP2,
-        _ => &[],
-    };
-    table.get(proc_ as usize).copied().unwrap_or("unknown")
-}
-
-/// The short name of an RPC program.
-pub fn program_name(prog: u32) -> &'static str {
-    match prog {
-        NFS_PROG => "nfs",
-        MOUNT_PROG => "mount",
-        PMAP_PROG => "portmap",
-        100_021 => "nlm",
-        100_024 => "nsm",
-        100_227 => "nfs_acl",
-        _ => "rpc",
-    }
 }
 
 impl RpcSession {

@@ -4,24 +4,7 @@
 use crate::model::{OpError, OpSummary, SrtSummary};
 use crate::tcp::rtt::RttHistogram;
 
-use super::nfs;
-use super::smb::{self, SMB2_PROG};
-
-/// The name of an operation: an RPC procedure, or an SMB2 command.
-fn op_name(prog: u32, vers: u32, proc_: u32) -> &'static str {
-    match prog {
-        SMB2_PROG => smb::command_name(proc_),
-        _ => nfs::op_name(prog, vers, proc_),
-    }
-}
-
-/// The short name of a program (`nfs`, `smb2`).
-fn program_name(prog: u32) -> &'static str {
-    match prog {
-        SMB2_PROG => "smb2",
-        _ => nfs::program_name(prog),
-    }
-}
+use super::names::{op_name, program_name, status_name};
 
 /// Distinct error statuses kept per operation; more are counted under the last.
 const MAX_STATUSES: usize = 16;
@@ -150,17 +133,5 @@ impl OpTable {
                 }
             })
             .collect()
-    }
-}
-
-/// The protocol's name of a status.
-fn status_name(prog: u32, st: u32) -> String {
-    match prog {
-        nsperf_nfs::proto::NFS_PROG | nsperf_nfs::proto::MOUNT_PROG => {
-            let d = nsperf_nfs::NfsStat(st).describe();
-            d.split(' ').next().unwrap_or(d).to_string()
-        }
-        SMB2_PROG => smb::status_name(st),
-        _ => format!("status {st}"),
     }
 }

@@ -15,13 +15,11 @@
 //! and SMB1 (`0xFF`, a client's first NEGOTIATE) are counted, not read.
 
 use super::inflight::InFlight;
+use super::names::SMB2_PROG;
 use super::ops::{OpKey, OpTable};
 use super::pace::{CallMark, Pace};
 use super::stream::Chunk;
 
-/// The pseudo program number of SMB2 commands in the [`OpTable`] ("SMB2"; no ONC RPC
-/// program has it).
-pub const SMB2_PROG: u32 = 0x534d_4232;
 /// Bytes kept of each command of a message: its header and the head of its body.
 pub const SLOT: usize = 128;
 /// Requests waiting for their response, per connection, at most; an older one is then
@@ -43,65 +41,6 @@ const OPLOCK_BREAK: u16 = 18;
 const NEGOTIATE: u16 = 0;
 const READ: u16 = 8;
 const WRITE: u16 = 9;
-
-/// The name of an SMB2 command.
-pub fn command_name(cmd: u32) -> &'static str {
-    const NAMES: [&str; 19] = [
-        "NEGOTIATE",
-        "SESSION_SETUP",
-        "LOGOFF",
-        "TREE_CONNECT",
-        "TREE_DISCONNECT",
-        "CREATE",
-        "CLOSE",
-        "FLUSH",
-        "READ",
-        "WRITE",
-        "LOCK",
-        "IOCTL",
-        "CANCEL",
-        "ECHO",
-        "QUERY_DIRECTORY",
-        "CHANGE_NOTIFY",
-        "QUERY_INFO",
-        "SET_INFO",
-        "OPLOCK_BREAK",
-    ];
-    NAMES.get(cmd as usize).copied().unwrap_or("unknown")
-}
-
-/// The name of an NT status (those an SMB2 server commonly returns; others in hex).
-pub fn status_name(st: u32) -> String {
-    let n = match st {
-        0x0000_0103 => "STATUS_PENDING",
-        0x8000_0005 => "STATUS_BUFFER_OVERFLOW",
-        0x8000_0006 => "STATUS_NO_MORE_FILES",
-        0xC000_0008 => "STATUS_INVALID_HANDLE",
-        0xC000_000D => "STATUS_INVALID_PARAMETER",
-        0xC000_000F => "STATUS_NO_SUCH_FILE",
-        0xC000_0010 => "STATUS_INVALID_DEVICE_REQUEST",
-        0xC000_0011 => "STATUS_END_OF_FILE",
-        0xC000_0016 => "STATUS_MORE_PROCESSING_REQUIRED",
-        0xC000_0022 => "STATUS_ACCESS_DENIED",
-        0xC000_0034 => "STATUS_OBJECT_NAME_NOT_FOUND",
-        0xC000_0035 => "STATUS_OBJECT_NAME_COLLISION",
-        0xC000_003A => "STATUS_OBJECT_PATH_NOT_FOUND",
-        0xC000_0043 => "STATUS_SHARING_VIOLATION",
-        0xC000_0056 => "STATUS_DELETE_PENDING",
-        0xC000_006D => "STATUS_LOGON_FAILURE",
-        0xC000_007F => "STATUS_DISK_FULL",
-        0xC000_00BA => "STATUS_FILE_IS_A_DIRECTORY",
-        0xC000_00BB => "STATUS_NOT_SUPPORTED",
-        0xC000_00CC => "STATUS_BAD_NETWORK_NAME",
-        0xC000_0101 => "STATUS_DIRECTORY_NOT_EMPTY",
-        0xC000_0103 => "STATUS_NOT_A_DIRECTORY",
-        0xC000_0120 => "STATUS_CANCELLED",
-        0xC000_0203 => "STATUS_USER_SESSION_DELETED",
-        0xC000_035C => "STATUS_NETWORK_SESSION_EXPIRED",
-        _ => return format!("0x{st:08X}"),
-    };
-    n.to_string()
-}
 
 /// The kind of message a protocol id names.
 fn kind(b: &[u8]) -> Option<u8> {

@@ -6,7 +6,8 @@ use crate::proto::pace::RoundTrips;
 use crate::tcp::frames::FrameKey;
 use crate::tcp::half::{Half, Sent};
 
-use crate::tcp::limits::{self, Direction, Evidence};
+use crate::kinds::Direction;
+use crate::tcp::limits::{self, Evidence};
 use crate::tcp::rtt::RttHistogram;
 use crate::tcp::view::AckRecord;
 use crate::wire::tcp::flags;

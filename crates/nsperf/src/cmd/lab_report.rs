@@ -241,7 +241,7 @@ fn capture_analysed(
     json: bool,
     a: Analyse,
 ) -> anyhow::Result<()> {
-    use super::trace_live::{LiveOptions, Source, analyse};
+    use super::trace::live::{LiveOptions, Source, analyse};
     let format = if json {
         crate::output::Format::Json
     } else {

@@ -18,4 +18,3 @@ pub mod run;
 pub mod server;
 pub mod step;
 pub mod trace;
-pub mod trace_live;

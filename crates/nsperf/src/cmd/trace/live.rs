@@ -20,7 +20,8 @@ use nsperf_trace::{
     Analyzer, CaptureReader, ConnectionSpool, LiveInterval, TraceConfig, TraceSpec,
 };
 
-use super::trace::{TraceArgs, build_report, report};
+use super::args::TraceArgs;
+use super::output::{build_report, report};
 use crate::output::{Format, print_json_line};
 
 type Shared = Arc<Mutex<Analyzer<ConnectionSpool>>>;

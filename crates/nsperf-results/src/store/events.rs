@@ -5,67 +5,10 @@
 //! (store version 4).
 
 use rusqlite::{Transaction, params};
-use serde::{Deserialize, Serialize};
 
+use super::Store;
 use crate::error::StoreError;
-use crate::store::Store;
-
-/// What a link event did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunEventKind {
-    /// Directions went down: an outage starts (it ends at `until_s`).
-    Down,
-    /// Directions came back up.
-    Up,
-    /// Parameters changed (rate, delay, loss, …).
-    Change,
-}
-
-impl RunEventKind {
-    /// The name used in the store and the exports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunEventKind::Down => "down",
-            RunEventKind::Up => "up",
-            RunEventKind::Change => "change",
-        }
-    }
-}
-
-impl std::str::FromStr for RunEventKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Ok(match s {
-            "down" => RunEventKind::Down,
-            "up" => RunEventKind::Up,
-            "change" => RunEventKind::Change,
-            o => return Err(format!("run event kind \"{o}\"")),
-        })
-    }
-}
-
-/// One link event as a run saw it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunEvent {
-    /// Seconds from the run's start (negative: before the run, for an outage still going on
-    /// when it started).
-    pub at_s: f64,
-    /// Unix time of the event, ns.
-    pub t_unix_ns: u64,
-    /// Who made it: `set` (`lab set`, the plan runner) or `schedule` (a fault schedule).
-    pub source: String,
-    /// What it did.
-    pub kind: RunEventKind,
-    /// The change as written (flags, or the schedule line).
-    pub text: String,
-    /// The directions it changed (`a -> b`).
-    pub directions: Vec<String>,
-    /// For a `down`: seconds from the run's start when every direction it took down was up
-    /// again; `None` when they were still down at the run's end.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub until_s: Option<f64>,
-}
+use crate::model::RunEvent;
 
 /// Writes the events of run `run_id` inside the run's transaction.
 pub(crate) fn write(
@@ -82,8 +25,8 @@ pub(crate) fn write(
             run_id,
             e.at_s,
             e.t_unix_ns as i64,
-            e.source,
-            e.kind.as_str(),
+            e.source.to_string(),
+            e.kind.to_string(),
             e.text,
             serde_json::to_string(&e.directions).unwrap_or_default(),
             e.until_s,
@@ -123,7 +66,7 @@ impl Store {
             v.push(RunEvent {
                 at_s,
                 t_unix_ns: t.max(0) as u64,
-                source,
+                source: source.parse().map_err(bad)?,
                 kind: kind.parse().map_err(bad)?,
                 text,
                 directions: serde_json::from_str(&dirs)

@@ -1,59 +1,16 @@
-//! `nsperf trace FILE`: per-connection TCP analysis of a pcap/pcapng capture; `-i IFACE`
-//! or `-` (a pipe) analyses live ([`super::trace_live`]).
+//! The report of a whole capture (a file's, or a live one's at its end) and its three forms:
+//! the human tables, `--json` and `--csv`.
 
 use std::io::Write;
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use anyhow::Context;
-use clap::Args;
 use nsperf_core::report::Report;
 use nsperf_core::table::Table;
 use nsperf_core::units::{BitRate, Bytes};
 use nsperf_trace::model::{AppProtocol, DirectionStats, ProtocolStats, SmbStats, TcpConnection};
-use nsperf_trace::{
-    ConnectionSpool, ConnectionStore, Filter, TraceConfig, TraceInterval, TraceSpec, TraceSummary,
-};
+use nsperf_trace::{ConnectionSpool, ConnectionStore, TraceInterval, TraceSpec, TraceSummary};
 
-use crate::output::{Format, OutputArgs, print_json};
-
-/// Arguments of `nsperf trace`.
-#[derive(Debug, Args)]
-pub struct TraceArgs {
-    /// Capture file (pcap or pcapng, plain or gzip/zstd/xz); `-` reads standard input live
-    /// (`tcpdump -w - | nsperf trace -`).
-    #[arg(required_unless_present = "interface", conflicts_with = "interface")]
-    pub file: Option<PathBuf>,
-    /// Capture live from this network interface (needs root; no libpcap): figures every
-    /// `--interval`, the full analysis at the end (Ctrl-C, SIGTERM or `-t`).
-    #[arg(short = 'i', long = "interface", value_name = "IFACE")]
-    pub interface: Option<String>,
-    /// Live (`-i`, `-`): print per-connection figures and verdicts this often (0: only the
-    /// final analysis).
-    #[arg(long, value_parser = nsperf_core::parse_duration, default_value = "1s")]
-    pub interval: Duration,
-    /// Live (`-i`, `-`): stop after this long (default: Ctrl-C, SIGTERM or end of input).
-    #[arg(short = 't', long = "time", value_parser = nsperf_core::parse_duration)]
-    pub time: Option<Duration>,
-    /// With `-i`: also write the packets analysed into this pcap file.
-    #[arg(short = 'w', long = "write", value_name = "FILE")]
-    pub write: Option<PathBuf>,
-    /// A connection without a packet for this long (capture time) is summarised and
-    /// released (`aged_out`); 0 keeps every connection until it closes.
-    #[arg(long, value_parser = nsperf_core::parse_duration, default_value = "5m")]
-    pub idle_timeout: Duration,
-    /// Keep only packets of `host ADDR`, `port N`, or `host ADDR and port N`.
-    #[arg(long)]
-    pub filter: Option<String>,
-    /// Throughput series bin width (e.g. 100ms, 1s): fills `intervals` and `--csv`.
-    #[arg(long, value_parser = nsperf_core::parse_duration)]
-    pub bin: Option<Duration>,
-    /// Connections shown in detail (largest first).
-    #[arg(long, default_value_t = 3)]
-    pub top: usize,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
+use crate::output::{Format, print_json};
 
 /// The `--json` document of `nsperf trace`.
 pub type TraceReport = Report<TraceSpec, TraceInterval, TraceSummary<ConnectionSpool>>;
@@ -61,59 +18,8 @@ pub type TraceReport = Report<TraceSpec, TraceInterval, TraceSummary<ConnectionS
 /// Rows of the conversations table rendered at once (column widths per block).
 const TABLE_BLOCK: usize = 1000;
 
-/// Runs `nsperf trace`.
-pub fn run(args: TraceArgs) -> anyhow::Result<()> {
-    if args.write.is_some() && args.interface.is_none() {
-        return Err(crate::exit::classified(
-            nsperf_core::Failure::Usage,
-            "trace: -w FILE writes the packets of a live capture: it needs -i IFACE",
-        ));
-    }
-    let (cfg, spec) = config(&args)?;
-    let file = args.file.clone().unwrap_or_default();
-    if args.interface.is_some() || file.as_os_str() == "-" {
-        return super::trace_live::run(&args, cfg, spec);
-    }
-    let t0 = Instant::now();
-    let (summary, intervals) = nsperf_trace::analyze_file_spooled(&file, cfg)
-        .with_context(|| format!("trace {}", file.display()))?;
-    report(args.output.format(), spec, summary, intervals, t0)
-}
-
-/// The analysis' configuration and the spec of its report, from the flags.
-fn config(args: &TraceArgs) -> anyhow::Result<(TraceConfig, TraceSpec)> {
-    let filter = match &args.filter {
-        Some(f) => Filter::parse(f)?,
-        None => Filter::default(),
-    };
-    let mut bin = args.bin.unwrap_or_default();
-    if args.output.format() == Format::Csv && bin.is_zero() {
-        bin = Duration::from_secs(1);
-    }
-    let ns = |d: Duration| d.as_nanos().min(i64::MAX as u128) as i64;
-    let cfg = TraceConfig {
-        filter,
-        bin_ns: ns(bin),
-        series_connections: args.top,
-        idle_ns: ns(args.idle_timeout),
-    };
-    let spec = TraceSpec {
-        file: match (&args.file, &args.interface) {
-            (Some(f), _) => f.display().to_string(),
-            (None, Some(i)) => format!("-i {i}"),
-            (None, None) => String::new(),
-        },
-        filter: args.filter.clone(),
-        bin_s: bin.as_secs_f64(),
-        top: args.top,
-        interface: args.interface.clone(),
-        idle_timeout_s: args.idle_timeout.as_secs_f64(),
-    };
-    Ok((cfg, spec))
-}
-
 /// Prints the analysis of a whole capture (a file's, or a live one's at its end).
-pub(super) fn report(
+pub(crate) fn report(
     format: Format,
     spec: TraceSpec,
     summary: TraceSummary<ConnectionSpool>,
@@ -124,7 +30,7 @@ pub(super) fn report(
 }
 
 /// The report of a whole capture, findings included.
-pub(super) fn build_report(
+pub(crate) fn build_report(
     spec: TraceSpec,
     summary: TraceSummary<ConnectionSpool>,
     intervals: Vec<TraceInterval>,
@@ -139,7 +45,7 @@ pub(super) fn build_report(
 }
 
 /// Prints a report in the format asked.
-pub(super) fn print_report(format: Format, report: &TraceReport) -> anyhow::Result<()> {
+pub(crate) fn print_report(format: Format, report: &TraceReport) -> anyhow::Result<()> {
     match format {
         Format::Json | Format::JsonStream => print_json(report),
         Format::Csv => print_csv(report),
