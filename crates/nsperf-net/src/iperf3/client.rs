@@ -6,7 +6,7 @@
 //! send queues empty, then a short settle), because iperf3 stops counting at `TEST_END`:
 //! so the server's received bytes match the bytes sent.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use nsperf_core::host::HostFacts;
 
+use super::ctrl;
 use super::session::{ClientEvent, ClientSession};
 use super::wire::{self, COOKIE_LEN, Results, UDP_CONNECT_MSG};
 use super::{Iperf3Shared, local_results};
@@ -34,60 +35,18 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 const SETTLE: Duration = Duration::from_millis(30);
 
 /// The control connection to an iperf3 server.
-pub(super) struct Ctrl {
-    sock: TcpStream,
-    buf: Box<[u8]>,
-}
+pub(super) type Ctrl = ctrl::Ctrl<ClientSession>;
 
 impl Ctrl {
-    pub(super) fn new(sock: TcpStream) -> Ctrl {
-        let _ = sock.set_nodelay(true);
-        let _ = sock.set_write_timeout(Some(Duration::from_secs(30)));
-        Ctrl {
-            sock,
-            buf: vec![0u8; 64 * 1024].into_boxed_slice(),
-        }
-    }
-
-    pub(super) fn send(&mut self, bytes: &[u8]) -> Result<(), NetError> {
-        self.sock
-            .write_all(bytes)
-            .map_err(|e| NetError::Control(format!("iperf3 control connection: {e}")))
-    }
-
-    /// Reads what arrives within `wait` (never past what the session expects) and feeds it
-    /// to the session; sends what it asks to send and returns its other events.
-    fn pump(
+    /// Reads what arrives within `wait` and feeds it to the session; sends what it asks to
+    /// send and returns its other events.
+    fn pump_sending(
         &mut self,
         s: &mut ClientSession,
         wait: Duration,
     ) -> Result<Vec<ClientEvent>, NetError> {
-        s.check(Instant::now())?;
-        let _ = self
-            .sock
-            .set_read_timeout(Some(wait.max(Duration::from_millis(1))));
-        let want = s.wanted().min(self.buf.len());
-        let n = match self.sock.read(&mut self.buf[..want]) {
-            Ok(0) => {
-                return Err(NetError::Control(
-                    "the iperf3 server closed the control connection".into(),
-                ));
-            }
-            Ok(n) => n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) =>
-            {
-                return Ok(Vec::new());
-            }
-            Err(e) => return Err(NetError::Control(format!("iperf3 control connection: {e}"))),
-        };
         let mut out = Vec::new();
-        for e in s.on_bytes(&self.buf[..n], Instant::now())? {
+        for e in self.pump(s, wait)? {
             match e {
                 ClientEvent::Send(b) => self.send(&b)?,
                 e => out.push(e),
@@ -104,7 +63,7 @@ impl Ctrl {
     ) -> Result<Vec<ClientEvent>, NetError> {
         let mut seen = Vec::new();
         loop {
-            let evs = self.pump(s, Duration::from_millis(200))?;
+            let evs = self.pump_sending(s, Duration::from_millis(200))?;
             let found = evs.iter().any(&pick);
             seen.extend(evs);
             if found {
@@ -236,7 +195,7 @@ fn exchange(ctrl: &mut Ctrl, s: &mut ClientSession, ours: &Results) -> Result<Re
     let mut server = None;
     // Bounded by the session's time limit on each step (`pump` checks it).
     while !s.is_done() {
-        for e in ctrl.pump(s, Duration::from_millis(200))? {
+        for e in ctrl.pump_sending(s, Duration::from_millis(200))? {
             if let ClientEvent::ServerResults(r) = e {
                 server = Some(*r);
             }
@@ -326,7 +285,7 @@ impl Peer for Iperf3Peer<'_> {
     fn watch(&mut self) -> Result<(), NetError> {
         // The server only speaks during the test to end it (SERVER_TERMINATE, an error).
         self.ctrl
-            .pump(self.session, Duration::from_millis(1))
+            .pump_sending(self.session, Duration::from_millis(1))
             .map(drop)
     }
 

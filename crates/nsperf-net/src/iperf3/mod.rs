@@ -5,6 +5,7 @@
 //! - `wire`: the bytes (states, cookie, length-prefixed JSON, parameters and results);
 //! - `session`: both ends as pure state machines, tested in memory and fuzzed;
 //! - `params`: nsperf's test parameters to iperf3's and back;
+//! - `ctrl`: the control connection's socket shell, shared by both ends;
 //! - `client`: the socket shell of `nsperf net` (the serving shell is `server/iperf3.rs`, beside
 //!   the nsperf server it shares a port with);
 //! - `report`: the `net` report of a run against an iperf3 server, and the iperf3-shaped
@@ -12,6 +13,7 @@
 
 pub(crate) mod client;
 pub(crate) mod compat;
+pub(crate) mod ctrl;
 pub(crate) mod params;
 pub(crate) mod report;
 pub(crate) mod session;

@@ -1,6 +1,6 @@
 //! Both ends of an iperf3 control session as pure state machines: peer bytes and the time in,
 //! bytes to send and events out. The sockets around them are in `client.rs` (nsperf against
-//! an iperf3 server) and `serve.rs` (nsperf serving an iperf3 client).
+//! an iperf3 server) and `server/iperf3.rs` (nsperf serving an iperf3 client), both over `ctrl.rs`.
 //!
 //! ```text
 //! client                                  server
@@ -48,7 +48,27 @@ enum ClientState {
     Done,
 }
 
-impl ClientState {
+/// A waiting state of either end: what it waits for, and for how long it may.
+trait Step: Copy {
+    /// What the session is doing, for a timeout's message.
+    fn waiting(self) -> &'static str;
+    /// How long the state may last (`None`: as long as the test).
+    fn limit(self) -> Option<Duration>;
+}
+
+/// Fails when `state`, entered at `since`, has lasted longer than its limit at `now`: the
+/// `check` of both ends.
+fn check_limit(state: impl Step, since: Instant, now: Instant) -> Result<(), Iperf3Error> {
+    match state.limit() {
+        Some(l) if now.saturating_duration_since(since) > l => Err(Iperf3Error::Timeout {
+            waiting: state.waiting(),
+            secs: l.as_secs(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+impl Step for ClientState {
     fn waiting(self) -> &'static str {
         match self {
             ClientState::AwaitParamExchange => "waiting for PARAM_EXCHANGE",
@@ -141,13 +161,7 @@ impl ClientSession {
 
     /// Fails when the current step has waited longer than its limit at `now`.
     pub fn check(&self, now: Instant) -> Result<(), Iperf3Error> {
-        match self.state.limit() {
-            Some(l) if now.saturating_duration_since(self.since) > l => Err(Iperf3Error::Timeout {
-                waiting: self.state.waiting(),
-                secs: l.as_secs(),
-            }),
-            _ => Ok(()),
-        }
+        check_limit(self.state, self.since, now)
     }
 
     /// Feeds bytes from the server.
@@ -292,7 +306,7 @@ enum ServerState {
     Done,
 }
 
-impl ServerState {
+impl Step for ServerState {
     fn waiting(self) -> &'static str {
         match self {
             ServerState::AwaitParams => "waiting for the client's parameters",
@@ -376,13 +390,7 @@ impl ServerSession {
 
     /// Fails when the current step has waited longer than its limit at `now`.
     pub fn check(&self, now: Instant) -> Result<(), Iperf3Error> {
-        match self.state.limit() {
-            Some(l) if now.saturating_duration_since(self.since) > l => Err(Iperf3Error::Timeout {
-                waiting: self.state.waiting(),
-                secs: l.as_secs(),
-            }),
-            _ => Ok(()),
-        }
+        check_limit(self.state, self.since, now)
     }
 
     /// Feeds bytes from the client.

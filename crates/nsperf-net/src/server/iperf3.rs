@@ -9,7 +9,6 @@
 //! before the results are counted, so the client's sent bytes and the reported received
 //! bytes match.
 
-use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
@@ -34,42 +33,7 @@ const DRAIN_QUIET: Duration = Duration::from_millis(100);
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
 /// The control connection of an iperf3 client.
-struct Ctrl {
-    sock: TcpStream,
-    buf: Box<[u8]>,
-}
-
-impl Ctrl {
-    fn send(&mut self, b: &[u8]) -> Result<(), String> {
-        self.sock.write_all(b).map_err(|e| e.to_string())
-    }
-
-    /// Reads what arrives within `wait` and feeds it to the session.
-    fn pump(&mut self, s: &mut ServerSession, wait: Duration) -> Result<Vec<ServerEvent>, String> {
-        s.check(Instant::now()).map_err(|e| e.to_string())?;
-        let _ = self
-            .sock
-            .set_read_timeout(Some(wait.max(Duration::from_millis(1))));
-        let want = s.wanted().min(self.buf.len());
-        match self.sock.read(&mut self.buf[..want]) {
-            Ok(0) => Err("the client closed the control connection".into()),
-            Ok(n) => s
-                .on_bytes(&self.buf[..n], Instant::now())
-                .map_err(|e| e.to_string()),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) =>
-            {
-                Ok(Vec::new())
-            }
-            Err(e) => Err(e.to_string()),
-        }
-    }
-}
+type Ctrl = crate::iperf3::ctrl::Ctrl<ServerSession>;
 
 /// One iperf3 client from its cookie to the end of its test.
 pub(super) fn session(
@@ -79,12 +43,7 @@ pub(super) fn session(
     shared: Arc<Shared>,
 ) {
     let handshake = Counted(Some(&shared.handshaking));
-    let _ = sock.set_nodelay(true);
-    let _ = sock.set_write_timeout(Some(Duration::from_secs(30)));
-    let mut ctrl = Ctrl {
-        sock,
-        buf: vec![0u8; 64 * 1024].into_boxed_slice(),
-    };
+    let mut ctrl = Ctrl::new(sock);
     if let Err(e) = serve(&mut ctrl, peer, cookie, &shared, handshake) {
         (shared.log)(&format!("{peer}: iperf3 client dropped: {e}"));
     }
