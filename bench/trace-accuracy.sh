@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # nsperf trace against tcptrace and tshark on the lab captures of the live vantage-point test
-# (crates/nsperf/tests/trace_live.rs). Usage, as root:
-#   NSPERF_KEEP_CAPTURES=/tmp/trace-acc cargo test --release -p nsperf --test trace_live
+# (crates/nsperf/tests/trace/trace_live.rs). Usage, as root:
+#   NSPERF_KEEP_CAPTURES=/tmp/trace-acc cargo test --release -p nsperf --test trace trace_live::
 #   bench/trace-accuracy.sh /tmp/trace-acc
 # Prints a markdown table: per capture, the bulk connection's figures a->b (data sender).
 set -euo pipefail

@@ -4,8 +4,10 @@
 #![allow(dead_code)]
 
 pub mod fleet;
+pub mod lab;
 pub mod procs;
 pub mod scratch;
+pub mod servers;
 mod skip;
 
 use std::io::Read;
