@@ -35,3 +35,6 @@ pub use error::NfsError;
 pub use pipeline::{DataOp, Done, Pipeline};
 pub use proto::{FileHandle, FsInfo, NfsStat, Stable};
 pub use url::{NfsUrl, NfsVersion};
+
+#[cfg(test)]
+mod api_tests;

@@ -20,3 +20,6 @@ mod template;
 pub use error::{ExecError, PlanError, RunError};
 pub use plan::{DEFAULT_PLAN, Plan};
 pub use runner::{Progress, RunOptions, RunSummary, run_plan};
+
+#[cfg(test)]
+mod api_tests;

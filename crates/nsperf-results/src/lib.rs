@@ -23,3 +23,6 @@ pub use params::{ParamKind, ParamValue, Params, UnknownParamKind, params_label};
 pub use store::{
     CpuRow, ExperimentRecord, NewExperiment, RunHeader, RunRecord, STORE_VERSION, Store,
 };
+
+#[cfg(test)]
+mod api_tests;

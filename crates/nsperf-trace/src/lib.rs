@@ -81,3 +81,6 @@ pub fn analyze_bytes(
     let reader = CaptureReader::from_reader(std::io::Cursor::new(bytes.to_vec()))?;
     analyze_reader(reader, cfg, Vec::new())
 }
+
+#[cfg(test)]
+mod api_tests;

@@ -1,13 +1,13 @@
 //! The verdict reaches the protocol (issue 22 item 2): NFSv3 workloads through the
-//! simulator ([`nsperf_trace::testkit::sim`], real RPC records over a simulated TCP path),
+//! simulator ([`crate::testkit::sim`], real RPC records over a simulated TCP path),
 //! captured at the server, in the middle and at the client; the protocol's verdict is the
 //! configured truth at each point, its figures are those configured, and the TCP verdict
 //! beside it agrees.
 
-use nsperf_trace::model::{ProtocolDiagnosis, ProtocolLimit, TcpConnection};
-use nsperf_trace::testkit::pcap;
-use nsperf_trace::testkit::sim::{PathSim, RpcLoad, RpcOp, simulate};
-use nsperf_trace::{Limit, TraceConfig, analyze_bytes};
+use crate::model::{ProtocolDiagnosis, ProtocolLimit, TcpConnection};
+use crate::testkit::pcap;
+use crate::testkit::sim::{PathSim, RpcLoad, RpcOp, simulate};
+use crate::{Limit, TraceConfig, analyze_bytes};
 
 const MS: i64 = 1_000_000;
 

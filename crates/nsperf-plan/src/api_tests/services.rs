@@ -1,9 +1,9 @@
 //! Services, setup and teardown in the runner, driven by the mock executor: what runs when,
 //! and how often.
 
-use nsperf_plan::exec::mock::MockExecutor;
-use nsperf_plan::runner::NoProgress;
-use nsperf_plan::{Plan, RunOptions, run_plan};
+use crate::exec::mock::MockExecutor;
+use crate::runner::NoProgress;
+use crate::{Plan, RunOptions, run_plan};
 use nsperf_results::{RunStatus, Store};
 
 const PLAN: &str = r#"
@@ -43,10 +43,7 @@ client = "client"
 server = "server"
 "#;
 
-fn run(
-    ex: &mut MockExecutor,
-    plan: &str,
-) -> (nsperf_plan::RunSummary, Vec<RunStatus>, Vec<String>) {
+fn run(ex: &mut MockExecutor, plan: &str) -> (crate::RunSummary, Vec<RunStatus>, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("r.db")).unwrap();
     let plan = Plan::parse(plan.as_bytes()).unwrap();

@@ -1,7 +1,7 @@
 //! The result store on its own: a run written and read back, version 1 and 3 stores upgraded
 //! in place, experiments picked by label, and an experiment whose owner is alive refused to `--resume`.
 
-use nsperf_results::{
+use crate::{
     ExperimentStatus, IoShape, Measurement, NewExperiment, ParamKind, ParamValue, Phase,
     RunConditions, RunEvent, RunEventKind, RunEventSource, RunHeader, RunKey, RunStatus,
     STORE_VERSION, SeriesPoint, Store, StoreError,
@@ -252,7 +252,7 @@ fn a_hosts_series_round_trips_and_a_version_5_store_gains_it() {
         length_s: 1.0,
         value: 5e6,
     }];
-    let part = |host: &str, series: Vec<SeriesPoint>| nsperf_results::HostPart {
+    let part = |host: &str, series: Vec<SeriesPoint>| crate::HostPart {
         host: host.into(),
         role: "client".into(),
         metric: "throughput_bps".into(),

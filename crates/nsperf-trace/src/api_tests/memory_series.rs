@@ -1,12 +1,14 @@
 //! Memory with a throughput series (issue 11, item 6: `--bin 100us` over 20 000 short
-//! connections reached 4.8 GB). Alone in its own test binary and one test, so the process's
-//! peak resident memory is this test's.
+//! connections reached 4.8 GB). Alone in its process (a child of the unit-test
+//! binary) and one test, so the process's peak resident memory is this test's.
 
-use nsperf_trace::reader::RawPacket;
-use nsperf_trace::testkit::{Seg, tcp_frame};
-use nsperf_trace::wire::link::LinkType;
-use nsperf_trace::wire::tcp::flags::{ACK, FIN, SYN};
-use nsperf_trace::{Analyzer, ConnectionSpool, ConnectionStore, TraceConfig, TraceInterval};
+use super::alone::{alone, test_name};
+
+use crate::reader::RawPacket;
+use crate::testkit::{Seg, tcp_frame};
+use crate::wire::link::LinkType;
+use crate::wire::tcp::flags::{ACK, FIN, SYN};
+use crate::{Analyzer, ConnectionSpool, ConnectionStore, TraceConfig, TraceInterval};
 
 const MS: i64 = 1_000_000;
 
@@ -66,6 +68,17 @@ fn check_aggregate(iv: &[TraceInterval], duration_s: f64, wire: u64) {
 
 #[test]
 fn series_memory_is_bounded_whatever_the_connections() {
+    // Alone in a process: the process's peak resident memory is this test's.
+    alone(
+        &test_name(
+            module_path!(),
+            "series_memory_is_bounded_whatever_the_connections",
+        ),
+        series_memory_is_bounded_whatever_the_connections_body,
+    );
+}
+
+fn series_memory_is_bounded_whatever_the_connections_body() {
     let base = peak_rss_bytes();
     // 20 000 sequential short connections, 10 ms apart (200 s of capture).
     let n = 20_000u32;

@@ -4,7 +4,7 @@
 //! A 95 % interval should hold it in about 95 % of the sets. Run with `--nocapture` for the
 //! table that docs/accuracy.md (## statistics) shows.
 
-use nsperf_results::stats::{CiMethod, summarize, t975};
+use crate::stats::{CiMethod, summarize, t975};
 
 /// SplitMix64, a seeded generator independent of the one inside the bootstrap.
 struct Rng(u64);

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
+use crate::server::{Server, ServerConfig, ServerHandle};
+use crate::{DataOp, Done, NfsError, NfsUrl, Pipeline, Session, Stable};
 use nsperf_core::Failure;
 use nsperf_core::failure::Classify;
-use nsperf_nfs::server::{Server, ServerConfig, ServerHandle};
-use nsperf_nfs::{DataOp, Done, NfsError, NfsUrl, Pipeline, Session, Stable};
 
 struct Dir(std::path::PathBuf);
 impl Drop for Dir {
@@ -283,9 +283,9 @@ fn a_read_counts_once_the_client_acknowledged_it() {
     use std::io::{Read, Write};
     use std::os::fd::AsRawFd;
 
-    use nsperf_nfs::proto::{NFS_PROG, NFS_VERS, proc3};
-    use nsperf_nfs::rpc::{self, AuthSys};
-    use nsperf_nfs::xdr::{put_u32, put_u64};
+    use crate::proto::{NFS_PROG, NFS_VERS, proc3};
+    use crate::rpc::{self, AuthSys};
+    use crate::xdr::{put_u32, put_u64};
 
     let (_dir, h, url) = serve("acked", false);
     let mut s = Session::open(&url, T).unwrap();

@@ -1,11 +1,11 @@
 //! Verdicts that hold (issue 11, capture analysis): synthetic captures written by the tests'
-//! own simulator ([`nsperf_trace::testkit::sim`]) and frame builders, each with a known truth.
+//! own simulator ([`crate::testkit::sim`]) and frame builders, each with a known truth.
 
-use nsperf_trace::model::{TcpConnection, TraceSummary, Vantage};
-use nsperf_trace::testkit::sim::{PathSim, simulate};
-use nsperf_trace::testkit::{Seg, pcap, tcp_frame};
-use nsperf_trace::wire::tcp::flags::{ACK, FIN, SYN};
-use nsperf_trace::{Limit, TraceConfig, analyze_bytes};
+use crate::model::{TcpConnection, TraceSummary, Vantage};
+use crate::testkit::sim::{PathSim, simulate};
+use crate::testkit::{Seg, pcap, tcp_frame};
+use crate::wire::tcp::flags::{ACK, FIN, SYN};
+use crate::{Limit, TraceConfig, analyze_bytes};
 
 fn analyse(p: &PathSim) -> TraceSummary {
     let frames = simulate(p);
@@ -205,7 +205,7 @@ fn frames_captured_twice_are_not_retransmissions() {
             b.diagnosis.message
         );
         assert_eq!(b.diagnosis.loss_rate, 0.0);
-        let f = nsperf_trace::findings::findings(&twice, 3).unwrap();
+        let f = crate::findings::findings(&twice, 3).unwrap();
         assert!(
             f.iter()
                 .any(|f| f.id == "duplicated_frames" && f.message.contains("captured twice")),
@@ -314,7 +314,7 @@ fn a_handful_of_segments_is_too_short() {
         "{}",
         d.message
     );
-    assert!(nsperf_trace::findings::connection_finding(only(&s)).is_none());
+    assert!(crate::findings::connection_finding(only(&s)).is_none());
 }
 
 /// Item 5: the duplicate-ACK count restarts after a timeout (a lost fast retransmission

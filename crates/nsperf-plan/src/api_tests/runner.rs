@@ -1,8 +1,8 @@
 //! The runner, the store and the statistics, driven by the mock executor: exact figures.
 
-use nsperf_plan::exec::mock::MockExecutor;
-use nsperf_plan::runner::NoProgress;
-use nsperf_plan::{Plan, RunOptions, run_plan};
+use crate::exec::mock::MockExecutor;
+use crate::runner::NoProgress;
+use crate::{Plan, RunOptions, run_plan};
 use nsperf_results::stats::group_stats;
 use nsperf_results::{ExperimentStatus, RunStatus, Store};
 
@@ -36,7 +36,7 @@ phases = ["cold", "warm", "remote-warm"]
 prime = ["cat", "/x"]
 "#;
 
-fn value(ctx: &nsperf_plan::exec::RunContext<'_>, step: &nsperf_plan::plan::ResolvedStep) -> f64 {
+fn value(ctx: &crate::exec::RunContext<'_>, step: &crate::plan::ResolvedStep) -> f64 {
     let base = if ctx.cell.contains("10ms") {
         40e6
     } else {

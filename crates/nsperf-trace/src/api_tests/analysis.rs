@@ -1,9 +1,9 @@
 //! The analysis on synthetic transfers built with a virtual clock: window-limited,
 //! congestion-limited, and a capture that misses the handshake.
 
-use nsperf_trace::testkit::{Seg, pcap, tcp_frame};
-use nsperf_trace::wire::tcp::flags::{ACK, SYN};
-use nsperf_trace::{Limit, TraceConfig, analyze_bytes};
+use crate::testkit::{Seg, pcap, tcp_frame};
+use crate::wire::tcp::flags::{ACK, SYN};
+use crate::{Limit, TraceConfig, analyze_bytes};
 
 const C: ([u8; 4], u16) = ([10, 0, 0, 1], 40000);
 const S: ([u8; 4], u16) = ([10, 0, 0, 2], 5201);

@@ -2,12 +2,12 @@
 //! and random bytes: never a panic, damage counted and reported. (CI has no nightly
 //! toolchain for cargo-fuzz, so these seeded loops run the same inputs as `fuzz/`.)
 
-use nsperf_trace::decode::{Decoded, decode};
-use nsperf_trace::reader::read_all_bytes;
-use nsperf_trace::testkit::{Rng, Seg, pcap, pcapng_section, tcp_frame};
-use nsperf_trace::wire::link::LinkType;
-use nsperf_trace::wire::tcp::flags::{ACK, SYN};
-use nsperf_trace::{TraceConfig, TraceError, analyze_bytes};
+use crate::decode::{Decoded, decode};
+use crate::reader::read_all_bytes;
+use crate::testkit::{Rng, Seg, pcap, pcapng_section, tcp_frame};
+use crate::wire::link::LinkType;
+use crate::wire::tcp::flags::{ACK, SYN};
+use crate::{TraceConfig, TraceError, analyze_bytes};
 
 fn syn() -> Vec<u8> {
     tcp_frame(&Seg {

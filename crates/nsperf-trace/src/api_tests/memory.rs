@@ -1,15 +1,25 @@
-//! Memory bounded by the live connections (issue 11, item 6). Alone in its own test binary,
-//! so the process's resident memory is this test's.
+//! Memory bounded by the live connections (issue 11, item 6). Alone in its process (a
+//! child of the unit-test binary), so the process's resident memory is this test's.
 
-use nsperf_trace::reader::RawPacket;
-use nsperf_trace::testkit::{Seg, tcp_frame};
-use nsperf_trace::wire::link::LinkType;
-use nsperf_trace::wire::tcp::flags::{ACK, FIN, SYN};
-use nsperf_trace::{Analyzer, ConnectionSpool, ConnectionStore, TraceConfig};
+use super::alone::{alone, test_name};
+
+use crate::reader::RawPacket;
+use crate::testkit::{Seg, tcp_frame};
+use crate::wire::link::LinkType;
+use crate::wire::tcp::flags::{ACK, FIN, SYN};
+use crate::{Analyzer, ConnectionSpool, ConnectionStore, TraceConfig};
 
 /// Item 6: 100 000 sequential connections analysed with memory bounded by the live ones.
 #[test]
 fn memory_is_bounded_by_the_live_connections() {
+    // Alone in a process: the process's resident memory is this test's.
+    alone(
+        &test_name(module_path!(), "memory_is_bounded_by_the_live_connections"),
+        memory_is_bounded_by_the_live_connections_body,
+    );
+}
+
+fn memory_is_bounded_by_the_live_connections_body() {
     let n = 100_000u32;
     let mut an = Analyzer::new(TraceConfig::default(), ConnectionSpool::new());
     let rss_before = rss_bytes();

@@ -1,12 +1,15 @@
 //! The embedded server closes its side of every connection a client closed: a plan's
 //! service serves hundreds of short connections (portmapper, MOUNT, a session and the data
 //! connections of every run), and each one it kept would hold a descriptor in CLOSE-WAIT for
-//! its whole life. Alone in its test binary, so the process's descriptors are its own.
+//! its whole life. Alone in its process (a child of the
+//! unit-test binary), so the process's descriptors are its own.
+
+use super::alone::{alone, test_name};
 
 use std::time::{Duration, Instant};
 
-use nsperf_nfs::server::{Server, ServerConfig};
-use nsperf_nfs::{NfsUrl, Session};
+use crate::server::{Server, ServerConfig};
+use crate::{NfsUrl, Session};
 
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
@@ -14,6 +17,17 @@ fn open_fds() -> usize {
 
 #[test]
 fn closed_connections_are_closed_by_the_server_too() {
+    // Alone in a process: the process's descriptors are this test's.
+    alone(
+        &test_name(
+            module_path!(),
+            "closed_connections_are_closed_by_the_server_too",
+        ),
+        closed_connections_are_closed_by_the_server_too_body,
+    );
+}
+
+fn closed_connections_are_closed_by_the_server_too_body() {
     let d = std::env::temp_dir().join(format!("nsperf-nfs-conns-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     struct Dir(std::path::PathBuf);

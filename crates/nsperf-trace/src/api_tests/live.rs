@@ -1,11 +1,11 @@
 //! The live view (issue 22, item 5): idle connections aged out in capture time, and the
 //! per-interval figures, driven by packets and their times only (no clock).
 
-use nsperf_trace::reader::RawPacket;
-use nsperf_trace::testkit::{Seg, tcp_frame};
-use nsperf_trace::wire::link::LinkType;
-use nsperf_trace::wire::tcp::flags::{ACK, SYN};
-use nsperf_trace::{Analyzer, TraceConfig};
+use crate::reader::RawPacket;
+use crate::testkit::{Seg, tcp_frame};
+use crate::wire::link::LinkType;
+use crate::wire::tcp::flags::{ACK, SYN};
+use crate::{Analyzer, TraceConfig};
 
 const S: i64 = 1_000_000_000;
 
@@ -128,7 +128,7 @@ fn intervals_count_what_came_since_the_previous_one() {
     let c = &i1.connections[0];
     assert!(c.b.ends_with(":80") && c.a.ends_with(":1002"));
     assert_eq!((c.packets, c.unique_bytes), (5, 1100));
-    assert_eq!(c.limit, nsperf_trace::Limit::TooShort);
+    assert_eq!(c.limit, crate::Limit::TooShort);
     assert_eq!(i1.last_packet_unix_ns, S + 200);
     // next interval: one retransmission on 1001 only
     feed(&mut an, 2 * S, &frame(1001, true, 1, 1, ACK, 100));

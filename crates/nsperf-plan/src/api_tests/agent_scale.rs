@@ -2,8 +2,11 @@
 //! real sessions, framing and clock probes over socket pairs, steps answered by the mock
 //! runner — for N = 10, 100, 1000. The coordinator's control-path time (open every session
 //! and measure every clock; start one step on all behind a barrier and collect every end)
-//! and its heap must grow about linearly with N. `cargo test --release -p nsperf-plan --test
-//! agent_scale -- --nocapture` prints the table kept in docs/performance.md.
+//! and its heap must grow about linearly with N. Alone in its process (a child of
+//! the unit-test binary: the counting allocator's heap is this test's). `cargo test --release
+//! -p nsperf-plan --lib agent_scale -- --nocapture` prints the table kept in docs/performance.md.
+
+use super::alone::{alone, test_name};
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::os::unix::net::UnixStream;
@@ -11,11 +14,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::agent::{AgentLink, AgentPolicy, Fleet, MockStepRunner, StepRunner, serve_session};
+use crate::step::StepSpec;
 use nsperf_core::host::HostFacts;
-use nsperf_plan::agent::{
-    AgentLink, AgentPolicy, Fleet, MockStepRunner, StepRunner, serve_session,
-};
-use nsperf_plan::step::StepSpec;
 
 /// Live heap bytes of the whole process.
 struct Counting;
@@ -117,6 +118,17 @@ fn simulate(n: usize) -> Figures {
 
 #[test]
 fn a_coordinator_drives_a_thousand_simulated_agents_linearly() {
+    // Alone in a process: the heap the counting allocator sees is this test's.
+    alone(
+        &test_name(
+            module_path!(),
+            "a_coordinator_drives_a_thousand_simulated_agents_linearly",
+        ),
+        a_coordinator_drives_a_thousand_simulated_agents_linearly_body,
+    );
+}
+
+fn a_coordinator_drives_a_thousand_simulated_agents_linearly_body() {
     let figs: Vec<Figures> = [10, 100, 1000].into_iter().map(simulate).collect();
     println!("| agents | open + clocks | one step on all | coordinator heap |");
     println!("|---:|---:|---:|---:|");
