@@ -4,6 +4,7 @@
 use nsperf_lab::topology::{Layout, TopologyKind};
 use nsperf_lab::{LinkSetup, Topology};
 
+use super::ctx::{Ctx, check_name, invalid};
 use super::raw::{Param, RawLab, RawPlan, used_variables, value_text, variable_kinds};
 use super::resolve::resolve_step;
 use std::collections::{BTreeMap, BTreeSet};
@@ -14,27 +15,6 @@ use super::{
 };
 use crate::agent::StepClass;
 use crate::error::PlanError;
-use crate::template::substitute;
-use nsperf_results::{ParamKind, ParamValue};
-
-pub(super) fn invalid(msg: impl Into<String>) -> PlanError {
-    PlanError::Invalid(msg.into())
-}
-
-/// Names of plans, steps and matrix parameters.
-pub(super) fn check_name(what: &str, s: &str) -> Result<(), PlanError> {
-    if s.is_empty()
-        || s.len() > 64
-        || !s
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
-    {
-        return Err(invalid(format!(
-            "{what} \"{s}\" must be 1 to 64 characters of letters, digits, '-', '_' or '.'"
-        )));
-    }
-    Ok(())
-}
 
 pub(super) fn build(raw: RawPlan, text: &str) -> Result<Plan, PlanError> {
     check_name("plan name", &raw.name)?;
@@ -244,49 +224,6 @@ fn matrix(raw: &toml::Table) -> Result<Vec<(String, Vec<String>)>, PlanError> {
         matrix.push((k.clone(), vals));
     }
     Ok(matrix)
-}
-
-/// Substitution context of one cell.
-pub(super) struct Ctx<'a> {
-    params: &'a [(String, String)],
-    bdp: Option<u64>,
-    /// The lab link's rate in this cell, bit/s, when limited.
-    pub(super) link_rate_bps: Option<f64>,
-    /// The plan's services.
-    pub(super) services: &'a [ServiceSpec],
-}
-
-impl Ctx<'_> {
-    fn lookup(&self, name: &str) -> Option<String> {
-        if name == "bdp" {
-            return self.bdp.map(|b| b.to_string());
-        }
-        let v = self.params.iter().find(|(k, _)| k == name)?.1.clone();
-        // A matrix value may itself hold a derived variable ({bdp}).
-        if v.contains('{') {
-            let derived = |n: &str| (n == "bdp").then(|| self.bdp.map(|b| b.to_string()))?;
-            return substitute(&v, &derived).ok();
-        }
-        Some(v)
-    }
-
-    /// A matrix value in this cell: its templates (`{bdp}`) resolved, typed as `kind` (or
-    /// from its spelling), the template kept beside.
-    fn typed(&self, name: &str, value: &str, kind: Option<ParamKind>) -> ParamValue {
-        let resolved = self
-            .sub(name, &Param::Str(value.to_string()))
-            .unwrap_or_else(|_| value.to_string());
-        match kind {
-            Some(k) => ParamValue::typed(k, &resolved, Some(value)),
-            None => ParamValue::inferred(&resolved, Some(value)),
-        }
-    }
-
-    /// `p` with its `{name}` templates replaced (`{{` and `}}` left as literal braces).
-    pub(super) fn sub(&self, where_: &str, p: &Param) -> Result<String, PlanError> {
-        substitute(&p.to_string(), &|n| self.lookup(n))
-            .map_err(|e| invalid(format!("{where_}: {e}")))
-    }
 }
 
 /// The lab link of one cell: `rate`, `rtt` and `link_args` substituted, then parsed by the

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use super::build::{check_name, invalid};
+use super::ctx::{check_name, invalid};
 use super::raw::{RawHost, RawKubernetes, RawSlurm};
 use crate::agent::{Launch, SshTarget, StepClass};
 use crate::error::PlanError;

@@ -13,6 +13,7 @@
 //! (one step of one cell, per step type).
 
 mod build;
+mod ctx;
 mod hosts;
 mod raw;
 mod resolve;

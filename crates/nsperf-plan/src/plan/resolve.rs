@@ -10,7 +10,7 @@ use nsperf_lab::Schedule;
 use nsperf_lab::topology::{Layout, LinkKind};
 use nsperf_net::{DEFAULT_PORT, Direction, Mode, TestParams};
 
-use super::build::{Ctx, invalid};
+use super::ctx::{Ctx, invalid};
 use super::raw::{Param, RawStep, allowed, present_fields};
 use super::service::{io_engine, io_phases, io_target, with_credentials};
 use super::{

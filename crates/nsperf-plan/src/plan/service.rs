@@ -9,7 +9,7 @@ use nsperf_lab::service::{Protocol, ServerKind, ServiceConfig};
 use nsperf_nfs::NfsUrl;
 use nsperf_smb::SmbUrl;
 
-use super::build::{check_name, invalid};
+use super::ctx::{check_name, invalid};
 use super::raw::{RawService, RawStep};
 use super::{LabSpec, Phase, ServiceSpec, ServiceUse};
 use crate::error::PlanError;
