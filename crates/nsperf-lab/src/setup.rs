@@ -30,6 +30,13 @@ impl LinkSetup {
     /// `--jitter-reorder`, `--mtu 9000`, … Later flags override earlier ones.
     pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<LinkSetup, LabError> {
         let mut setup = LinkSetup::default();
+        setup.apply_args(args)?;
+        Ok(setup)
+    }
+
+    /// Applies link flags in their command-line spelling over this setup, as
+    /// [`LinkSetup::parse_args`] reads them.
+    pub fn apply_args<S: AsRef<str>>(&mut self, args: &[S]) -> Result<(), LabError> {
         let mut it = args.iter().map(AsRef::as_ref);
         while let Some(tok) = it.next() {
             let Some(flag) = tok.strip_prefix("--") else {
@@ -52,22 +59,29 @@ impl LinkSetup {
                 }
                 None => None,
             };
-            if name == "mtu" {
-                setup.mtu = Some(parse_mtu(value.unwrap_or_default())?);
-            } else if let Some(access) = name.strip_prefix("access-") {
-                if !matches!(access, "rate" | "queue" | "delay") {
-                    return Err(LabError::value(
-                        "flag",
-                        name,
-                        "the access links take --access-rate, --access-queue, --access-delay",
-                    ));
-                }
-                setup.access.set_flag(access, value)?;
-            } else {
-                setup.change.set_flag(name, value)?;
-            }
+            self.set(name, value)?;
         }
-        Ok(setup)
+        Ok(())
+    }
+
+    /// Sets one flag by its command-line name without the leading `--` (`rate`, `mtu`,
+    /// `access-delay`, …) to `value`, as the command line and a plan's `[lab]` fields give it.
+    pub fn set(&mut self, name: &str, value: Option<&str>) -> Result<(), LabError> {
+        if name == "mtu" {
+            self.mtu = Some(parse_mtu(value.unwrap_or_default())?);
+        } else if let Some(access) = name.strip_prefix("access-") {
+            if !matches!(access, "rate" | "queue" | "delay") {
+                return Err(LabError::value(
+                    "flag",
+                    name,
+                    "the access links take --access-rate, --access-queue, --access-delay",
+                ));
+            }
+            self.access.set_flag(access, value)?;
+        } else {
+            self.change.set_flag(name, value)?;
+        }
+        Ok(())
     }
 
     /// The MTU of the lab's devices.

@@ -226,27 +226,29 @@ fn matrix(raw: &toml::Table) -> Result<Vec<(String, Vec<String>)>, PlanError> {
     Ok(matrix)
 }
 
-/// The lab link of one cell: `rate`, `rtt` and `link_args` substituted, then parsed by the
-/// lab's own parser and checked with the lab's sites.
+/// The lab link of one cell: `rate`, `rtt` and the access fields substituted and set by
+/// the lab's own per-flag parser, then `link_args` (flags) applied over them; checked with
+/// the lab's sites.
 fn cell_link(
     l: &RawLab,
     spec: &LabSpec,
     base: &Ctx<'_>,
     cell_desc: &str,
 ) -> Result<LinkSettings, PlanError> {
-    let mut args: Vec<String> = Vec::new();
-    for (flag, p) in l.link_settings() {
+    let bad = |e: nsperf_lab::LabError| invalid(format!("[lab]{cell_desc}: {e}"));
+    let mut link = LinkSetup::default();
+    for (name, p) in l.link_settings() {
         if let Some(p) = p {
-            args.push(flag.into());
-            let key = flag[2..].replace('-', "_");
-            args.push(base.sub(&format!("[lab] {key}{cell_desc}"), p)?);
+            let key = name.replace('-', "_");
+            let value = base.sub(&format!("[lab] {key}{cell_desc}"), p)?;
+            link.set(name, Some(&value)).map_err(bad)?;
         }
     }
+    let mut args: Vec<String> = Vec::new();
     for p in &l.link_args {
         args.push(base.sub(&format!("[lab] link_args{cell_desc}"), p)?);
     }
-    let link =
-        LinkSetup::parse_args(&args).map_err(|e| invalid(format!("[lab]{cell_desc}: {e}")))?;
+    link.apply_args(&args).map_err(bad)?;
     check_lab(spec, 0, &link, cell_desc)?;
     Ok(link)
 }

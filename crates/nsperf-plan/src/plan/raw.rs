@@ -123,11 +123,11 @@ impl RawLab {
     /// The link settings that may be templated per cell, with their `lab up` flags.
     pub(super) fn link_settings(&self) -> [(&'static str, &Option<Param>); 5] {
         [
-            ("--rate", &self.rate),
-            ("--rtt", &self.rtt),
-            ("--access-rate", &self.access_rate),
-            ("--access-queue", &self.access_queue),
-            ("--access-delay", &self.access_delay),
+            ("rate", &self.rate),
+            ("rtt", &self.rtt),
+            ("access-rate", &self.access_rate),
+            ("access-queue", &self.access_queue),
+            ("access-delay", &self.access_delay),
         ]
     }
 }

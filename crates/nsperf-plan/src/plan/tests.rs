@@ -846,3 +846,39 @@ phases = ["cold"]
     assert!(e.contains("host a does not"), "{e}");
     assert!(Plan::parse(ssh.replace("on = \"all\"", "on = \"b\"").as_bytes()).is_ok());
 }
+
+/// The `[lab]` fields are set on the link directly and `link_args` applied after them: the
+/// link is the one `lab up` builds from the same flags in that order (a later flag wins).
+#[test]
+fn lab_fields_and_link_args_build_the_lab_up_link() {
+    let plan = r#"
+name = "links"
+[lab]
+sites = ["a", "b"]
+rate = "{r}"
+rtt = "20ms"
+link_args = ["--loss=1%", "--rtt", "30ms"]
+[matrix]
+r = ["10mbit"]
+[[step]]
+name = "t"
+type = "net"
+client = "a"
+server = "b"
+"#;
+    let p = Plan::parse(plan.as_bytes()).unwrap();
+    let link = p.cells[0].link.clone().unwrap();
+    let flags = [
+        "--rate",
+        "10mbit",
+        "--rtt",
+        "20ms",
+        "--loss=1%",
+        "--rtt",
+        "30ms",
+    ];
+    assert_eq!(link, nsperf_lab::LinkSetup::parse_args(&flags).unwrap());
+    assert_eq!(link.change.rate_bps, Some(10e6));
+    let e = err_of(&plan.replace("{r}", "fast"));
+    assert!(e.starts_with("[lab]"), "{e}");
+}
