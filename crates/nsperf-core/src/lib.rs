@@ -26,5 +26,5 @@ pub mod url;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use failure::Failure;
-pub use report::{Finding, Report, SCHEMA_VERSION, Severity};
+pub use report::{Command, Finding, Report, SCHEMA_VERSION, Severity};
 pub use units::{BitRate, Bytes, ParseUnitError, parse_duration};

@@ -64,6 +64,34 @@ impl Finding {
     }
 }
 
+/// The command that wrote a report (`command` in every `--json` document).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Command {
+    /// `nsperf net`.
+    Net,
+    /// `nsperf io` (run, matrix, bonnie).
+    Io,
+    /// `nsperf lab` (list, stats, events, capture).
+    Lab,
+    /// `nsperf trace`.
+    Trace,
+    /// `nsperf doctor`.
+    Doctor,
+}
+
+impl std::fmt::Display for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Command::Net => "net",
+            Command::Io => "io",
+            Command::Lab => "lab",
+            Command::Trace => "trace",
+            Command::Doctor => "doctor",
+        })
+    }
+}
+
 /// One host's part in a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostRecord {
@@ -93,8 +121,8 @@ pub struct Report<Spec, Interval, Summary> {
     pub schema_version: u32,
     /// The nsperf version that wrote it.
     pub nsperf_version: String,
-    /// The command: `net`, `io`, `lab`, `trace`, …
-    pub command: String,
+    /// The command that wrote it.
+    pub command: Command,
     /// Wall-clock start, nanoseconds since the Unix epoch.
     pub started_unix_ns: u64,
     /// When the measured part began (after connections, file creation and layout), on the
@@ -120,11 +148,11 @@ pub struct Report<Spec, Interval, Summary> {
 
 impl<Spec, Interval, Summary> Report<Spec, Interval, Summary> {
     /// A report envelope for `command`, stamped with this build's version.
-    pub fn new(command: &str, spec: Spec, summary: Summary) -> Self {
+    pub fn new(command: Command, spec: Spec, summary: Summary) -> Self {
         Report {
             schema_version: SCHEMA_VERSION,
             nsperf_version: env!("CARGO_PKG_VERSION").to_string(),
-            command: command.to_string(),
+            command,
             started_unix_ns: crate::clock::unix_time_ns(),
             measured_unix_ns: None,
             duration_ns: 0,
@@ -296,7 +324,7 @@ mod tests {
     #[test]
     fn report_round_trips_json() {
         let mut r: Report<BTreeMap<String, u32>, u32, f64> =
-            Report::new("test", BTreeMap::new(), 1.5);
+            Report::new(Command::Io, BTreeMap::new(), 1.5);
         r.intervals.push(7);
         r.findings
             .push(Finding::new("x", Severity::Info, "hello").with("a_bps", 1.0));

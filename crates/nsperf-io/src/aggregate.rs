@@ -27,8 +27,8 @@ pub(crate) fn aggregate(
     close_ns: u64,
 ) -> (Vec<IoInterval>, IoSummary) {
     let mut s = IoSummary {
-        workload: cfg.workload.name().into(),
-        cache: cfg.cache.name().into(),
+        workload: cfg.workload,
+        cache: cfg.cache,
         close_ns,
         ..Default::default()
     };

@@ -13,10 +13,11 @@ use crate::target::Target;
 use crate::workload::Workload;
 
 /// Page-cache state of the measured pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CacheMode {
     /// The file was just written or read: the pass runs against the page cache.
+    #[default]
     Warm,
     /// fsync + `posix_fadvise(DONTNEED)` before the pass (and drop_caches with
     /// `--drop-caches`): reads come from the device.
@@ -50,6 +51,12 @@ impl CacheMode {
             CacheMode::Direct => "direct",
             CacheMode::RemoteWarm => "remote-warm",
         }
+    }
+}
+
+impl std::fmt::Display for CacheMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

@@ -115,7 +115,7 @@ pub(crate) fn run_block(
     };
     drop(files);
 
-    let mut rep = IoReport::new("io", cfg.clone(), Default::default());
+    let mut rep = IoReport::new(nsperf_core::report::Command::Io, cfg.clone(), Default::default());
     rep.started_unix_ns = started_unix_ns;
     rep.measured_unix_ns = measured_unix_ns(&outcomes, (report_start, started_unix_ns));
     rep.hosts.push(HostRecord {
@@ -123,7 +123,7 @@ pub(crate) fn run_block(
         facts,
     });
     let (intervals, mut summary) = aggregate(cfg, &outcomes, close_ns);
-    summary.engine = engine.name().into();
+    summary.engine = engine.into();
     summary.cache_resident_pct = resident;
     summary.passes = if blocks > 0 {
         summary.ops as f64 / (blocks * cfg.jobs as u64) as f64

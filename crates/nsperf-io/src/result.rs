@@ -4,10 +4,12 @@
 use nsperf_core::stats::LatencySummary;
 use serde::{Deserialize, Serialize};
 
-use crate::config::RunConfig;
+use crate::config::{CacheMode, RunConfig};
+use crate::engine::EngineKind;
 use crate::fsinfo::FsInfo;
 use crate::memory::MemoryFacts;
 use crate::verify::Mismatch;
+use crate::workload::Workload;
 
 /// The report of `nsperf io run`.
 pub type IoReport = nsperf_core::Report<RunConfig, IoInterval, IoSummary>;
@@ -48,10 +50,10 @@ pub enum Headline {
 
 impl Headline {
     /// The headline of a workload.
-    pub fn of(w: crate::workload::Workload) -> Headline {
+    pub fn of(w: Workload) -> Headline {
         match w {
-            crate::workload::Workload::Meta => Headline::Files,
-            crate::workload::Workload::Seeks => Headline::Seeks,
+            Workload::Meta => Headline::Files,
+            Workload::Seeks => Headline::Seeks,
             _ => Headline::Throughput,
         }
     }
@@ -123,15 +125,69 @@ pub struct VerifySummary {
     pub first_failure: Option<Mismatch>,
 }
 
+/// The engine that did a run's I/O (`summary.engine`): one of the engines, or buffered stdio,
+/// which the bonnie-style per-character and metadata workloads use. Written as its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineUsed {
+    /// One of the engines of `--engine`.
+    Engine(EngineKind),
+    /// Buffered stdio (`putc`/`getc`, and the metadata calls of the suite).
+    Stdio,
+}
+
+impl Default for EngineUsed {
+    fn default() -> Self {
+        EngineUsed::Engine(EngineKind::Psync)
+    }
+}
+
+impl From<EngineKind> for EngineUsed {
+    fn from(k: EngineKind) -> Self {
+        EngineUsed::Engine(k)
+    }
+}
+
+impl std::fmt::Display for EngineUsed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EngineUsed::Engine(k) => k.fmt(f),
+            EngineUsed::Stdio => f.write_str("stdio"),
+        }
+    }
+}
+
+impl std::str::FromStr for EngineUsed {
+    type Err = crate::IoError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "stdio" => Ok(EngineUsed::Stdio),
+            k => k.parse().map(EngineUsed::Engine),
+        }
+    }
+}
+
+impl Serialize for EngineUsed {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for EngineUsed {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// Totals and statistics of a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct IoSummary {
     /// The workload run.
-    pub workload: String,
+    pub workload: Workload,
     /// The engine that did the I/O (differs from `spec.engine` after a fallback).
-    pub engine: String,
+    pub engine: EngineUsed,
     /// Page-cache state of the measured pass.
-    pub cache: String,
+    pub cache: CacheMode,
     /// Fraction of the files' pages in the page cache just before the measured pass, in %
     /// (absent when it cannot be told, e.g. for a device).
     pub cache_resident_pct: Option<f64>,

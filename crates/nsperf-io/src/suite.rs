@@ -49,14 +49,14 @@ pub(crate) fn run_special(cfg: &RunConfig, pre: Preflight) -> Result<IoReport, I
     let cpu = monitor.stop();
     let out = out?;
     drop(guard);
-    let mut rep = IoReport::new("io", cfg.clone(), IoSummary::default());
+    let mut rep = IoReport::new(nsperf_core::report::Command::Io, cfg.clone(), IoSummary::default());
     rep.started_unix_ns = started_unix_ns;
     rep.hosts.push(HostRecord {
         role: "local".into(),
         facts,
     });
     let (intervals, mut s) = aggregate(cfg, std::slice::from_ref(&out), 0);
-    s.engine = "stdio".into();
+    s.engine = crate::result::EngineUsed::Stdio;
     s.passes = 1.0;
     s.phases = phases;
     fill_cpu(&mut s, &cpu);

@@ -6,10 +6,11 @@ use serde::{Deserialize, Serialize};
 use crate::rng::{Permutation, SplitMix64};
 
 /// One workload of `nsperf io run`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Workload {
     /// Sequential write of a new file (iozone "write").
+    #[default]
     SeqWrite,
     /// Sequential write over an existing file (iozone "rewrite").
     Rewrite,

@@ -473,7 +473,7 @@ pub fn build(
     }
     let loopback = spec.loopback;
     summary.one_host = loopback || client_facts.same_host(&run.server_facts);
-    let mut r = Report::new("net", spec, summary);
+    let mut r = Report::new(nsperf_core::report::Command::Net, spec, summary);
     r.measured_unix_ns = Some(run.measured_unix_ns);
     r.duration_ns = run.duration_ns;
     r.intervals = intervals;

@@ -31,7 +31,7 @@ pub fn findings(
             why.clone(),
         ));
     }
-    if s.engine == "null" {
+    if s.engine == crate::engine::EngineKind::Null.into() {
         out.push(Finding::new(
             "null_engine",
             Severity::Info,

@@ -20,7 +20,7 @@ use crate::aggregate::{aggregate, fill_cpu};
 use crate::buffer::BufferPool;
 use crate::cache;
 use crate::config::{CacheMode, RunConfig};
-use crate::engine::IoEngine;
+use crate::engine::{EngineKind, IoEngine};
 use crate::error::IoError;
 use crate::findings::{RunFacts, findings};
 use crate::job::JobPlan;
@@ -358,10 +358,10 @@ impl Started {
         cpu: Vec<CpuInterval>,
         remote: RemoteFacts,
         fs: crate::fsinfo::FsInfo,
-        engine: &str,
+        engine: EngineKind,
         clamp: Option<(u64, u64)>,
     ) -> IoReport {
-        let mut rep = IoReport::new("io", cfg.clone(), IoSummary::default());
+        let mut rep = IoReport::new(nsperf_core::report::Command::Io, cfg.clone(), IoSummary::default());
         rep.started_unix_ns = self.started_unix_ns;
         rep.measured_unix_ns =
             crate::pass::measured_unix_ns(&outcomes, (self.start, self.started_unix_ns));

@@ -22,8 +22,8 @@ use super::nfs_control::{Control, DataPath};
 use super::suite::{MetaOp, RemoteFs};
 use super::{JobOpener, Started};
 use crate::config::{FsyncMode, OnClose, RunConfig};
-use crate::engine::Nfs;
 use crate::engine::nfs::to_io;
+use crate::engine::{EngineKind, Nfs};
 use crate::error::IoError;
 use crate::result::IoReport;
 use crate::result::{Commit, RemoteFacts};
@@ -208,7 +208,7 @@ pub fn run(
         // The interface the server is reached through (its speed, when it reports one).
         link: server_ip.and_then(crate::fsinfo::link_to),
     };
-    Ok(started.finish(cfg, &eff, run, cpu, remote, fs, "nfs", clamp))
+    Ok(started.finish(cfg, &eff, run, cpu, remote, fs, EngineKind::Nfs, clamp))
 }
 
 /// The target directory through the control connection, for [`crate::stale::sweep`].

@@ -17,8 +17,8 @@ use smb2::types::FileId;
 use super::suite::{MetaOp, RemoteFs};
 use super::{JobOpener, Started};
 use crate::config::{FsyncMode, RunConfig};
-use crate::engine::Smb;
 use crate::engine::smb::to_io;
+use crate::engine::{EngineKind, Smb};
 use crate::error::IoError;
 use crate::result::IoReport;
 use crate::result::{Commit, RemoteFacts};
@@ -175,7 +175,7 @@ pub fn run(
         // The interface the server is reached through (its speed, when it reports one).
         link: server_ip.and_then(crate::fsinfo::link_to),
     };
-    Ok(started.finish(cfg, &eff, run, cpu, remote, fs, "smb", clamp))
+    Ok(started.finish(cfg, &eff, run, cpu, remote, fs, EngineKind::Smb, clamp))
 }
 
 /// The target directory through the client's tree, for [`crate::stale::sweep`].

@@ -256,7 +256,7 @@ pub fn build(
     summary.client_busiest_core_pct = side.busiest_core_mean_pct();
     summary.client_cpu_awake = side.cpu_awake;
     summary.iperf3_server = Some(shared.server.clone());
-    let mut r = Report::new("net", spec, summary);
+    let mut r = Report::new(nsperf_core::report::Command::Net, spec, summary);
     r.measured_unix_ns = Some(run.measured_unix_ns);
     r.duration_ns = run.duration_ns;
     r.intervals = intervals;

@@ -246,7 +246,7 @@ pub(super) fn analyse_capture(
     };
     let findings = nsperf_trace::findings::findings(&summary, spec.top)
         .map_err(|e| ExecError::Other(format!("capture analysis: {e}")))?;
-    let mut report = nsperf_core::Report::new("trace", spec, summary);
+    let mut report = nsperf_core::Report::new(nsperf_core::report::Command::Trace, spec, summary);
     report.duration_ns = t0.elapsed().as_nanos() as u64;
     report.intervals = intervals;
     report.findings = findings;
@@ -285,7 +285,7 @@ mod tests {
         let report = |w: Workload| {
             let cfg = RunConfig::new(Target::Dir { path: "/x".into() }, w, 1 << 20, 4096);
             let mut r = IoReport::new(
-                "io",
+                nsperf_core::report::Command::Io,
                 cfg,
                 IoSummary {
                     throughput_bytes_per_s: if w == Workload::Meta { 0.0 } else { 5e6 },

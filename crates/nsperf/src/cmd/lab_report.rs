@@ -54,7 +54,7 @@ pub fn stats(name: &str, json: bool) -> anyhow::Result<()> {
     let s: LabStats = lab::stats(name)?;
     if json {
         let mut r: Report<StatsSpec, QueueSample, StatsSummary> = Report::new(
-            "lab",
+            nsperf_core::report::Command::Lab,
             spec(state),
             StatsSummary {
                 uptime_s: s.uptime_s,
@@ -152,7 +152,7 @@ pub fn events(name: &str, json: bool) -> anyhow::Result<()> {
         let state = LabState::load(name)?;
         let outages = nsperf_lab::events::outages(&ev);
         let r: Report<StatsSpec, (), Events> = Report::new(
-            "lab",
+            nsperf_core::report::Command::Lab,
             spec(state),
             Events {
                 events: ev,
@@ -225,7 +225,7 @@ fn capture_report<'a>(
     s: CaptureSummary,
 ) -> Report<CaptureSpec<'a>, (), CaptureSummary> {
     let mut r: Report<CaptureSpec, (), CaptureSummary> =
-        Report::new("lab", CaptureSpec { lab: name, link }, s);
+        Report::new(nsperf_core::report::Command::Lab, CaptureSpec { lab: name, link }, s);
     r.duration_ns = (r.summary.duration_s * 1e9) as u64;
     r
 }

@@ -629,7 +629,14 @@ fn header(r: &IoReport, resident: &str) -> String {
         if c.jobs == 1 { "" } else { "s" },
         Bytes(c.bs_bytes),
         s.engine,
-        if c.iodepth > 1 && matches!(s.engine.as_str(), "uring" | "nfs" | "smb") {
+        if c.iodepth > 1
+            && matches!(
+                s.engine,
+                nsperf_io::EngineUsed::Engine(
+                    EngineKind::Uring | EngineKind::Nfs | EngineKind::Smb
+                )
+            )
+        {
             format!(" depth {}", c.iodepth)
         } else {
             String::new()

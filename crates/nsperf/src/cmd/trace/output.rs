@@ -37,7 +37,7 @@ pub(crate) fn build_report(
     t0: Instant,
 ) -> anyhow::Result<TraceReport> {
     let findings = nsperf_trace::findings::findings(&summary, spec.top)?;
-    let mut report = TraceReport::new("trace", spec, summary);
+    let mut report = TraceReport::new(nsperf_core::report::Command::Trace, spec, summary);
     report.duration_ns = t0.elapsed().as_nanos() as u64;
     report.intervals = intervals;
     report.findings = findings;
