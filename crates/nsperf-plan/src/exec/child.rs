@@ -130,7 +130,7 @@ fn run_child(
     let (status, ended) = loop {
         match rx.recv_timeout(Duration::from_millis(10)) {
             Ok((Ok(s), at)) => break (s, at),
-            Ok((Err(e), _)) => return Err(ExecError::Other(format!("waiting for a child: {e}"))),
+            Ok((Err(e), _)) => return Err(ExecError::Wait(e)),
             Err(_) => {}
         }
         if stop_on_interrupt && nsperf_core::signal::interrupted() {

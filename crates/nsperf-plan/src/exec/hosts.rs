@@ -144,7 +144,7 @@ impl HostRunner {
         if self.sites.is_empty() {
             return Ok(());
         }
-        let lab = lab.ok_or_else(|| ExecError::Other("the lab is not up".into()))?;
+        let lab = lab.ok_or(ExecError::LabNotUp)?;
         if self.sites_in.as_deref() == Some(lab.name.as_str()) {
             return Ok(());
         }
@@ -159,8 +159,11 @@ impl HostRunner {
             };
             let mut argv = vec![self.exe.display().to_string()];
             argv.extend(opts.args());
-            let cmd = nsperf_lab::lab::exec_command(&lab.name, site, &argv).map_err(|e| {
-                ExecError::Other(format!("starting the agent of lab site {site}: {e}"))
+            let cmd = nsperf_lab::lab::exec_command(&lab.name, site, &argv).map_err(|source| {
+                ExecError::SiteAgent {
+                    site: site.clone(),
+                    source,
+                }
             })?;
             links.push(crate::agent::stdio_link(&h.name, cmd, None)?);
         }
@@ -211,7 +214,7 @@ impl HostRunner {
             .map(|n| {
                 self.fleet
                     .index(n)
-                    .ok_or_else(|| ExecError::Other(format!("host {n} is not connected")))
+                    .ok_or_else(|| ExecError::HostNotConnected(n.to_string()))
             })
             .collect()
     }
@@ -225,7 +228,7 @@ impl HostRunner {
     ) -> Result<Measurement, ExecError> {
         let m = self.measure_parts(ctx, step)?;
         match every_part_failed(&m) {
-            Some(why) => Err(ExecError::Other(format!("every host failed: {why}"))),
+            Some(why) => Err(ExecError::EveryHostFailed(why)),
             None => Ok(m),
         }
     }
@@ -238,18 +241,18 @@ impl HostRunner {
         let on = step
             .on
             .as_ref()
-            .ok_or_else(|| ExecError::Other("the step names no hosts".into()))?;
+            .ok_or(ExecError::NotOnHosts("the step names no hosts"))?;
         if on.in_lab {
             self.ensure_sites(ctx.lab)?;
         }
         match &step.action {
             Action::Net(n) => {
-                let server = on.server.as_deref().ok_or_else(|| {
-                    ExecError::Other("a network step needs its server host".into())
-                })?;
+                let server = on.server.as_deref().ok_or(ExecError::NotOnHosts(
+                    "a network step needs its server host",
+                ))?;
                 let crate::plan::Target::Host(addr) = &n.target else {
-                    return Err(ExecError::Other(
-                        "a network step on hosts targets a host".into(),
+                    return Err(ExecError::NotOnHosts(
+                        "a network step on hosts targets a host",
                     ));
                 };
                 let config = ClientConfig {
@@ -271,8 +274,8 @@ impl HostRunner {
                 let parts = self.run_parts(on, &spec, step.timeout)?;
                 Ok(merge(parts, "host"))
             }
-            Action::Bonnie(_) => Err(ExecError::Other(
-                "a bonnie step runs on this host or in a lab site, not on [hosts]".into(),
+            Action::Bonnie(_) => Err(ExecError::NotOnHosts(
+                "a bonnie step runs on this host or in a lab site, not on [hosts]",
             )),
             Action::Exec(e) => {
                 let spec = StepSpec::Exec {
@@ -381,9 +384,10 @@ impl HostRunner {
                 .first()
                 .map(|o| outcome_error(server, o))
                 .unwrap_or_else(|| "no answer".into());
-            return Err(ExecError::Other(format!(
-                "the server on {server} did not start listening: {why}"
-            )));
+            return Err(ExecError::HostServer {
+                host: server.to_string(),
+                why,
+            });
         }
         let spec = StepSpec::Net {
             site: None,

@@ -234,8 +234,7 @@ pub(super) fn analyse_capture(
         idle_ns: nsperf_trace::DEFAULT_IDLE_NS,
     };
     let t0 = std::time::Instant::now();
-    let (summary, intervals) = nsperf_trace::analyze_file(file, cfg)
-        .map_err(|e| ExecError::Other(format!("capture analysis: {e}")))?;
+    let (summary, intervals) = nsperf_trace::analyze_file(file, cfg)?;
     let spec = nsperf_trace::TraceSpec {
         file: file.display().to_string(),
         filter: None,
@@ -244,13 +243,13 @@ pub(super) fn analyse_capture(
         interface: None,
         idle_timeout_s: nsperf_trace::DEFAULT_IDLE_NS as f64 / 1e9,
     };
-    let findings = nsperf_trace::findings::findings(&summary, spec.top)
-        .map_err(|e| ExecError::Other(format!("capture analysis: {e}")))?;
+    let findings =
+        nsperf_trace::findings::findings(&summary, spec.top).map_err(ExecError::CaptureFindings)?;
     let mut report = nsperf_core::Report::new(nsperf_core::report::Command::Trace, spec, summary);
     report.duration_ns = t0.elapsed().as_nanos() as u64;
     report.intervals = intervals;
     report.findings = findings;
-    let bad = |e: serde_json::Error| ExecError::Other(format!("capture analysis: {e}"));
+    let bad = ExecError::CaptureJson;
     let mut doc = serde_json::to_value(&report).map_err(bad)?;
     if let Some(l) = link {
         doc["link_capture"] = serde_json::to_value(l).map_err(bad)?;

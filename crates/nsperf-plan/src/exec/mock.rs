@@ -132,7 +132,7 @@ impl Executor for MockExecutor {
             command.join(" ")
         ));
         if self.failing_commands.iter().any(|c| command.contains(c)) {
-            return Err(ExecError::Other(format!("{role} fails (mock)")));
+            return Err(ExecError::Mock(format!("{role} fails (mock)")));
         }
         Ok(())
     }
@@ -159,10 +159,10 @@ impl Executor for MockExecutor {
 
     fn service_check(&mut self, name: &str) -> Result<(), ExecError> {
         if self.dead_services.iter().any(|d| d == name) {
-            return Err(ExecError::Other(format!("service {name} died (mock)")));
+            return Err(ExecError::Mock(format!("service {name} died (mock)")));
         }
         if !self.running.iter().any(|r| r == name) {
-            return Err(ExecError::Other(format!("service {name} is not running")));
+            return Err(ExecError::ServiceNotRunning(name.to_string()));
         }
         Ok(())
     }
@@ -185,7 +185,7 @@ impl Executor for MockExecutor {
             ctx.repetition
         ));
         if self.failing_steps.contains(&step.name) {
-            return Err(ExecError::Other(format!("step {} fails (mock)", step.name)));
+            return Err(ExecError::Mock(format!("step {} fails (mock)", step.name)));
         }
         let v = (self.value)(ctx, step);
         // Four 1 s intervals: a slow first one, then steady at v with one peak.

@@ -134,8 +134,7 @@ impl ProcessExecutor {
 
     /// The binary running now (`std::env::current_exe()`), as the step runner.
     pub fn current(emulator: EmulatorCommand) -> Result<Self, ExecError> {
-        let exe = std::env::current_exe()
-            .map_err(|e| ExecError::Other(format!("cannot find the nsperf binary: {e}")))?;
+        let exe = std::env::current_exe().map_err(ExecError::SelfExe)?;
         // A binary replaced while it runs (a rebuild) reads as "… (deleted)": the kernel's
         // link to the running image still starts the very same program.
         let exe = if exe.exists() {
@@ -176,8 +175,8 @@ impl ProcessExecutor {
 
     /// The command and input of a step child for `spec`.
     fn step(&self, spec: &StepSpec) -> Result<(Command, Vec<u8>), ExecError> {
-        let input = serde_json::to_vec(&StepRequest::now(spec.clone()))
-            .map_err(|e| ExecError::Other(format!("cannot write the step spec: {e}")))?;
+        let input =
+            serde_json::to_vec(&StepRequest::now(spec.clone())).map_err(ExecError::StepSpec)?;
         let mut cmd = Command::new(&self.exe);
         cmd.arg("step");
         Ok((cmd, input))
@@ -223,9 +222,7 @@ impl ProcessExecutor {
                 Ok((cmd, Some(input)))
             }
             None => {
-                let (prog, args) = command
-                    .split_first()
-                    .ok_or_else(|| ExecError::Other("empty command".into()))?;
+                let (prog, args) = command.split_first().ok_or(ExecError::EmptyCommand)?;
                 let mut cmd = Command::new(prog);
                 cmd.args(args);
                 Ok((cmd, None))
@@ -351,10 +348,10 @@ impl ProcessExecutor {
                 }),
             },
             None if nsperf_core::signal::interrupted() => Err(ExecError::Interrupted),
-            None => Err(ExecError::Other(format!(
-                "{what} did not start listening within {} s",
-                SERVER_READY.as_secs()
-            ))),
+            None => Err(ExecError::NotListening {
+                what: what.to_string(),
+                secs: SERVER_READY.as_secs(),
+            }),
         }
     }
 
@@ -443,7 +440,7 @@ impl ProcessExecutor {
         at: &CapturePoint,
         snaplen: u32,
     ) -> Result<Capture, ExecError> {
-        let lab = lab.ok_or_else(|| ExecError::Other("a capture needs the lab up".into()))?;
+        let lab = lab.ok_or_else(|| ExecError::NeedsLab("a capture".into()))?;
         self.captures += 1;
         let file = std::env::temp_dir().join(format!(
             ".nsperf-capture-{}-{}.pcap{}",
@@ -601,9 +598,13 @@ pub(super) fn io_config(
     if let Some(svc) = &io.service {
         let answer = ctx
             .service
-            .ok_or_else(|| ExecError::Other(format!("service {} is not running", svc.name)))?;
-        config.target = crate::plan::service_target(answer, &svc.path)
-            .map_err(|e| ExecError::Other(format!("service {}: {e}", svc.name)))?;
+            .ok_or_else(|| ExecError::ServiceNotRunning(svc.name.clone()))?;
+        config.target = crate::plan::service_target(answer, &svc.path).map_err(|reason| {
+            ExecError::ServiceTarget {
+                name: svc.name.clone(),
+                reason,
+            }
+        })?;
     }
     Ok(config)
 }
@@ -669,7 +670,7 @@ fn program_on_path(prog: &str) -> bool {
 fn lab_error(e: LabError) -> ExecError {
     match e {
         LabError::NeedsRoot(_) => ExecError::Skip(e.to_string()),
-        e => ExecError::Other(e.to_string()),
+        e => ExecError::Lab(e),
     }
 }
 
@@ -782,17 +783,18 @@ impl Executor for ProcessExecutor {
         self.service_stop(&service.name);
         let what = format!("service {}", service.describe());
         let mut config = service.config.clone();
-        config.dir = config.dir.canonicalize().map_err(|e| {
-            ExecError::Other(format!(
-                "{what} did not start: directory {}: {e}",
-                service.config.dir.display()
-            ))
-        })?;
+        config.dir = config
+            .dir
+            .canonicalize()
+            .map_err(|source| ExecError::ServiceDir {
+                what: what.clone(),
+                dir: service.config.dir.display().to_string(),
+                source,
+            })?;
         let site = match &service.site {
-            Some(s) => Some(
-                site_ref(lab, Some(s))
-                    .ok_or_else(|| ExecError::Other(format!("{what} needs the lab up")))?,
-            ),
+            Some(s) => {
+                Some(site_ref(lab, Some(s)).ok_or_else(|| ExecError::NeedsLab(what.clone()))?)
+            }
             None => None,
         };
         let spec = StepSpec::Service {
@@ -819,7 +821,7 @@ impl Executor for ProcessExecutor {
                     None => format!("no answer within {} s", SERVICE_READY.as_secs()),
                 };
                 bg.finish(Duration::ZERO);
-                return Err(ExecError::Other(format!("{what} did not start ({why})")));
+                return Err(ExecError::DidNotStart { what, why });
             }
         };
         self.services.insert(
@@ -837,10 +839,13 @@ impl Executor for ProcessExecutor {
         let s = self
             .services
             .get_mut(name)
-            .ok_or_else(|| ExecError::Other(format!("service {name} is not running")))?;
+            .ok_or_else(|| ExecError::ServiceNotRunning(name.to_string()))?;
         match s.bg.ended() {
             None => Ok(()),
-            Some(how) => Err(ExecError::Other(format!("{} stopped ({how})", s.what))),
+            Some(how) => Err(ExecError::Stopped {
+                what: s.what.clone(),
+                how,
+            }),
         }
     }
 
@@ -865,7 +870,7 @@ impl Executor for ProcessExecutor {
             _ if step.on.is_some() => self
                 .hosts
                 .as_mut()
-                .ok_or_else(|| ExecError::Other("the plan's hosts are not connected".into()))?
+                .ok_or(ExecError::HostsNotConnected)?
                 .measure(ctx, step)?,
             Action::Net(n) => self.net(ctx, step, n)?,
             Action::Io(io) => self.io(ctx, step, io)?,

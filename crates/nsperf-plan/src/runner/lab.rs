@@ -85,7 +85,7 @@ impl LabRun {
     ) -> Result<(), ExecError> {
         match &self.state {
             State::Unavailable(true, why) => return Err(ExecError::Skip(why.clone())),
-            State::Unavailable(false, why) => return Err(ExecError::Other(why.clone())),
+            State::Unavailable(false, why) => return Err(ExecError::FailedBefore(why.clone())),
             State::Up(cur) if **cur == *link => return Ok(()),
             State::Up(cur) if cur.mtu() == link.mtu() => {
                 exec.lab_set(&self.lab, link)?;
@@ -123,7 +123,7 @@ impl LabRun {
             Err(e) => {
                 let why = format!("lab up: {e}");
                 self.state = State::Unavailable(false, why.clone());
-                Err(ExecError::Other(why))
+                Err(ExecError::FailedBefore(why))
             }
         }
     }

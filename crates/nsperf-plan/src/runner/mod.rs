@@ -443,6 +443,6 @@ fn setup(
     match outcome {
         Ok(()) => Ok(()),
         Err((true, why)) => Err(ExecError::Skip(why.clone())),
-        Err((false, why)) => Err(ExecError::Other(why.clone())),
+        Err((false, why)) => Err(ExecError::FailedBefore(why.clone())),
     }
 }

@@ -42,7 +42,7 @@ impl ServiceRuns {
         let generation = if svc.site.is_some() { generation } else { 0 };
         match self.states.get(&svc.name) {
             Some(State::Gone(true, why)) => return Err(ExecError::Skip(why.clone())),
-            Some(State::Gone(false, why)) => return Err(ExecError::Other(why.clone())),
+            Some(State::Gone(false, why)) => return Err(ExecError::FailedBefore(why.clone())),
             Some(State::Up {
                 answer,
                 generation: g,
@@ -86,7 +86,7 @@ impl ServiceRuns {
                 let why = format!("{e}; every step through service {} fails", svc.name);
                 self.states
                     .insert(svc.name.clone(), State::Gone(false, why.clone()));
-                Err(ExecError::Other(why))
+                Err(ExecError::FailedBefore(why))
             }
         }
     }
@@ -100,7 +100,7 @@ impl ServiceRuns {
         when: &str,
     ) -> Result<(), ExecError> {
         if let Some(State::Gone(_, why)) = self.states.get(name) {
-            return Err(ExecError::Other(why.clone()));
+            return Err(ExecError::FailedBefore(why.clone()));
         }
         exec.service_check(name).map_err(|e| {
             let why = format!(
@@ -109,7 +109,7 @@ impl ServiceRuns {
             self.states
                 .insert(name.to_string(), State::Gone(false, why.clone()));
             exec.service_stop(name);
-            ExecError::Other(why)
+            ExecError::FailedBefore(why)
         })
     }
 
