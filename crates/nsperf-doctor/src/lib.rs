@@ -180,7 +180,11 @@ pub fn run(
         net_time_s: cfg.net_time.as_secs_f64(),
         read_cache: read_cache.name().to_string(),
     };
-    let mut rep = DoctorReport::new(nsperf_core::report::Command::Doctor, spec, DoctorSummary { figures, diagnosis });
+    let mut rep = DoctorReport::new(
+        nsperf_core::report::Command::Doctor,
+        spec,
+        DoctorSummary { figures, diagnosis },
+    );
     rep.started_unix_ns = started_unix_ns;
     rep.duration_ns = t0.elapsed().as_nanos() as u64;
     rep.hosts.push(HostRecord {

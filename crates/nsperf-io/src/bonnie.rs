@@ -179,7 +179,11 @@ pub fn run_bonnie_observed(
     on_row: &mut dyn FnMut(&BonnieRow),
 ) -> Result<BonnieReport, IoError> {
     let t0 = Instant::now();
-    let mut rep = BonnieReport::new(nsperf_core::report::Command::Io, cfg.clone(), BonnieSummary::default());
+    let mut rep = BonnieReport::new(
+        nsperf_core::report::Command::Io,
+        cfg.clone(),
+        BonnieSummary::default(),
+    );
     for (name, w) in cfg.tests() {
         let c = cfg.test_config(w);
         let r = crate::runner::run(&c)?;

@@ -115,7 +115,11 @@ pub(crate) fn run_block(
     };
     drop(files);
 
-    let mut rep = IoReport::new(nsperf_core::report::Command::Io, cfg.clone(), Default::default());
+    let mut rep = IoReport::new(
+        nsperf_core::report::Command::Io,
+        cfg.clone(),
+        Default::default(),
+    );
     rep.started_unix_ns = started_unix_ns;
     rep.measured_unix_ns = measured_unix_ns(&outcomes, (report_start, started_unix_ns));
     rep.hosts.push(HostRecord {

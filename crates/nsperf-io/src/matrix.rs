@@ -242,7 +242,11 @@ pub fn run_matrix_observed(
     let mem = facts.mem_available_bytes;
     let memory = MemoryFacts::read(mem);
     let l3 = cpu_cache_bytes();
-    let mut rep = MatrixReport::new(nsperf_core::report::Command::Io, cfg.clone(), MatrixSummary::default());
+    let mut rep = MatrixReport::new(
+        nsperf_core::report::Command::Io,
+        cfg.clone(),
+        MatrixSummary::default(),
+    );
     rep.hosts.push(HostRecord {
         role: "local".into(),
         facts,

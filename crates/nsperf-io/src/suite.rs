@@ -49,7 +49,11 @@ pub(crate) fn run_special(cfg: &RunConfig, pre: Preflight) -> Result<IoReport, I
     let cpu = monitor.stop();
     let out = out?;
     drop(guard);
-    let mut rep = IoReport::new(nsperf_core::report::Command::Io, cfg.clone(), IoSummary::default());
+    let mut rep = IoReport::new(
+        nsperf_core::report::Command::Io,
+        cfg.clone(),
+        IoSummary::default(),
+    );
     rep.started_unix_ns = started_unix_ns;
     rep.hosts.push(HostRecord {
         role: "local".into(),

@@ -23,7 +23,7 @@
 //!
 //! `iperf3::wire`, `iperf3::session` and `iperf3::params` sit with `proto`. The direction is
 //! checked file by file (`crate::`/`super::` uses outside test modules) by
-//! `tests/module_direction.rs`.
+//! `nsperf-core/tests/module_direction.rs` (every crate of the workspace).
 #![deny(missing_docs)]
 
 mod bulk;

@@ -361,7 +361,11 @@ impl Started {
         engine: EngineKind,
         clamp: Option<(u64, u64)>,
     ) -> IoReport {
-        let mut rep = IoReport::new(nsperf_core::report::Command::Io, cfg.clone(), IoSummary::default());
+        let mut rep = IoReport::new(
+            nsperf_core::report::Command::Io,
+            cfg.clone(),
+            IoSummary::default(),
+        );
         rep.started_unix_ns = self.started_unix_ns;
         rep.measured_unix_ns =
             crate::pass::measured_unix_ns(&outcomes, (self.start, self.started_unix_ns));

@@ -269,7 +269,7 @@ impl HostRunner {
             Action::Io(io) => {
                 let spec = StepSpec::Io {
                     site: None,
-                    config: super::process::io_config(ctx, io)?,
+                    config: ctx.io_config(io)?,
                 };
                 let parts = self.run_parts(on, &spec, step.timeout)?;
                 Ok(merge(parts, "host"))

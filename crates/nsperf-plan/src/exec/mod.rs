@@ -26,7 +26,7 @@ use nsperf_lab::events::LinkEvent;
 use nsperf_lab::stats::LabStats;
 
 use crate::error::ExecError;
-use crate::plan::{LabShape, LinkSettings, Phase, Record, ResolvedStep, ServiceSpec};
+use crate::plan::{IoStep, LabShape, LinkSettings, Phase, Record, ResolvedStep, ServiceSpec};
 pub use nsperf_results::{Measurement, NicDelta, SeriesPoint};
 
 /// The lab of one run: the name it has in this run and its sites.
@@ -78,6 +78,38 @@ pub struct RunContext<'a> {
     pub repetition: u32,
     /// Where the running service the step goes through answers, if it goes through one.
     pub service: Option<&'a ServiceAnswer>,
+}
+
+impl RunContext<'_> {
+    /// The io engine's configuration for this run: the cache phase, and through a service the
+    /// URL it answers at now (a loopback service's port is known only once it runs).
+    pub(crate) fn io_config(&self, io: &IoStep) -> Result<nsperf_io::RunConfig, ExecError> {
+        let mut config = io.config.clone();
+        match self.phase {
+            Phase::Cold => {
+                config.cache = nsperf_io::CacheMode::Cold;
+                // Through a service (on this host): the engine evicts the server's copy.
+                config.drop_caches = io.service.is_some();
+            }
+            Phase::Warm => config.cache = nsperf_io::CacheMode::Warm,
+            Phase::RemoteWarm if io.is_remote() => {
+                config.cache = nsperf_io::CacheMode::RemoteWarm;
+            }
+            Phase::None | Phase::RemoteWarm => {}
+        }
+        if let Some(svc) = &io.service {
+            let answer = self
+                .service
+                .ok_or_else(|| ExecError::ServiceNotRunning(svc.name.clone()))?;
+            config.target = crate::plan::service_target(answer, &svc.path).map_err(|reason| {
+                ExecError::ServiceTarget {
+                    name: svc.name.clone(),
+                    reason,
+                }
+            })?;
+        }
+        Ok(config)
+    }
 }
 
 /// Where a running service answers: what its clients are given.

@@ -372,7 +372,7 @@ impl ProcessExecutor {
         step: &ResolvedStep,
         io: &IoStep,
     ) -> Result<Measurement, ExecError> {
-        let config = io_config(ctx, io)?;
+        let config = ctx.io_config(io)?;
         let spec = StepSpec::Io {
             site: site_ref(ctx.lab, io.site.as_deref()),
             config,
@@ -574,39 +574,6 @@ enum Capture {
     Site(Background, PathBuf),
     /// The emulator, on a link, writing this file.
     Link(lab::LinkCapture, PathBuf),
-}
-
-/// The io engine's configuration for this run: the cache phase, and through a service the
-/// URL it answers at now (a loopback service's port is known only once it runs).
-pub(super) fn io_config(
-    ctx: &RunContext<'_>,
-    io: &IoStep,
-) -> Result<nsperf_io::RunConfig, ExecError> {
-    let mut config = io.config.clone();
-    match ctx.phase {
-        Phase::Cold => {
-            config.cache = nsperf_io::CacheMode::Cold;
-            // Through a service (on this host): the engine evicts the server's copy.
-            config.drop_caches = io.service.is_some();
-        }
-        Phase::Warm => config.cache = nsperf_io::CacheMode::Warm,
-        Phase::RemoteWarm if io.is_remote() => {
-            config.cache = nsperf_io::CacheMode::RemoteWarm;
-        }
-        Phase::None | Phase::RemoteWarm => {}
-    }
-    if let Some(svc) = &io.service {
-        let answer = ctx
-            .service
-            .ok_or_else(|| ExecError::ServiceNotRunning(svc.name.clone()))?;
-        config.target = crate::plan::service_target(answer, &svc.path).map_err(|reason| {
-            ExecError::ServiceTarget {
-                name: svc.name.clone(),
-                reason,
-            }
-        })?;
-    }
-    Ok(config)
 }
 
 fn server_client(host: String, n: &NetStep) -> NetClient {

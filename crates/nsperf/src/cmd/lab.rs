@@ -460,8 +460,11 @@ struct ListSummary {
 fn list(json: bool) -> anyhow::Result<()> {
     let labs = lab::list();
     if json {
-        let r: Report<ListSpec, (), ListSummary> =
-            Report::new(nsperf_core::report::Command::Lab, ListSpec {}, ListSummary { labs });
+        let r: Report<ListSpec, (), ListSummary> = Report::new(
+            nsperf_core::report::Command::Lab,
+            ListSpec {},
+            ListSummary { labs },
+        );
         return print_json(&r);
     }
     let mut t = Table::new(["lab", "site", "namespace", "address", "emulator", "owner"]);

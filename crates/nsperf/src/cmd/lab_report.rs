@@ -224,8 +224,11 @@ fn capture_report<'a>(
     link: &'a str,
     s: CaptureSummary,
 ) -> Report<CaptureSpec<'a>, (), CaptureSummary> {
-    let mut r: Report<CaptureSpec, (), CaptureSummary> =
-        Report::new(nsperf_core::report::Command::Lab, CaptureSpec { lab: name, link }, s);
+    let mut r: Report<CaptureSpec, (), CaptureSummary> = Report::new(
+        nsperf_core::report::Command::Lab,
+        CaptureSpec { lab: name, link },
+        s,
+    );
     r.duration_ns = (r.summary.duration_s * 1e9) as u64;
     r
 }
