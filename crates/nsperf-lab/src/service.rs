@@ -108,6 +108,68 @@ impl fmt::Display for ServerKind {
     }
 }
 
+/// The NFS versions a ganesha service offers (`lab serve --nfs-versions`, ganesha's
+/// `Protocols`): both, or one, to stand in for a server that speaks only NFSv3 or only
+/// NFSv4 (many NAS boxes and Kubernetes volumes). rpcbind runs in the site either way, as it
+/// does beside a real server; with NFSv4 only, MOUNT is not registered with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NfsVersions {
+    /// NFSv3 (with MOUNT) and NFSv4.
+    #[serde(rename = "3,4")]
+    Both,
+    /// NFSv3 only.
+    #[serde(rename = "3")]
+    V3,
+    /// NFSv4 (4.0 and 4.1) only.
+    #[serde(rename = "4")]
+    V4,
+}
+
+impl NfsVersions {
+    /// Whether NFSv3 (and MOUNT) is offered.
+    pub fn v3(self) -> bool {
+        self != NfsVersions::V4
+    }
+
+    /// Whether NFSv4 is offered.
+    pub fn v4(self) -> bool {
+        self != NfsVersions::V3
+    }
+}
+
+impl FromStr for NfsVersions {
+    type Err = LabError;
+    fn from_str(s: &str) -> Result<NfsVersions> {
+        let mut v = (false, false);
+        for p in s.split(',').map(str::trim) {
+            match p {
+                "3" => v.0 = true,
+                "4" => v.1 = true,
+                _ => {
+                    return Err(LabError::Usage(format!(
+                        "NFS versions '{s}': a list of 3 and 4 (3,4 / 3 / 4)"
+                    )));
+                }
+            }
+        }
+        Ok(match v {
+            (true, true) => NfsVersions::Both,
+            (true, false) => NfsVersions::V3,
+            _ => NfsVersions::V4,
+        })
+    }
+}
+
+impl fmt::Display for NfsVersions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NfsVersions::Both => "3,4",
+            NfsVersions::V3 => "3",
+            NfsVersions::V4 => "4",
+        })
+    }
+}
+
 impl ServerKind {
     /// The protocol this server program offers.
     pub fn protocol(self) -> Protocol {
@@ -140,6 +202,10 @@ pub struct ServiceConfig {
     /// Refuse writes (embedded server).
     #[serde(default)]
     pub read_only: bool,
+    /// The NFS versions offered (ganesha; the embedded server speaks NFSv3 only). `None`:
+    /// every version the server speaks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nfs_versions: Option<NfsVersions>,
 }
 
 impl ServiceConfig {
@@ -163,6 +229,20 @@ impl ServiceConfig {
             return Err(LabError::Usage(
                 "read-only is a setting of the embedded server and samba, not of ganesha".into(),
             ));
+        }
+        match (self.server, self.nfs_versions) {
+            (_, None) | (ServerKind::Ganesha, Some(_)) => {}
+            (ServerKind::Embedded, Some(NfsVersions::V3)) => {}
+            (ServerKind::Embedded, Some(v)) => {
+                return Err(LabError::Usage(format!(
+                    "NFS versions {v}: the embedded server speaks NFSv3 only (ganesha serves NFSv4)"
+                )));
+            }
+            (ServerKind::Samba, Some(_)) => {
+                return Err(LabError::Usage(
+                    "NFS versions are a setting of the NFS servers, not of samba".into(),
+                ));
+            }
         }
         if !self.dir.is_absolute() {
             return Err(LabError::Usage(format!(
@@ -358,9 +438,20 @@ pub fn supervise_ticking(
     why
 }
 
-/// The ganesha configuration serving `dir` over NFSv3 (and v4) at `addr`, MOUNT on a fixed
-/// port, no NLM/RQUOTA, root not squashed (the lab's clients run as root), VFS backend.
-pub fn ganesha_config(dir: &Path, addr: std::net::Ipv4Addr, run_dir: &Path) -> String {
+/// The ganesha configuration serving `dir` over the NFS `versions` at `addr`, MOUNT on a
+/// fixed port (when NFSv3 is offered), no NLM/RQUOTA, root not squashed (the lab's clients
+/// run as root), VFS backend.
+pub fn ganesha_config(
+    dir: &Path,
+    addr: std::net::Ipv4Addr,
+    run_dir: &Path,
+    versions: NfsVersions,
+) -> String {
+    let protocols = match versions {
+        NfsVersions::Both => "3, 4",
+        NfsVersions::V3 => "3",
+        NfsVersions::V4 => "4",
+    };
     let d = dir.display();
     let r = run_dir.display();
     let plugins = [
@@ -375,7 +466,7 @@ pub fn ganesha_config(dir: &Path, addr: std::net::Ipv4Addr, run_dir: &Path) -> S
     .unwrap_or_default();
     format!(
         r#"NFS_CORE_PARAM {{
-    Protocols = 3, 4;
+    Protocols = {protocols};
     NFS_Port = 2049;
     MNT_Port = 20048;
     Enable_NLM = false;
@@ -392,7 +483,7 @@ EXPORT {{
     Export_Id = 1;
     Path = "{d}";
     Pseudo = "{d}";
-    Protocols = 3, 4;
+    Protocols = {protocols};
     Transports = TCP;
     Access_Type = RW;
     Squash = No_Root_Squash;
@@ -412,12 +503,13 @@ pub fn start_ganesha(
     dir: &Path,
     addr: std::net::Ipv4Addr,
     work: &Path,
+    versions: NfsVersions,
 ) -> Result<Vec<(String, Child)>> {
     let log = work.join("server.log");
     let conf = work.join("ganesha.conf");
     std::fs::create_dir_all(work.join("recovery"))
         .map_err(|e| LabError::io("creating ganesha's directory", e))?;
-    std::fs::write(&conf, ganesha_config(dir, addr, work))
+    std::fs::write(&conf, ganesha_config(dir, addr, work, versions))
         .map_err(|e| LabError::io("writing ganesha.conf", e))?;
     private_run(work)?;
     let mut kids = Vec::new();
@@ -518,6 +610,7 @@ mod tests {
             server: ServerKind::Ganesha,
             dir: "/srv/x".into(),
             read_only: false,
+            nfs_versions: None,
         };
         assert!(cfg.validate(true).is_ok());
         assert!(
@@ -526,7 +619,18 @@ mod tests {
                 .to_string()
                 .contains("lab site")
         );
+        cfg.nfs_versions = Some(NfsVersions::V4);
+        assert!(cfg.validate(true).is_ok());
+        // As a plan's step contract carries it to `nsperf step`.
+        let j = serde_json::to_string(&cfg).unwrap();
+        assert!(j.contains("\"nfs_versions\":\"4\""), "{j}");
+        assert_eq!(serde_json::from_str::<ServiceConfig>(&j).unwrap(), cfg);
         cfg.server = Protocol::Nfs.default_server();
+        let e = cfg.validate(false).unwrap_err().to_string();
+        assert!(e.contains("NFSv3 only"), "{e}");
+        cfg.nfs_versions = Some(NfsVersions::V3);
+        assert!(cfg.validate(false).is_ok());
+        cfg.nfs_versions = None;
         assert!(cfg.validate(false).is_ok());
         cfg.dir = "rel".into();
         assert!(cfg.validate(true).is_err());
@@ -534,8 +638,29 @@ mod tests {
             Path::new("/srv/x"),
             "10.77.0.2".parse().unwrap(),
             Path::new("/w"),
+            NfsVersions::Both,
         );
         assert!(c.contains("Path = \"/srv/x\"") && c.contains("Bind_addr = 10.77.0.2"));
+        assert_eq!(c.matches("Protocols = 3, 4;").count(), 2, "{c}");
+        let c4 = ganesha_config(
+            Path::new("/srv/x"),
+            "10.77.0.2".parse().unwrap(),
+            Path::new("/w"),
+            NfsVersions::V4,
+        );
+        assert_eq!(c4.matches("Protocols = 4;").count(), 2, "{c4}");
+        for (s, v) in [
+            ("3,4", NfsVersions::Both),
+            ("4, 3", NfsVersions::Both),
+            ("3", NfsVersions::V3),
+            ("4", NfsVersions::V4),
+        ] {
+            assert_eq!(s.parse::<NfsVersions>().unwrap(), v, "{s}");
+            assert_eq!(v.to_string().parse::<NfsVersions>().unwrap(), v);
+        }
+        for bad in ["", "2", "4.1", "3;4"] {
+            assert!(bad.parse::<NfsVersions>().is_err(), "{bad}");
+        }
         assert!(pids_in_netns("no-such-netns-here").is_empty());
     }
 }

@@ -142,6 +142,7 @@ pub(super) struct RawService {
     pub(super) site: Option<String>,
     pub(super) dir: String,
     pub(super) read_only: Option<bool>,
+    pub(super) nfs_versions: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -57,6 +57,12 @@ pub(super) fn services(
             server,
             dir: absolute(Path::new(&r.dir)),
             read_only: r.read_only.unwrap_or(false),
+            nfs_versions: r
+                .nfs_versions
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(|e| invalid(format!("{at} nfs_versions: {e}")))?,
         };
         config
             .validate(r.site.is_some())
@@ -516,6 +522,16 @@ rtt = ["0ms", "50ms"]
                 "unknown server 'iis'",
             ),
             (&format!("{SVC}\nport = 1"), STEP, "unknown field `port`"),
+            (
+                &format!("{SVC}\nnfs_versions = \"4.2\""),
+                STEP,
+                "nfs_versions: NFS versions '4.2': a list of 3 and 4",
+            ),
+            (
+                &format!("{SVC}\nnfs_versions = \"4\""),
+                STEP,
+                "the embedded server speaks NFSv3 only",
+            ),
             (
                 SVC,
                 &format!("{STEP}\nphases = [\"warm\"]"),

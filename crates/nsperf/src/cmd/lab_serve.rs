@@ -13,7 +13,9 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use nsperf_lab::LabError;
-use nsperf_lab::service::{self, Protocol, ServerKind, ServiceConfig, ServiceRecord, Stopped};
+use nsperf_lab::service::{
+    self, NfsVersions, Protocol, ServerKind, ServiceConfig, ServiceRecord, Stopped,
+};
 use nsperf_lab::state::{LabState, process_start_ticks};
 use nsperf_nfs::server::{Server, ServerConfig};
 
@@ -37,6 +39,24 @@ pub struct ServeArgs {
     /// Refuse writes (embedded server, samba).
     #[arg(long)]
     pub read_only: bool,
+    /// NFS versions ganesha offers: 3,4 (the default), 3, or 4 (a server that speaks only
+    /// NFSv4, as many NAS boxes and Kubernetes volumes do: MOUNT is not registered, and
+    /// clients without `?version=` find v4 by themselves). The embedded server speaks 3.
+    #[arg(long, value_name = "3,4|3|4")]
+    pub nfs_versions: Option<NfsVersions>,
+}
+
+impl ServeArgs {
+    /// The service these arguments ask for.
+    fn config(&self, dir: PathBuf) -> ServiceConfig {
+        ServiceConfig {
+            protocol: self.protocol,
+            server: self.server.unwrap_or(self.protocol.default_server()),
+            dir,
+            read_only: self.read_only,
+            nfs_versions: self.nfs_versions,
+        }
+    }
 }
 
 /// Arguments of the hidden `lab service` (the supervisor inside the site).
@@ -104,6 +124,7 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<()> {
         .dir
         .canonicalize()
         .with_context(|| format!("directory to serve {}", a.dir.display()))?;
+    a.config(dir.clone()).validate(true)?;
     let exe = std::env::current_exe().context("finding the nsperf binary")?;
     let dir_s = dir.to_str().context("the directory's path is not UTF-8")?;
     let mut c = Command::new("ip");
@@ -120,6 +141,9 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<()> {
         .args(["--server", &server.to_string()]);
     if a.read_only {
         c.arg("--read-only");
+    }
+    if let Some(v) = a.nfs_versions {
+        c.args(["--nfs-versions", &v.to_string()]);
     }
     c.stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -193,12 +217,7 @@ pub fn serve(a: ServeArgs) -> anyhow::Result<()> {
 pub fn service(a: ServiceArgs) -> anyhow::Result<()> {
     let a = a.serve;
     nsperf_core::signal::install_interrupt_handler();
-    let cfg = ServiceConfig {
-        protocol: a.protocol,
-        server: a.server.unwrap_or(a.protocol.default_server()),
-        dir: a.dir.clone(),
-        read_only: a.read_only,
-    };
+    let cfg = a.config(a.dir.clone());
     run_service(&cfg, Some((&a.lab, &a.site)), &mut ready, None)
 }
 
@@ -276,7 +295,7 @@ pub fn run_service(
                 rec.url = format!("nfs://{}:{}{}", a.ip(), a.port(), srv.export());
             }
             let running = srv.spawn();
-            answers(&rec, &mut [])?;
+            answers(&rec, NfsVersions::V3, &mut [])?;
             on_ready(&rec.url, None)?;
             match on_count {
                 Some(count) => service::supervise_ticking(
@@ -289,9 +308,12 @@ pub fn run_service(
             }
         }
         ServerKind::Ganesha => {
-            let mut kids = service::start_ganesha(&cfg.dir, addr, &work)?;
-            wait_for_mount(addr, &mut kids, &rec)?;
-            answers(&rec, &mut kids)?;
+            let versions = cfg.nfs_versions.unwrap_or(NfsVersions::Both);
+            let mut kids = service::start_ganesha(&cfg.dir, addr, &work, versions)?;
+            if versions.v3() {
+                wait_for_mount(addr, &mut kids, &rec)?;
+            }
+            answers(&rec, versions, &mut kids)?;
             on_ready(&rec.url, None)?;
             supervise_uncounted(&mut kids, emulator, on_count)
         }
@@ -346,12 +368,23 @@ impl Drop for RemoveOnDrop {
 
 /// The health check: waits until a client mounts the export and reads its FSINFO (45 s at
 /// most), as the io engine will.
-fn answers(rec: &ServiceRecord, kids: &mut [(String, std::process::Child)]) -> anyhow::Result<()> {
-    let url: nsperf_nfs::NfsUrl = rec.url.parse()?;
+fn answers(
+    rec: &ServiceRecord,
+    versions: NfsVersions,
+    kids: &mut [(String, std::process::Child)],
+) -> anyhow::Result<()> {
+    let mut url: nsperf_nfs::NfsUrl = rec.url.parse()?;
     let t0 = std::time::Instant::now();
     loop {
-        let err = match nsperf_nfs::Session::open(&url, Duration::from_secs(2)) {
-            Ok(_) => return Ok(()),
+        let t = Duration::from_secs(2);
+        let answered = if versions.v3() {
+            nsperf_nfs::Session::open(&url, t).map(drop)
+        } else {
+            url.version = Some(nsperf_nfs::NfsVersion::V4_1);
+            nsperf_nfs::v4::Client4::connect(&url, nsperf_nfs::Timeouts::new(t), 1).map(drop)
+        };
+        let err = match answered {
+            Ok(()) => return Ok(()),
             Err(e) => e,
         };
         if let Some((name, st)) = kids
@@ -391,7 +424,8 @@ fn ready(url: &str, credentials: Option<&Path>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Waits until ganesha's MOUNT is registered with rpcbind and lists the export.
+/// Waits until ganesha's MOUNT is registered with rpcbind and lists the export (when it
+/// offers NFSv3; with NFSv4 only, [`answers`] alone waits).
 fn wait_for_mount(
     addr: Ipv4Addr,
     kids: &mut [(String, std::process::Child)],
@@ -424,7 +458,7 @@ fn wait_for_mount(
         }
         if t0.elapsed() > Duration::from_secs(45) {
             anyhow::bail!(
-                "ganesha's MOUNT did not answer within 45 s; see {}",
+                "ganesha did not answer within 45 s; see {}",
                 rec.log.display()
             );
         }
