@@ -74,8 +74,8 @@ pub use server::{
 };
 pub use snmp::UdpHostCounters;
 pub use summary::{
-    DirectionSummary, LossSite, NetInterval, NetReport, NetSpec, NetSummary, Peer, StreamWindow,
-    UdpSummary,
+    DirectionSummary, LossSite, NetInterval, NetReport, NetSpec, NetSummary, Peer, StreamDirection,
+    StreamWindow, UdpSummary,
 };
 pub use tcpinfo::TcpInfoSample;
 

@@ -8,8 +8,8 @@ use crate::config::{Mode, Protocol};
 use crate::drive::ClientRun;
 use crate::results::{SideResults, StreamRecord, UdpCounters};
 use crate::summary::{
-    DirectionSummary, LossSite, NetInterval, NetReport, NetSpec, NetSummary, StreamWindow,
-    UdpSummary,
+    DirectionSummary, LossSite, NetInterval, NetReport, NetSpec, NetSummary, StreamDirection,
+    StreamWindow, UdpSummary,
 };
 
 fn delta_msgs(rec: &StreamRecord, i: usize) -> u64 {
@@ -32,7 +32,7 @@ fn last_total(rec: &StreamRecord) -> u64 {
 
 /// Series and summary of one direction: `tx` are the sender's records, `rx` the receiver's.
 fn direction(
-    name: &str,
+    name: StreamDirection,
     tx_side: &SideResults,
     rx_side: &SideResults,
     ids: &[u32],
@@ -165,7 +165,7 @@ fn window_figures(tx: &[&StreamRecord]) -> WindowFigures {
 /// on the receiver's interval marks) into `out`; returns the aggregate series as
 /// (start s, length s, bit/s).
 fn interval_rows(
-    name: &str,
+    name: StreamDirection,
     pairs: &[(StreamRecord, StreamRecord)],
     tx_side: &SideResults,
     rx_side: &SideResults,
@@ -178,7 +178,7 @@ fn interval_rows(
             start_s: mark.start_s,
             length_s: mark.length_s,
             stream: None,
-            direction: name.to_string(),
+            direction: name,
             ..Default::default()
         };
         let mut lost_total = 0u64;
@@ -225,7 +225,7 @@ fn interval_rows(
                 start_s: mark.start_s,
                 length_s: mark.length_s,
                 stream: Some(rx.id),
-                direction: name.to_string(),
+                direction: name,
                 sent_bytes: Some(sent),
                 received_bytes: Some(recv),
                 throughput_bps: if mark.length_s > 0.0 {
@@ -376,7 +376,7 @@ pub fn build(
     let mut summary = NetSummary::default();
     if stream_mode && !up_ids.is_empty() {
         summary.up = Some(direction(
-            "up",
+            StreamDirection::Up,
             &run.client,
             &run.server,
             &up_ids,
@@ -387,7 +387,7 @@ pub fn build(
     }
     if stream_mode && !down_ids.is_empty() {
         summary.down = Some(direction(
-            "down",
+            StreamDirection::Down,
             &run.server,
             &run.client,
             &down_ids,
@@ -399,7 +399,7 @@ pub fn build(
     if !stream_mode {
         // rr and sweep: the client's figures are the ones that matter (responses received).
         let d = direction(
-            "down",
+            StreamDirection::Down,
             &run.server,
             &run.client,
             &ids,

@@ -40,7 +40,7 @@ pub struct NetInterval {
     /// Stream index; `null` for the aggregate of all streams of the direction.
     pub stream: Option<u32>,
     /// `up` (client to server) or `down`.
-    pub direction: String,
+    pub direction: StreamDirection,
     /// Payload bytes the sender wrote in the interval; `null` when the sender is an iperf3
     /// peer (it shares only its totals).
     pub sent_bytes: Option<u64>,
@@ -66,6 +66,32 @@ pub struct NetInterval {
     /// clock; all streams in the aggregate row).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<LatencySummary>,
+}
+
+/// The way the data of an interval row flows. A `--bidir` test has rows of both; request/
+/// response and the sweep count their transactions on the responses, `down`.
+///
+/// The variants are declared in the order of their names, so rows sorted by direction keep
+/// the order they had when the field was a string (`down` before `up`).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum StreamDirection {
+    /// Server to client.
+    Down,
+    /// Client to server.
+    #[default]
+    Up,
+}
+
+impl std::fmt::Display for StreamDirection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StreamDirection::Down => "down",
+            StreamDirection::Up => "up",
+        })
+    }
 }
 
 /// Totals of one direction.
@@ -270,3 +296,47 @@ pub enum Peer {
 
 /// The `net` report.
 pub type NetReport = Report<NetSpec, NetInterval, NetSummary>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_direction_json_is_the_old_string_and_unknown_is_refused() {
+        for (d, text) in [(StreamDirection::Up, "up"), (StreamDirection::Down, "down")] {
+            assert_eq!(serde_json::to_string(&d).unwrap(), format!("\"{text}\""));
+            assert_eq!(d.to_string(), text);
+            let back: StreamDirection = serde_json::from_str(&format!("\"{text}\"")).unwrap();
+            assert_eq!(back, d);
+        }
+        let row = NetInterval {
+            stream: Some(1),
+            direction: StreamDirection::Down,
+            ..NetInterval::default()
+        };
+        let json = serde_json::to_value(&row).unwrap();
+        assert_eq!(json["direction"], "down");
+        let mut bad = json.clone();
+        bad["direction"] = "both".into();
+        let e = serde_json::from_value::<NetInterval>(bad)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown variant `both`"), "{e}");
+    }
+
+    #[test]
+    fn stream_direction_sorts_as_its_names_did() {
+        let rows = [
+            (1, StreamDirection::Up),
+            (0, StreamDirection::Up),
+            (1, StreamDirection::Down),
+            (0, StreamDirection::Down),
+        ];
+        let mut typed = rows.to_vec();
+        typed.sort();
+        let mut named: Vec<(u32, String)> = rows.iter().map(|(i, d)| (*i, d.to_string())).collect();
+        named.sort();
+        let typed: Vec<(u32, String)> = typed.iter().map(|(i, d)| (*i, d.to_string())).collect();
+        assert_eq!(typed, named);
+    }
+}

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::wire::stream_id;
 use crate::config::{Direction, Protocol};
-use crate::summary::{DirectionSummary, NetInterval, NetReport};
+use crate::summary::{DirectionSummary, NetInterval, NetReport, StreamDirection};
 
 /// One direction's rows after the warm-up.
 struct Dir<'a> {
@@ -135,23 +135,23 @@ pub fn document(r: &NetReport) -> Option<Value> {
     }
     let warm = p.warmup_ns as f64 / 1e9;
     let tcp = p.protocol == Protocol::Tcp;
-    let after = |name: &str| -> Vec<&NetInterval> {
+    let after = |way: StreamDirection| -> Vec<&NetInterval> {
         r.intervals
             .iter()
-            .filter(|i| i.direction == name && i.start_s + 1e-9 >= warm)
+            .filter(|i| i.direction == way && i.start_s + 1e-9 >= warm)
             .collect()
     };
     let mut dirs = Vec::new();
     if let Some(s) = &r.summary.up {
         dirs.push(Dir {
-            rows: after("up"),
+            rows: after(StreamDirection::Up),
             summary: s,
             client_sends: true,
         });
     }
     if let Some(s) = &r.summary.down {
         dirs.push(Dir {
-            rows: after("down"),
+            rows: after(StreamDirection::Down),
             summary: s,
             client_sends: false,
         });

@@ -13,7 +13,8 @@ use crate::config::Protocol;
 use crate::drive::ClientRun;
 use crate::results::{SideResults, StreamRecord};
 use crate::summary::{
-    DirectionSummary, NetInterval, NetReport, NetSpec, NetSummary, Peer, UdpSummary,
+    DirectionSummary, NetInterval, NetReport, NetSpec, NetSummary, Peer, StreamDirection,
+    UdpSummary,
 };
 
 /// The iperf3 peer's result of stream `index` (0-based).
@@ -23,7 +24,7 @@ fn peer_stream(r: &Results, index: u32) -> Option<&StreamResult> {
 
 /// One direction: this end's records `ours` (all sending, or all receiving).
 fn direction(
-    name: &str,
+    name: StreamDirection,
     side: &SideResults,
     ours: &[&StreamRecord],
     peer: &Results,
@@ -44,7 +45,7 @@ fn direction(
         let mut agg = NetInterval {
             start_s: mark.start_s,
             length_s: mark.length_s,
-            direction: name.to_string(),
+            direction: name,
             ..NetInterval::default()
         };
         let mut total = 0u64;
@@ -70,7 +71,7 @@ fn direction(
                 start_s: mark.start_s,
                 length_s: mark.length_s,
                 stream: Some(rec.id),
-                direction: name.to_string(),
+                direction: name,
                 sent_bytes: sending.then_some(b),
                 received_bytes: (!sending).then_some(b),
                 throughput_bps: rate(b),
@@ -209,7 +210,7 @@ pub fn build(
     let down: Vec<&StreamRecord> = side.streams.iter().filter(|r| !r.sending).collect();
     if !up.is_empty() {
         summary.up = Some(direction(
-            "up",
+            StreamDirection::Up,
             side,
             &up,
             &shared.server,
@@ -219,7 +220,7 @@ pub fn build(
     }
     if !down.is_empty() {
         summary.down = Some(direction(
-            "down",
+            StreamDirection::Down,
             side,
             &down,
             &shared.server,

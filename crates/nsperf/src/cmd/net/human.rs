@@ -6,7 +6,9 @@ use std::io::Write;
 
 use nsperf_core::table::Table;
 use nsperf_core::units::{BitRate, Bytes};
-use nsperf_net::{Direction, Mode, NetInterval, NetReport, Peer, Protocol, TestParams};
+use nsperf_net::{
+    Direction, Mode, NetInterval, NetReport, Peer, Protocol, StreamDirection, TestParams,
+};
 
 use super::latency_text;
 use super::rows::Rates;
@@ -241,7 +243,10 @@ fn throughput_rows(t: &mut Table, r: &NetReport, rates: Rates) {
     if p.protocol == Protocol::Tcp {
         t.row(["retransmits".to_string(), s.retransmits.to_string()]);
     }
-    for (name, d) in [("up", &s.up), ("down", &s.down)] {
+    for (name, d) in [
+        (StreamDirection::Up, &s.up),
+        (StreamDirection::Down, &s.down),
+    ] {
         if let Some(d) = d {
             if s.up.is_some() && s.down.is_some() {
                 t.row([format!("{name} throughput"), rates.show(d.throughput_bps)]);
@@ -250,7 +255,7 @@ fn throughput_rows(t: &mut Table, r: &NetReport, rates: Rates) {
             let iperf3 = s.iperf3_server.is_some();
             let unknown = "? (iperf3 does not share it)".to_string();
             let (snd, rcv) = match (iperf3, name) {
-                (true, "up") => (Bytes(d.sender_sndbuf_bytes).to_string(), unknown),
+                (true, StreamDirection::Up) => (Bytes(d.sender_sndbuf_bytes).to_string(), unknown),
                 (true, _) => (unknown, Bytes(d.receiver_rcvbuf_bytes).to_string()),
                 _ => (
                     Bytes(d.sender_sndbuf_bytes).to_string(),
@@ -328,7 +333,7 @@ fn throughput_rows(t: &mut Table, r: &NetReport, rates: Rates) {
 
 /// The sender's congestion window at the last interval of a single-stream direction (the
 /// per-stream table has it with several), bytes.
-fn last_cwnd(r: &NetReport, dir: &str) -> Option<u64> {
+fn last_cwnd(r: &NetReport, dir: StreamDirection) -> Option<u64> {
     if r.spec.params.stream_count() > 1 || r.spec.params.protocol != Protocol::Tcp {
         return None;
     }
@@ -357,10 +362,11 @@ fn per_stream(r: &NetReport, rates: Rates) -> Table {
         head.push("rtt");
     }
     let mut t = Table::new(head);
-    let mut ids: Vec<(u32, &str)> = r
+    // By stream, then direction (`StreamDirection`'s order is its names': down, up).
+    let mut ids: Vec<(u32, StreamDirection)> = r
         .intervals
         .iter()
-        .filter_map(|i| i.stream.map(|s| (s, i.direction.as_str())))
+        .filter_map(|i| i.stream.map(|s| (s, i.direction)))
         .collect();
     ids.sort();
     ids.dedup();
