@@ -58,15 +58,6 @@ impl Headline {
         }
     }
 
-    /// The metric's name, unit in the name.
-    pub fn metric(self) -> &'static str {
-        match self {
-            Headline::Throughput => "throughput_bytes_per_s",
-            Headline::Files => "files_per_s",
-            Headline::Seeks => "seeks_per_s",
-        }
-    }
-
     /// Its value over the measured time.
     pub fn value(self, s: &IoSummary) -> f64 {
         match self {

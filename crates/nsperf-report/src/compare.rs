@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use nsperf_results::ExperimentRecord;
-use nsperf_results::stats::{Comparison, format_metric};
+use nsperf_results::stats::Comparison;
 
 use crate::svg::{self, Forest, esc};
 
@@ -95,8 +95,8 @@ pub fn compare_html(a: &ExperimentRecord, b: &ExperimentRecord, rows: &[Comparis
             esc(&r.step),
             esc(&nsperf_results::params_label(&r.params, "")),
             r.phase,
-            esc(&format_metric(&r.metric, r.mean_a)),
-            esc(&format_metric(&r.metric, r.mean_b)),
+            esc(&r.metric.format(r.mean_a)),
+            esc(&r.metric.format(r.mean_b)),
             r.ratio
                 .map(|x| format!("{:.3}", x.ratio))
                 .unwrap_or_else(|| "none".into()),

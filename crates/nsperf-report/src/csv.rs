@@ -6,6 +6,7 @@
 use nsperf_core::csv::CsvWriter;
 
 use crate::{ExperimentData, Exporter, ReportError};
+use nsperf_results::Metric;
 
 /// CSV exporter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -67,7 +68,7 @@ impl Exporter for CsvExporter {
                 r.phase.to_string(),
                 r.repetition.to_string(),
                 r.status.to_string(),
-                r.metric.clone().unwrap_or_default(),
+                r.metric.as_ref().map(Metric::to_string).unwrap_or_default(),
                 num(r.value),
                 r.payload_bytes.map(|b| b.to_string()).unwrap_or_default(),
                 r.wire_bytes.map(|b| b.to_string()).unwrap_or_default(),

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use nsperf_results::Metric;
 use nsperf_results::stats::{GroupStats, group_stats};
 use nsperf_results::{
     CpuRow, ExperimentRecord, HostPart, RunConditions, RunEvent, RunRecord, SeriesPoint, Store,
@@ -131,7 +132,7 @@ pub(crate) struct IoMatrix {
     pub(crate) phase: nsperf_results::Phase,
     /// The headline metric of the cells (unit in the name: `throughput_bytes_per_s`,
     /// `seeks_per_s`, …).
-    pub(crate) metric: String,
+    pub(crate) metric: Metric,
     /// File sizes, bytes, ascending (rows).
     pub(crate) sizes: Vec<u64>,
     /// Record sizes, bytes, ascending (columns).
@@ -172,7 +173,7 @@ pub(crate) fn io_matrices(d: &ExperimentData) -> Vec<IoMatrix> {
 }
 
 /// Step, workload, phase, headline metric.
-type MatrixKey = (String, String, nsperf_results::Phase, String);
+type MatrixKey = (String, String, nsperf_results::Phase, Metric);
 
 /// The file size × record size surfaces of the groups `(size, record, mean)` of each key.
 /// Only a real surface: none with a single cell, and none where another parameter varies
@@ -225,7 +226,7 @@ mod tests {
             step.into(),
             "seqread".into(),
             Phase::None,
-            "throughput_bytes_per_s".into(),
+            Metric::THROUGHPUT_BYTES_PER_S,
         )
     }
 

@@ -24,7 +24,6 @@
 
 use std::fmt::Write;
 
-use nsperf_results::stats::format_metric;
 use nsperf_results::{RunStatus, params_label};
 
 use crate::charts;
@@ -120,7 +119,7 @@ impl Exporter for HtmlExporter {
         charts::cpu(d, &mut o);
         o.push_str("<h2>Statistics over repetitions</h2>\n<table><tr><th class=\"t\">step</th><th class=\"t\">parameters</th><th class=\"t\">phase</th><th>n</th><th>mean</th><th>95 % CI</th><th>median</th><th>stddev</th><th>peak interval</th><th>sustained</th><th>payload</th><th>wire</th><th class=\"t\">outliers</th><th class=\"t\">noise</th></tr>\n");
         for g in &d.stats {
-            let f = |v: f64| format_metric(&g.metric, v);
+            let f = |v: f64| g.metric.format(v);
             let _ = writeln!(
                 o,
                 "<tr><td class=\"t\">{}</td><td class=\"t\">{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td><td>{} .. {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"t\">{}</td><td class=\"t\">{}</td></tr>",
@@ -161,7 +160,7 @@ impl Exporter for HtmlExporter {
                 r.repetition,
                 r.status,
                 match (&r.metric, r.value) {
-                    (Some(m), Some(v)) => esc(&format_metric(m, v)),
+                    (Some(m), Some(v)) => esc(&m.format(v)),
                     _ => String::new(),
                 },
                 r.duration_ns as f64 / 1e9,

@@ -15,7 +15,6 @@ mod data;
 mod events;
 mod html;
 mod json;
-mod labels;
 mod protocol;
 mod svg;
 mod xlsx;

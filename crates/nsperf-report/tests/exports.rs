@@ -9,7 +9,7 @@ use nsperf_plan::exec::mock::MockExecutor;
 use nsperf_plan::runner::NoProgress;
 use nsperf_plan::{Plan, RunOptions, run_plan};
 use nsperf_report::{ExperimentData, ExportFormat};
-use nsperf_results::Store;
+use nsperf_results::{Metric, Store};
 
 #[path = "../../nsperf/tests/common/skip.rs"]
 mod skip;
@@ -821,33 +821,33 @@ fn many_clients_run(dir: &Path, n: usize) -> Store {
     let hosts = (0..n)
         .map(|i| HostPart {
             host: format!("c{}", i + 1),
-            role: "client".into(),
-            metric: "throughput_bytes_per_s".into(),
+            role: nsperf_results::HostRole::Client,
+            metric: Metric::THROUGHPUT_BYTES_PER_S,
             value: rate(i),
             series: pts(0.001 * i as f64, rate(i)),
             metrics: [
-                ("window_rate".to_string(), rate(i)),
-                ("share_pct".to_string(), rate(i) / total * 100.0),
+                (Metric::WINDOW_RATE, rate(i)),
+                (Metric::SHARE_PCT, rate(i) / total * 100.0),
             ]
             .into(),
             ..Default::default()
         })
         .collect();
     let metrics = [
-        ("peak_interval", total * 1.05),
-        ("sustained_mean", total),
-        ("steady_start_s", 1.0),
-        ("fairness_jain", 0.95),
-        ("port.payload_ceiling", 191.28e6 / 8.0),
-        ("port.rate_bps", 200e6),
-        ("port.payload_pct", total / (191.28e6 / 8.0) * 100.0),
-        ("common_window_start_s", 0.02),
-        ("common_window_s", 4.0),
+        (Metric::PEAK_INTERVAL, total * 1.05),
+        (Metric::SUSTAINED_MEAN, total),
+        (Metric::STEADY_START_S, 1.0),
+        (Metric::FAIRNESS_JAIN, 0.95),
+        (Metric::PORT_PAYLOAD_CEILING, 191.28e6 / 8.0),
+        (Metric::PORT_RATE_BPS, 200e6),
+        (Metric::PORT_PAYLOAD_PCT, total / (191.28e6 / 8.0) * 100.0),
+        (Metric::COMMON_WINDOW_START_S, 0.02),
+        (Metric::COMMON_WINDOW_S, 4.0),
     ];
     let m = Measurement {
-        metric: "throughput_bytes_per_s".into(),
+        metric: Metric::THROUGHPUT_BYTES_PER_S,
         value: total,
-        metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        metrics: metrics.into_iter().collect(),
         series: pts(0.02, total),
         hosts,
         ..Default::default()

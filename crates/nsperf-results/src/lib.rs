@@ -9,15 +9,18 @@
 #![deny(missing_docs)]
 
 mod error;
+mod metric;
 mod model;
 mod params;
 pub mod stats;
 mod store;
 
 pub use error::StoreError;
+pub use metric::{BadMetricName, Metric, Unit, UnitFamily};
 pub use model::{
-    ExperimentStatus, HostPart, IoShape, Measurement, NicDelta, Phase, RunConditions, RunEvent,
-    RunEventKind, RunEventSource, RunKey, RunStatus, SeriesPoint, UnknownPhase,
+    ExperimentStatus, HostPart, HostRole, IoShape, Measurement, NicDelta, Phase, RunConditions,
+    RunEvent, RunEventKind, RunEventSource, RunKey, RunStatus, SeriesPoint, UnknownHostRole,
+    UnknownPhase,
 };
 pub use params::{ParamKind, ParamValue, Params, UnknownParamKind, params_label};
 pub use store::{

@@ -9,6 +9,8 @@ use nsperf_core::nic::NicCounters;
 use nsperf_core::report::CpuInterval;
 use serde::{Deserialize, Serialize};
 
+use crate::Metric;
+
 /// One point of a run's time series, in the unit of its headline metric.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SeriesPoint {
@@ -29,18 +31,63 @@ pub struct NicDelta {
     pub counters: NicCounters,
 }
 
+/// What a host was in a step run on several hosts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HostRole {
+    /// A client of a net or io step (it measured).
+    #[default]
+    Client,
+    /// The server of a net step, or the file service whose count is set beside the clients'.
+    Server,
+    /// A host of an io or exec step that runs alone (no server).
+    Host,
+}
+
+impl HostRole {
+    /// Its name in the store and the JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostRole::Client => "client",
+            HostRole::Server => "server",
+            HostRole::Host => "host",
+        }
+    }
+}
+
+impl fmt::Display for HostRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is not a host's role.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("\"{0}\" is not client, server or host")]
+pub struct UnknownHostRole(pub String);
+
+impl FromStr for HostRole {
+    type Err = UnknownHostRole;
+    fn from_str(s: &str) -> Result<HostRole, UnknownHostRole> {
+        [HostRole::Client, HostRole::Server, HostRole::Host]
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| UnknownHostRole(s.to_string()))
+    }
+}
+
 /// One host's part of a run on several hosts (a step `on` a group of `[hosts]`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostPart {
     /// Host name, as the plan calls it.
     pub host: String,
-    /// What the host was in the step: `client`, `server`, or `host` (io and exec steps).
-    pub role: String,
+    /// What the host was in the step.
+    pub role: HostRole,
     /// Why its part failed; `None` when it measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Headline metric of its part (unit in the name), as the run's.
-    pub metric: String,
+    pub metric: Metric,
     /// Its value (0 when the part failed).
     pub value: f64,
     /// Payload bytes it moved, when known.
@@ -53,7 +100,7 @@ pub struct HostPart {
     /// The offset is right within ± this, ns.
     pub clock_error_ns: u64,
     /// Every number of its engine's summary (a server's own counts for the server).
-    pub metrics: BTreeMap<String, f64>,
+    pub metrics: BTreeMap<Metric, f64>,
     /// Its engine's report (JSON), verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report_json: Option<String>,
@@ -69,11 +116,11 @@ pub struct HostPart {
 pub struct Measurement {
     /// Name of the headline metric, unit in the name: `throughput_bps`,
     /// `throughput_bytes_per_s`, `transactions_per_s`, `elapsed_s`.
-    pub metric: String,
+    pub metric: Metric,
     /// Its value.
     pub value: f64,
     /// Every other figure of the summary, flattened (`lat_p99_ns`, `peak_interval_bps`, …).
-    pub metrics: BTreeMap<String, f64>,
+    pub metrics: BTreeMap<Metric, f64>,
     /// Time series of the headline metric (aggregate over streams).
     pub series: Vec<SeriesPoint>,
     /// CPU use per core, per interval.
@@ -441,5 +488,20 @@ mod tests {
         ] {
             assert_eq!(s.to_string().parse::<ExperimentStatus>().unwrap(), s);
         }
+    }
+
+    #[test]
+    fn host_roles_keep_their_names() {
+        for (r, name) in [
+            (HostRole::Client, "client"),
+            (HostRole::Server, "server"),
+            (HostRole::Host, "host"),
+        ] {
+            assert_eq!(r.to_string(), name);
+            assert_eq!(name.parse::<HostRole>().unwrap(), r);
+            assert_eq!(serde_json::to_string(&r).unwrap(), format!("\"{name}\""));
+        }
+        let e = "peer".parse::<HostRole>().unwrap_err().to_string();
+        assert_eq!(e, "\"peer\" is not client, server or host");
     }
 }

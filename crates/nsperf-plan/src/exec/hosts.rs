@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use nsperf_net::{ClientConfig, ServerConfig};
-use nsperf_results::{HostPart, Measurement, SeriesPoint};
+use nsperf_results::{HostPart, HostRole, Measurement, Metric, SeriesPoint};
 
 use super::window::{Placed, Window, common_window, rebinned, within_window};
 use super::{RunContext, measure};
@@ -272,7 +272,7 @@ impl HostRunner {
                     config: ctx.io_config(io)?,
                 };
                 let parts = self.run_parts(on, &spec, step.timeout)?;
-                Ok(merge(parts, "host"))
+                Ok(merge(parts, HostRole::Host))
             }
             Action::Bonnie(_) => Err(ExecError::NotOnHosts(
                 "a bonnie step runs on this host or in a lab site, not on [hosts]",
@@ -283,7 +283,7 @@ impl HostRunner {
                     command: e.command.clone(),
                 };
                 let parts = self.run_parts(on, &spec, step.timeout)?;
-                Ok(merge(parts, "host"))
+                Ok(merge(parts, HostRole::Host))
             }
         }
     }
@@ -401,7 +401,7 @@ impl HostRunner {
             .into_iter()
             .next()
             .map(|o| server_part(&self.fleet, si, o));
-        let mut m = merge(std::mem::take(&mut parts), "client");
+        let mut m = merge(std::mem::take(&mut parts), HostRole::Client);
         if let Some(sp) = server_part {
             compare_with_server(&mut m, &sp);
             m.hosts.push(sp);
@@ -533,9 +533,9 @@ impl Parts {
             None if ok => {
                 // A command: its elapsed time.
                 let elapsed = o.end.as_ref().map_or(0, |e| e.elapsed_ns) as f64 / 1e9;
-                part.metric = "elapsed_s".into();
+                part.metric = Metric::ELAPSED_S;
                 part.value = elapsed;
-                part.metrics.insert("elapsed_s".into(), elapsed);
+                part.metrics.insert(Metric::ELAPSED_S, elapsed);
                 part.started_unix_ns = self.barrier_ns;
             }
             _ => part.error = Some(outcome_error(&a.name, &o)),
@@ -554,7 +554,7 @@ impl Parts {
 
 /// What the agent measured on its host around the step: the step process's CPU time and
 /// peak memory, the host's NIC and disk counters' growth.
-fn host_figures(e: &crate::agent::StepEnd) -> BTreeMap<String, f64> {
+fn host_figures(e: &crate::agent::StepEnd) -> BTreeMap<Metric, f64> {
     let mut m = BTreeMap::new();
     m.insert("process.cpu_s".into(), e.process.cpu_ns as f64 / 1e9);
     m.insert("process.max_rss_kib".into(), e.process.max_rss_kib as f64);
@@ -598,7 +598,7 @@ fn server_part(fleet: &Fleet, i: usize, o: StepOutcome) -> HostPart {
     let a = &fleet.agents()[i];
     let mut part = HostPart {
         host: a.name.clone(),
-        role: "server".into(),
+        role: HostRole::Server,
         metric: "received_bytes".into(),
         clock_offset_ns: a.clock.offset_ns,
         clock_error_ns: a.clock.error_ns,
@@ -653,12 +653,12 @@ fn compare_with_server(m: &mut Measurement, server: &HostPart) {
         .insert("server.received_bytes".into(), server_received);
     for k in ["sent_bytes", "tests_completed", "cpu_s"] {
         if let Some(v) = server.metrics.get(k) {
-            m.metrics.insert(format!("server.{k}"), *v);
+            m.metrics.insert(Metric::new(format!("server.{k}")), *v);
         }
     }
     if clients_sent > 0.0 {
         let pct = (server_received - clients_sent) / clients_sent * 100.0;
-        m.metrics.insert("server_vs_clients_pct".into(), pct);
+        m.metrics.insert(Metric::SERVER_VS_CLIENTS_PCT, pct);
         if let Some(f) = super::served::counts_differ(pct, server_received, clients_sent, None) {
             m.findings.push(f);
         }
@@ -669,7 +669,7 @@ fn compare_with_server(m: &mut Measurement, server: &HostPart) {
 /// moved within the window common to all of them, over that window; the longest elapsed
 /// time otherwise), the aggregate series on the coordinator's clock, peak and sustained
 /// figures, start skew, each host's share, and every part.
-fn merge(p: Parts, role: &str) -> Measurement {
+fn merge(p: Parts, role: HostRole) -> Measurement {
     let mut m = Measurement::default();
     let ok: Vec<&(HostPart, Vec<SeriesPoint>, _)> = p
         .parts
@@ -679,7 +679,7 @@ fn merge(p: Parts, role: &str) -> Measurement {
     m.metric = ok
         .first()
         .map(|(h, _, _)| h.metric.clone())
-        .unwrap_or_else(|| "elapsed_s".into());
+        .unwrap_or_else(|| Metric::ELAPSED_S);
     let payload: u64 = ok.iter().filter_map(|(h, _, _)| h.payload_bytes).sum();
     m.payload_bytes = ok
         .iter()
@@ -697,9 +697,9 @@ fn merge(p: Parts, role: &str) -> Measurement {
         Rates::Elapsed => ok.iter().map(|(h, _, _)| h.value).fold(0.0, f64::max),
         Rates::Own(r) => r.iter().sum(),
         Rates::Window(w, r) => {
-            m.metrics.insert("common_window_s".into(), w.seconds());
+            m.metrics.insert(Metric::COMMON_WINDOW_S, w.seconds());
             m.metrics.insert(
-                "common_window_start_s".into(),
+                Metric::COMMON_WINDOW_START_S,
                 (w.start_ns as f64 - p.barrier_ns as f64) / 1e9,
             );
             r.iter().sum()
@@ -721,13 +721,13 @@ fn merge(p: Parts, role: &str) -> Measurement {
     // The series' time 0 (the barrier), on the coordinator's clock.
     m.started_unix_ns = Some(p.barrier_ns);
     if let Some(st) = nsperf_results::stats::series_stats(&m.series) {
-        m.metrics.insert("peak_interval".into(), st.peak);
-        m.metrics.insert("sustained_mean".into(), st.sustained_mean);
-        m.metrics.insert("steady_start_s".into(), st.steady_start_s);
+        m.metrics.insert(Metric::PEAK_INTERVAL, st.peak);
+        m.metrics.insert(Metric::SUSTAINED_MEAN, st.sustained_mean);
+        m.metrics.insert(Metric::STEADY_START_S, st.steady_start_s);
     }
     let starts: Vec<u64> = ok.iter().map(|(h, _, _)| h.started_unix_ns).collect();
     if let (Some(a), Some(b)) = (starts.iter().min(), starts.iter().max()) {
-        m.metrics.insert("start_skew_ns".into(), (b - a) as f64);
+        m.metrics.insert(Metric::START_SKEW_NS, (b - a) as f64);
         m.metrics.insert(
             "start_after_barrier_ns".into(),
             a.saturating_sub(p.barrier_ns) as f64,
@@ -744,11 +744,11 @@ fn merge(p: Parts, role: &str) -> Measurement {
     m.metrics.insert("hosts_measured".into(), ok.len() as f64);
     m.metrics
         .insert("hosts_failed".into(), (p.parts.len() - ok.len()) as f64);
-    let mut sums: BTreeMap<String, f64> = BTreeMap::new();
+    let mut sums: BTreeMap<Metric, f64> = BTreeMap::new();
     for (h, _, _) in &ok {
         for k in ["sent_bytes", "received_bytes", "bytes"] {
             if let Some(v) = h.metrics.get(k) {
-                *sums.entry(k.to_string()).or_default() += v;
+                *sums.entry(Metric::new(k)).or_default() += v;
             }
         }
     }
@@ -766,7 +766,7 @@ fn merge(p: Parts, role: &str) -> Measurement {
         .collect();
     let fair = fairness(&named);
     if let Some(f) = &fair {
-        m.metrics.insert("fairness_jain".into(), f.jain);
+        m.metrics.insert(Metric::FAIRNESS_JAIN, f.jain);
         m.findings.push(f.finding(&m.metric, named.len()));
     }
     drop(named);
@@ -774,7 +774,7 @@ fn merge(p: Parts, role: &str) -> Measurement {
     drop(ok);
     let mut rate_of = per_host.iter();
     for (mut h, series, cpu) in p.parts {
-        h.role = role.to_string();
+        h.role = role;
         // Its intervals on the run's clock (time 0 the barrier), as they went into the sum.
         let shift_s = (h.started_unix_ns as f64 - p.barrier_ns as f64) / 1e9;
         h.series = series
@@ -788,10 +788,10 @@ fn merge(p: Parts, role: &str) -> Measurement {
             && let Some(r) = rate_of.next()
         {
             if in_window {
-                h.metrics.insert("window_rate".into(), *r);
+                h.metrics.insert(Metric::WINDOW_RATE, *r);
             }
             if fair.is_some() && m.value > 0.0 {
-                h.metrics.insert("share_pct".into(), r / m.value * 100.0);
+                h.metrics.insert(Metric::SHARE_PCT, r / m.value * 100.0);
             }
         }
         m.cpu.extend(cpu);
@@ -817,7 +817,7 @@ fn hosts_cpu(m: &mut Measurement) {
     let clients: Vec<&HostPart> = m
         .hosts
         .iter()
-        .filter(|h| h.error.is_none() && h.role != "server")
+        .filter(|h| h.error.is_none() && h.role != HostRole::Server)
         .collect();
     let cpu_s: Vec<f64> = clients
         .iter()
@@ -829,7 +829,7 @@ fn hosts_cpu(m: &mut Measurement) {
         .collect();
     let longest = clients
         .iter()
-        .filter_map(|h| h.metrics.get("elapsed_s").copied())
+        .filter_map(|h| h.metrics.get(&Metric::ELAPSED_S).copied())
         .fold(0.0, f64::max);
     let n = clients.len();
     if !cpu_s.is_empty() {
@@ -881,7 +881,7 @@ enum Rates {
 }
 
 fn rates(
-    metric: &str,
+    metric: &Metric,
     ok: &[&(
         HostPart,
         Vec<SeriesPoint>,
@@ -889,7 +889,7 @@ fn rates(
     )],
     placed: &[Placed<'_>],
 ) -> Rates {
-    if metric == "elapsed_s" {
+    if *metric == Metric::ELAPSED_S {
         return Rates::Elapsed;
     }
     let own = || Rates::Own(ok.iter().map(|(h, _, _)| h.value).collect());
@@ -940,9 +940,9 @@ fn fairness(rates: &[(&str, f64)]) -> Option<Fairness> {
 
 impl Fairness {
     /// The finding that names the slowest host beside the fairness index.
-    fn finding(&self, metric: &str, n: usize) -> nsperf_core::Finding {
+    fn finding(&self, metric: &Metric, n: usize) -> nsperf_core::Finding {
         let share = self.slowest.1 / self.sum * 100.0;
-        let fmt = |v: f64| nsperf_results::stats::format_metric(metric, v);
+        let fmt = |v: f64| metric.format(v);
         nsperf_core::Finding::new(
             "host_shares",
             nsperf_core::report::Severity::Info,
@@ -963,7 +963,11 @@ impl Fairness {
 
 /// The hosts' errors when no host measured (the server's count aside): such a run failed.
 fn every_part_failed(m: &Measurement) -> Option<String> {
-    let mut measuring = m.hosts.iter().filter(|h| h.role != "server").peekable();
+    let mut measuring = m
+        .hosts
+        .iter()
+        .filter(|h| h.role != HostRole::Server)
+        .peekable();
     measuring.peek()?;
     if measuring.all(|h| h.error.is_some()) {
         return Some(m.host_errors().unwrap_or_default());
@@ -988,10 +992,10 @@ mod tests {
 
     fn part(host: &str, value: f64, started: u64, sent: f64) -> HostPart {
         let mut metrics = BTreeMap::new();
-        metrics.insert("sent_bytes".to_string(), sent);
+        metrics.insert(Metric::new("sent_bytes"), sent);
         HostPart {
             host: host.into(),
-            metric: "throughput_bps".into(),
+            metric: Metric::THROUGHPUT_BPS,
             value,
             payload_bytes: Some(sent as u64),
             started_unix_ns: started,
@@ -1019,7 +1023,7 @@ mod tests {
                 (part("c", 50.0, b + s, 100.0), pts(&[50.0, 50.0]), vec![]),
             ],
         };
-        let m = merge(p, "client");
+        let m = merge(p, HostRole::Client);
         assert!((m.value - 100.0).abs() < 1e-9, "{}", m.value);
         assert_eq!(m.metrics["common_window_s"], 2.0);
         assert_eq!(m.metrics["common_window_start_s"], 1.0);
@@ -1059,7 +1063,7 @@ mod tests {
             let mut h = part(name, 100.0, b, 1000.0);
             h.metrics.insert("process.cpu_s".into(), cpu_s);
             h.metrics.insert("cpu_busiest_core_pct".into(), busiest);
-            h.metrics.insert("elapsed_s".into(), 2.0);
+            h.metrics.insert(Metric::ELAPSED_S, 2.0);
             (h, pts(&[100.0, 100.0]), vec![])
         };
         let m = merge(
@@ -1067,7 +1071,7 @@ mod tests {
                 barrier_ns: b,
                 parts: vec![with_cpu("c1", 0.5, 95.0), with_cpu("c2", 0.3, 91.0)],
             },
-            "client",
+            HostRole::Client,
         );
         assert_eq!(m.metrics["hosts.cpu_s"], 0.8);
         assert!((m.metrics["hosts.cpu_pct"] - 40.0).abs() < 1e-9);
@@ -1085,7 +1089,7 @@ mod tests {
                 barrier_ns: b,
                 parts: vec![with_cpu("c1", 0.5, 45.0), with_cpu("c2", 0.3, 41.0)],
             },
-            "client",
+            HostRole::Client,
         );
         assert_eq!(m.metrics["hosts.busiest_core_pct_mean"], 43.0);
         assert!(!m.findings.iter().any(|f| f.id == "hosts_cpu_busy"));
@@ -1112,7 +1116,7 @@ mod tests {
                 (failed, vec![], vec![]),
             ],
         };
-        let m = merge(p, "client");
+        let m = merge(p, HostRole::Client);
         // Over the window both measured (2 µs short of 3 s): about 96.7 + 46.7.
         assert!((m.value - 430.0 / 3.0).abs() < 0.01, "{}", m.value);
         assert_eq!(m.metrics["hosts_measured"], 2.0);
@@ -1130,7 +1134,7 @@ mod tests {
         assert!(m.partial());
         assert_eq!(every_part_failed(&m), None);
         assert_eq!(m.hosts.len(), 3);
-        assert!(m.hosts.iter().all(|h| h.role == "client"));
+        assert!(m.hosts.iter().all(|h| h.role == HostRole::Client));
         assert!(m.host_errors().unwrap().contains("c3: agent lost"));
     }
 
@@ -1141,10 +1145,10 @@ mod tests {
             barrier_ns: b,
             parts: vec![(part("c1", 1.0, 0, 1000.0), vec![], vec![])],
         };
-        let mut m = merge(p, "client");
+        let mut m = merge(p, HostRole::Client);
         let mut s = HostPart {
             host: "srv".into(),
-            role: "server".into(),
+            role: HostRole::Server,
             ..HostPart::default()
         };
         s.metrics.insert("received_bytes".into(), 999.0);
@@ -1165,7 +1169,7 @@ mod tests {
         let f = fairness(&[("c1", 2.0), ("c2", 1.0), ("c3", 3.0)]).unwrap();
         assert!((f.jain - 36.0 / 42.0).abs() < 1e-12);
         assert_eq!(f.slowest, ("c2".to_string(), 1.0));
-        let msg = f.finding("throughput_bps", 3).message;
+        let msg = f.finding(&Metric::THROUGHPUT_BPS, 3).message;
         assert!(
             msg.contains("the slowest, c2") && msg.contains("16.7 %"),
             "{msg}"
@@ -1185,12 +1189,12 @@ mod tests {
                 barrier_ns: 0,
                 parts: vec![(a, vec![], vec![]), (b, vec![], vec![])],
             },
-            "client",
+            HostRole::Client,
         );
         // The server counted (nothing): it is not a host that measured.
         m.hosts.push(HostPart {
             host: "srv".into(),
-            role: "server".into(),
+            role: HostRole::Server,
             ..HostPart::default()
         });
         let why = every_part_failed(&m).expect("every host failed");

@@ -9,18 +9,18 @@ use nsperf_core::nic::{NicCounters, parse_proc_net_dev};
 use nsperf_io::bonnie::BonnieReport;
 use nsperf_io::{Headline, IoReport};
 use nsperf_net::{Mode, NetReport};
-use nsperf_results::{Measurement, NicDelta, SeriesPoint};
+use nsperf_results::{Measurement, Metric, NicDelta, SeriesPoint};
 use serde::Serialize;
 
 use super::Lab;
 use crate::error::ExecError;
 
 /// Flattens the numbers of a serialized value: `{"a": {"b": 1}}` gives `a.b = 1`.
-fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, f64>) {
+fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<Metric, f64>) {
     match v {
         serde_json::Value::Number(n) => {
             if let Some(x) = n.as_f64() {
-                out.insert(prefix.to_string(), x);
+                out.insert(Metric::new(prefix), x);
             }
         }
         serde_json::Value::Object(m) => {
@@ -38,7 +38,7 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, f64>)
 }
 
 /// Every number of a summary, by its field path.
-fn summary_metrics(summary: &impl Serialize) -> BTreeMap<String, f64> {
+fn summary_metrics(summary: &impl Serialize) -> BTreeMap<Metric, f64> {
     let mut out = BTreeMap::new();
     if let Ok(v) = serde_json::to_value(summary) {
         flatten("", &v, &mut out);
@@ -65,8 +65,8 @@ fn series(points: impl Iterator<Item = (f64, f64, f64)>) -> Vec<SeriesPoint> {
 pub(super) fn from_net(r: &NetReport) -> Measurement {
     let s = &r.summary;
     let (metric, value) = match (r.spec.params.mode, s.transactions_per_s) {
-        (Mode::Rr { .. }, Some(t)) => ("transactions_per_s", t),
-        _ => ("throughput_bps", s.throughput_bps),
+        (Mode::Rr { .. }, Some(t)) => (Metric::TRANSACTIONS_PER_S, t),
+        _ => (Metric::THROUGHPUT_BPS, s.throughput_bps),
     };
     // The aggregate entries (no stream); a run that reports per stream only is summed.
     let aggregate = r.intervals.iter().any(|i| i.stream.is_none());
@@ -76,7 +76,7 @@ pub(super) fn from_net(r: &NetReport) -> Measurement {
         .filter(|i| !aggregate || i.stream.is_none())
         .map(|i| (i.start_s, i.length_s, i.throughput_bps));
     Measurement {
-        metric: metric.into(),
+        metric,
         value,
         metrics: summary_metrics(s),
         series: series(points),
@@ -85,6 +85,15 @@ pub(super) fn from_net(r: &NetReport) -> Measurement {
         started_unix_ns: Some(r.measured_unix_ns.unwrap_or(r.started_unix_ns)),
         report_json: serde_json::to_string(r).ok(),
         ..Default::default()
+    }
+}
+
+/// The store's name of an io run's headline.
+pub(crate) fn headline_metric(h: Headline) -> Metric {
+    match h {
+        Headline::Throughput => Metric::THROUGHPUT_BYTES_PER_S,
+        Headline::Files => Metric::FILES_PER_S,
+        Headline::Seeks => Metric::SEEKS_PER_S,
     }
 }
 
@@ -100,7 +109,7 @@ pub(super) fn from_io(r: &IoReport) -> Measurement {
         .filter(|i| !aggregate || i.job.is_none())
         .map(|i| (i.start_s, i.length_s, h.interval_value(i)));
     Measurement {
-        metric: h.metric().into(),
+        metric: headline_metric(h),
         value: h.value(s),
         metrics: summary_metrics(s),
         series: series(points),
@@ -115,7 +124,7 @@ pub(super) fn from_io(r: &IoReport) -> Measurement {
 /// The headline metric of a bonnie step: the block output test's throughput (a replicated
 /// device's cost shows first in its writes); every figure of every test is in `metrics`
 /// ([`nsperf_results::stats::bonnie`]).
-pub(crate) const BONNIE_HEADLINE: &str = "throughput_bytes_per_s";
+pub(crate) const BONNIE_HEADLINE: Metric = Metric::THROUGHPUT_BYTES_PER_S;
 
 /// A bonnie step's measurement: each test's figures as `TEST.FIELD` metrics (its throughput,
 /// operations per second, p99 latency and %CP; the metadata test's files per second per
@@ -125,23 +134,27 @@ pub(super) fn from_bonnie(r: &BonnieReport) -> Measurement {
     let mut metrics = BTreeMap::new();
     let mut value = 0.0;
     for row in &r.summary.rows {
-        let key = |field: &str| metric_key(&row.test, field);
+        let key = |field: &Metric| metric_key(&row.test, field.as_str());
         if row.throughput_bytes_per_s > 0.0 {
-            metrics.insert(key("throughput_bytes_per_s"), row.throughput_bytes_per_s);
+            metrics.insert(
+                key(&Metric::THROUGHPUT_BYTES_PER_S),
+                row.throughput_bytes_per_s,
+            );
         }
         if row.test == "block output" {
             value = row.throughput_bytes_per_s;
         }
-        metrics.insert(key("ops_per_s"), row.ops_per_s);
-        metrics.insert(key("cpu_process_pct"), row.cpu_process_pct);
-        metrics.insert(key("lat_p99_ns"), row.lat_p99_ns as f64);
-        metrics.insert(key("elapsed_s"), row.elapsed_s);
+        metrics.insert(key(&Metric::OPS_PER_S), row.ops_per_s);
+        metrics.insert(key(&Metric::CPU_PROCESS_PCT), row.cpu_process_pct);
+        metrics.insert(key(&Metric::LAT_P99_NS), row.lat_p99_ns as f64);
+        metrics.insert(key(&Metric::ELAPSED_S), row.elapsed_s);
         for p in &row.phases {
-            metrics.insert(key(&format!("{}.files_per_s", p.name)), p.ops_per_s);
+            let field = format!("{}.{}", p.name, Metric::FILES_PER_S);
+            metrics.insert(metric_key(&row.test, &field), p.ops_per_s);
         }
     }
     Measurement {
-        metric: BONNIE_HEADLINE.into(),
+        metric: BONNIE_HEADLINE,
         value,
         metrics,
         duration_ns: r.duration_ns,
@@ -155,16 +168,16 @@ pub(super) fn from_bonnie(r: &BonnieReport) -> Measurement {
 /// else the elapsed time.
 pub(super) fn from_exec(elapsed_s: f64, payload: Option<u64>) -> Measurement {
     let mut m = Measurement::default();
-    m.metrics.insert("elapsed_s".into(), elapsed_s);
+    m.metrics.insert(Metric::ELAPSED_S, elapsed_s);
     m.payload_bytes = payload;
     match payload {
         Some(b) if elapsed_s > 0.0 => {
-            m.metric = "throughput_bytes_per_s".into();
+            m.metric = Metric::THROUGHPUT_BYTES_PER_S;
             m.value = b as f64 / elapsed_s;
-            m.metrics.insert("payload_bytes".into(), b as f64);
+            m.metrics.insert(Metric::PAYLOAD_BYTES, b as f64);
         }
         _ => {
-            m.metric = "elapsed_s".into();
+            m.metric = Metric::ELAPSED_S;
             m.value = elapsed_s;
         }
     }

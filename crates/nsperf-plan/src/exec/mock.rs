@@ -13,6 +13,7 @@ use nsperf_lab::stats::LabStats;
 
 use crate::error::ExecError;
 use crate::plan::{LinkSettings, ResolvedStep, ServiceSpec, StepKind, describe_link};
+use nsperf_results::Metric;
 
 /// The figure of a run: `(context, step) -> value`.
 pub type ValueFn = Box<dyn Fn(&RunContext<'_>, &ResolvedStep) -> f64>;
@@ -212,8 +213,8 @@ impl Executor for MockExecutor {
             },
         ];
         let mut metrics = BTreeMap::new();
-        metrics.insert("lat_p50_ns".to_string(), 1000.0);
-        metrics.insert("lat_p99_ns".to_string(), 5000.0);
+        metrics.insert(Metric::LAT_P50_NS, 1000.0);
+        metrics.insert(Metric::LAT_P99_NS, 5000.0);
         let cpu = (0..4)
             .map(|i| nsperf_core::report::CpuInterval {
                 role: "local".into(),
@@ -237,11 +238,11 @@ impl Executor for MockExecutor {
         Ok(Measurement {
             metric: match &step.action {
                 crate::plan::Action::Io(io) => {
-                    nsperf_io::Headline::of(io.config.workload).metric().into()
+                    super::measure::headline_metric(nsperf_io::Headline::of(io.config.workload))
                 }
-                crate::plan::Action::Bonnie(_) => super::measure::BONNIE_HEADLINE.into(),
-                _ if step.kind == StepKind::Io => "throughput_bytes_per_s".into(),
-                _ => "throughput_bps".into(),
+                crate::plan::Action::Bonnie(_) => super::measure::BONNIE_HEADLINE,
+                _ if step.kind == StepKind::Io => Metric::THROUGHPUT_BYTES_PER_S,
+                _ => Metric::THROUGHPUT_BPS,
             },
             value: v,
             metrics,

@@ -5,7 +5,7 @@
 
 use nsperf_core::Finding;
 use nsperf_core::report::Severity;
-use nsperf_results::Measurement;
+use nsperf_results::{HostRole, Measurement, Metric};
 
 /// Bytes of IPv4 and TCP headers in every full segment (TCP timestamps on: Linux's
 /// default), besides the MSS.
@@ -54,29 +54,32 @@ pub(crate) fn shared_port(
 /// `port_share_pct`, and a finding — how busy the port was, or that the aggregate is above
 /// what it can carry. Only for a data rate headline (bit/s or bytes/s).
 pub(crate) fn port_figures(m: &mut Measurement, rate_bps: f64, mtu: u32) {
-    let per_bit = match m.metric.as_str() {
-        "throughput_bps" => 1.0,
-        "throughput_bytes_per_s" => 1.0 / 8.0,
-        _ => return,
+    let Some(bits) = m.metric.bits_per_unit() else {
+        return;
     };
+    let per_bit = 1.0 / bits;
     let clients: Vec<usize> = (0..m.hosts.len())
-        .filter(|&i| m.hosts[i].role != "server" && m.hosts[i].error.is_none())
+        .filter(|&i| m.hosts[i].role != HostRole::Server && m.hosts[i].error.is_none())
         .collect();
     if clients.is_empty() || rate_bps <= 0.0 {
         return;
     }
     let ceiling = tcp_payload_bps(rate_bps, mtu) * per_bit;
     let pct = m.value / ceiling * 100.0;
-    m.metrics.insert("port.rate_bps".into(), rate_bps);
-    m.metrics.insert("port.payload_ceiling".into(), ceiling);
-    m.metrics.insert("port.payload_pct".into(), pct);
+    m.metrics.insert(Metric::PORT_RATE_BPS, rate_bps);
+    m.metrics.insert(Metric::PORT_PAYLOAD_CEILING, ceiling);
+    m.metrics.insert(Metric::PORT_PAYLOAD_PCT, pct);
     for &i in &clients {
         let h = &mut m.hosts[i];
-        let rate = h.metrics.get("window_rate").copied().unwrap_or(h.value);
+        let rate = h
+            .metrics
+            .get(&Metric::WINDOW_RATE)
+            .copied()
+            .unwrap_or(h.value);
         h.metrics
             .insert("port_share_pct".into(), rate / ceiling * 100.0);
     }
-    let fmt = |v: f64| nsperf_results::stats::format_metric(&m.metric, v);
+    let fmt = |v: f64| m.metric.format(v);
     let port = nsperf_core::BitRate(rate_bps);
     let n = clients.len();
     let f = if m.value > ceiling * (1.0 + RESOLUTION) {
@@ -121,13 +124,13 @@ const PEAK_RESOLUTION: f64 = 0.03;
 /// through a port of 119.55) bunches completions, so one interval gets more than crossed in
 /// it. Said beside the figure rather than left to contradict the port.
 fn peak_above_port(m: &mut Measurement, ceiling: f64) {
-    let Some(&peak) = m.metrics.get("peak_interval") else {
+    let Some(&peak) = m.metrics.get(&Metric::PEAK_INTERVAL) else {
         return;
     };
     if peak <= ceiling * (1.0 + PEAK_RESOLUTION) {
         return;
     }
-    let fmt = |v: f64| nsperf_results::stats::format_metric(&m.metric, v);
+    let fmt = |v: f64| m.metric.format(v);
     let f = Finding::new(
         "peak_above_port",
         Severity::Info,
@@ -137,7 +140,7 @@ fn peak_above_port(m: &mut Measurement, ceiling: f64) {
             (peak / ceiling - 1.0) * 100.0,
             fmt(ceiling),
             m.metrics
-                .get("sustained_mean")
+                .get(&Metric::SUSTAINED_MEAN)
                 .map(|&v| fmt(v))
                 .unwrap_or_else(|| "not known".into()),
         ),
@@ -192,16 +195,16 @@ mod tests {
                 .map(|(i, &r)| {
                     let mut h = HostPart {
                         host: format!("c{}", i + 1),
-                        role: "client".into(),
+                        role: HostRole::Client,
                         value: r * 2.0,
                         ..HostPart::default()
                     };
-                    h.metrics.insert("window_rate".into(), r);
+                    h.metrics.insert(Metric::WINDOW_RATE, r);
                     h
                 })
                 .chain(std::iter::once(HostPart {
                     host: "srv".into(),
-                    role: "server".into(),
+                    role: HostRole::Server,
                     ..HostPart::default()
                 }))
                 .collect(),
@@ -264,8 +267,8 @@ mod tests {
         assert_eq!(f.severity, Severity::Warning);
         // A peak interval 8 % above the port: said; 2 % above: within what intervals tell.
         let mut m = with_hosts("throughput_bytes_per_s", c * 0.95, &[c / 2.0, c * 0.45]);
-        m.metrics.insert("peak_interval".into(), c * 1.08);
-        m.metrics.insert("sustained_mean".into(), c * 0.98);
+        m.metrics.insert(Metric::PEAK_INTERVAL, c * 1.08);
+        m.metrics.insert(Metric::SUSTAINED_MEAN, c * 0.98);
         port_figures(&mut m, 200e6, 1500);
         let f = m
             .findings
@@ -274,7 +277,7 @@ mod tests {
             .unwrap();
         assert!(f.message.contains("8.0 % above"), "{}", f.message);
         let mut m = with_hosts("throughput_bytes_per_s", c * 0.95, &[c / 2.0, c * 0.45]);
-        m.metrics.insert("peak_interval".into(), c * 1.02);
+        m.metrics.insert(Metric::PEAK_INTERVAL, c * 1.02);
         port_figures(&mut m, 200e6, 1500);
         assert!(!m.findings.iter().any(|f| f.id == "peak_above_port"));
         // Not a data rate: nothing.

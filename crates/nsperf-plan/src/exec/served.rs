@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use nsperf_results::{HostPart, Measurement};
+use nsperf_results::{HostPart, HostRole, Measurement, Metric};
 
 use super::window::{Window, count_at};
 use crate::step::{ServiceCount, StepReport};
@@ -185,17 +185,22 @@ pub(super) fn host_use(m: &mut Measurement, h: &HostUse) {
     ];
     figures.extend(mean.map(|v| ("cores_mean_busy_pct", v)));
     figures.extend(max.map(|v| ("cores_max_busy_pct", v)));
-    let part = m.hosts.iter_mut().rev().find(|p| p.role == "server");
+    let part = m
+        .hosts
+        .iter_mut()
+        .rev()
+        .find(|p| p.role == HostRole::Server);
     if let Some(part) = part {
         for &(k, v) in &figures {
             part.metrics.insert(k.into(), v);
         }
         for (i, v) in h.cores_busy_pct.iter().enumerate() {
-            part.metrics.insert(format!("core{i}_busy_pct"), *v);
+            part.metrics
+                .insert(Metric::new(format!("core{i}_busy_pct")), *v);
         }
     }
     for (k, v) in figures {
-        m.metrics.insert(format!("server.{k}"), v);
+        m.metrics.insert(Metric::new(format!("server.{k}")), v);
     }
     if let (Some(mean), Some(max)) = (mean, max)
         && mean >= HOST_BUSY_PCT
@@ -250,7 +255,7 @@ pub(super) fn clients_window(m: &Measurement) -> Option<Window> {
 /// `server_vs_clients_pct`, and a finding when they differ by more than
 /// [`COUNTS_AGREE_PCT`]. Only for a step whose headline is data per second.
 pub(super) fn beside_clients(m: &mut Measurement, service: &str, w: Window, served: Served) {
-    if m.metric != "throughput_bytes_per_s" {
+    if m.metric != Metric::THROUGHPUT_BYTES_PER_S {
         return;
     }
     let seconds = w.seconds();
@@ -262,7 +267,7 @@ pub(super) fn beside_clients(m: &mut Measurement, service: &str, w: Window, serv
     let bytes = served.read_bytes + served.write_bytes;
     let mut part = HostPart {
         host: service.to_string(),
-        role: "server".into(),
+        role: HostRole::Server,
         metric: m.metric.clone(),
         value: bytes / seconds,
         payload_bytes: Some(bytes.round() as u64),
@@ -279,7 +284,7 @@ pub(super) fn beside_clients(m: &mut Measurement, service: &str, w: Window, serv
         ("window_s", seconds),
     ] {
         part.metrics.insert(k.into(), v);
-        m.metrics.insert(format!("server.{k}"), v);
+        m.metrics.insert(Metric::new(format!("server.{k}")), v);
     }
     m.metrics.insert("clients.bytes".into(), clients);
     m.hosts.push(part);
@@ -292,7 +297,7 @@ pub(super) fn beside_clients(m: &mut Measurement, service: &str, w: Window, serv
     if spread <= 0.5 {
         // Read between samples, the count is an estimate within the spread; beyond half the
         // clients' sum it says nothing (a window of a few samples).
-        m.metrics.insert("server_vs_clients_pct".into(), pct);
+        m.metrics.insert(Metric::SERVER_VS_CLIENTS_PCT, pct);
     }
     let certain =
         clients < served.bytes_min * (1.0 - agree) || clients > served.bytes_max * (1.0 + agree);
@@ -407,7 +412,7 @@ mod tests {
         let mut m = Measurement {
             hosts: vec![HostPart {
                 host: "nas".into(),
-                role: "server".into(),
+                role: HostRole::Server,
                 ..HostPart::default()
             }],
             ..Measurement::default()
@@ -519,7 +524,7 @@ mod tests {
             end_ns: 3_000_000_000,
         };
         let mut m = Measurement {
-            metric: "throughput_bytes_per_s".into(),
+            metric: Metric::THROUGHPUT_BYTES_PER_S,
             value: 1000.0,
             hosts: vec![HostPart {
                 host: "c1".into(),
@@ -544,7 +549,7 @@ mod tests {
         assert_eq!(s.value, 1020.0);
         // The clients' sum well above what the server served: the 370-through-114 case.
         let mut m = Measurement {
-            metric: "throughput_bytes_per_s".into(),
+            metric: Metric::THROUGHPUT_BYTES_PER_S,
             value: 3700.0,
             hosts: m.hosts.clone(),
             ..Measurement::default()
@@ -571,7 +576,7 @@ mod tests {
             end_ns: 1_003_000_000,
         };
         let mut m = Measurement {
-            metric: "throughput_bytes_per_s".into(),
+            metric: Metric::THROUGHPUT_BYTES_PER_S,
             value: 4_194_304.0 / 0.003,
             hosts: vec![HostPart {
                 host: "c1".into(),
@@ -587,7 +592,7 @@ mod tests {
             bytes_max: 4_194_304.0,
         };
         beside_clients(&mut m, "nas", w, served);
-        assert!(!m.metrics.contains_key("server_vs_clients_pct"));
+        assert!(!m.metrics.contains_key(&Metric::SERVER_VS_CLIENTS_PCT));
         let ids: Vec<&str> = m.findings.iter().map(|f| f.id.as_str()).collect();
         assert_eq!(ids, ["server_count_coarse"], "{:?}", m.findings);
         assert_eq!(m.metrics["server.bytes_max"], 4_194_304.0);

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use nsperf_results::SeriesPoint;
+use nsperf_results::{Metric, SeriesPoint};
 
 /// One host's measured pass: when it began (ns on the coordinator's clock) and its
 /// intervals from then (each `value` a rate, seconds from the start).
@@ -82,8 +82,8 @@ impl Window {
     /// `common_window_s` from its series' time 0, `started_unix_ns`).
     pub(crate) fn of(m: &nsperf_results::Measurement) -> Option<Window> {
         let origin = m.started_unix_ns? as f64;
-        let start = m.metrics.get("common_window_start_s")?;
-        let len = m.metrics.get("common_window_s")?;
+        let start = m.metrics.get(&Metric::COMMON_WINDOW_START_S)?;
+        let len = m.metrics.get(&Metric::COMMON_WINDOW_S)?;
         let start_ns = (origin + start * 1e9).round() as u64;
         let end_ns = (origin + (start + len) * 1e9).round() as u64;
         (end_ns > start_ns).then_some(Window { start_ns, end_ns })

@@ -252,14 +252,11 @@ impl Runner<'_> {
                 RunStatus::Partial,
                 format!(
                     "{} from the hosts that measured; {}",
-                    nsperf_results::stats::format_metric(&m.metric, m.value),
+                    m.metric.format(m.value),
                     m.host_errors().unwrap_or_default()
                 ),
             ),
-            Ok(m) => (
-                RunStatus::Ok,
-                nsperf_results::stats::format_metric(&m.metric, m.value),
-            ),
+            Ok(m) => (RunStatus::Ok, m.metric.format(m.value)),
             Err(ExecError::Interrupted) => {
                 self.summary.interrupted = true;
                 return Err(Stop::Interrupted);

@@ -16,18 +16,17 @@
 
 use std::collections::BTreeSet;
 
-use nsperf_results::stats::format_metric;
-use nsperf_results::{HostPart, RunRecord, RunStatus, SeriesPoint};
+use nsperf_results::{HostPart, HostRole, RunRecord, RunStatus, SeriesPoint};
 
 use super::figure;
 use crate::ExperimentData;
-use crate::labels::{Unit, metric_label, metric_name, unit_for};
 use crate::svg::{self, Bars, HLine, Line, Marker, Plot};
+use nsperf_results::{Metric, Unit};
 
 /// One run on several clients, with what the charts need of it.
 struct ManyRun<'a> {
     run: &'a RunRecord,
-    metric: &'a str,
+    metric: &'a Metric,
     /// The clients that measured, in the order stored.
     clients: Vec<&'a HostPart>,
     /// The aggregate series (the run's intervals).
@@ -40,31 +39,34 @@ impl<'a> ManyRun<'a> {
             .hosts
             .get(&run.id)?
             .iter()
-            .filter(|h| h.role != "server" && h.error.is_none() && !h.series.is_empty())
+            .filter(|h| h.role != HostRole::Server && h.error.is_none() && !h.series.is_empty())
             .collect();
         if clients.len() < 2 || run.status != RunStatus::Ok {
             return None;
         }
         Some(ManyRun {
             run,
-            metric: run.metric.as_deref()?,
+            metric: run.metric.as_ref()?,
             clients,
             aggregate: d.series.get(&run.id).map(Vec::as_slice).unwrap_or(&[]),
         })
     }
 
-    fn metric(&self, k: &str) -> Option<f64> {
+    fn metric(&self, k: &Metric) -> Option<f64> {
         self.run.metrics.get(k).copied()
     }
 
     fn fmt(&self, v: f64) -> String {
-        format_metric(self.metric, v)
+        self.metric.format(v)
     }
 
     /// A client's rate as the aggregate and its share counted it: over the common window
     /// when there was one, else over its own pass.
     fn rate(h: &HostPart) -> f64 {
-        h.metrics.get("window_rate").copied().unwrap_or(h.value)
+        h.metrics
+            .get(&Metric::WINDOW_RATE)
+            .copied()
+            .unwrap_or(h.value)
     }
 
     /// The slowest client (the first of equals, as the runner's `host_shares` finding).
@@ -75,9 +77,9 @@ impl<'a> ManyRun<'a> {
 
     /// The shared port's TCP payload rate with its label, when the run went through one.
     fn ceiling(&self) -> Option<(f64, String)> {
-        let c = self.metric("port.payload_ceiling")?;
-        let rate = self.metric("port.rate_bps")?;
-        let pct = self.metric("port.payload_pct").unwrap_or(f64::NAN);
+        let c = self.metric(&Metric::PORT_PAYLOAD_CEILING)?;
+        let rate = self.metric(&Metric::PORT_RATE_BPS)?;
+        let pct = self.metric(&Metric::PORT_PAYLOAD_PCT).unwrap_or(f64::NAN);
         Some((
             c,
             format!(
@@ -90,9 +92,9 @@ impl<'a> ManyRun<'a> {
 
     /// The peak interval and the sustained mean, as stored, in one sentence.
     fn peak_vs_sustained(&self) -> Option<String> {
-        let peak = self.metric("peak_interval")?;
-        let sustained = self.metric("sustained_mean")?;
-        let from = self.metric("steady_start_s").unwrap_or(0.0);
+        let peak = self.metric(&Metric::PEAK_INTERVAL)?;
+        let sustained = self.metric(&Metric::SUSTAINED_MEAN)?;
+        let from = self.metric(&Metric::STEADY_START_S).unwrap_or(0.0);
         Some(format!(
             "aggregate: peak interval {}, sustained mean {} (from {from:.1} s)",
             self.fmt(peak),
@@ -145,7 +147,7 @@ fn over_time(m: &ManyRun<'_>, out: &mut String) {
         .map(|p| p.value)
         .chain(ceiling.as_ref().map(|c| c.0))
         .fold(0.0, f64::max);
-    let unit = unit_for(m.metric, max);
+    let unit = m.metric.unit_for(max);
     let points = |s: &[SeriesPoint], u: Unit| -> Vec<(f64, f64)> {
         s.iter()
             .map(|p| (p.start_s + p.length_s / 2.0, p.value * u.factor))
@@ -155,11 +157,11 @@ fn over_time(m: &ManyRun<'_>, out: &mut String) {
         title: format!(
             "{}: each client's {} over time, and their aggregate ({})",
             m.run.step,
-            metric_name(m.metric),
+            m.metric.quantity(),
             m.title_params()
         ),
         x_label: "time from the start barrier, s".into(),
-        y_label: metric_label(m.metric, unit),
+        y_label: m.metric.label(unit),
         y_unit: unit.name.into(),
         ..Default::default()
     };
@@ -188,8 +190,11 @@ fn over_time(m: &ManyRun<'_>, out: &mut String) {
         });
     }
     let stated = m.peak_vs_sustained();
-    if let (Some(peak), Some(sustained)) = (m.metric("peak_interval"), m.metric("sustained_mean")) {
-        let from = m.metric("steady_start_s").unwrap_or(0.0);
+    if let (Some(peak), Some(sustained)) = (
+        m.metric(&Metric::PEAK_INTERVAL),
+        m.metric(&Metric::SUSTAINED_MEAN),
+    ) {
+        let from = m.metric(&Metric::STEADY_START_S).unwrap_or(0.0);
         plot.hlines.push(HLine {
             y: sustained * unit.factor,
             label: format!(
@@ -208,8 +213,8 @@ fn over_time(m: &ManyRun<'_>, out: &mut String) {
         }
     }
     if let (Some(s), Some(len)) = (
-        m.metric("common_window_start_s"),
-        m.metric("common_window_s"),
+        m.metric(&Metric::COMMON_WINDOW_START_S),
+        m.metric(&Metric::COMMON_WINDOW_S),
     ) {
         plot.notes.push(format!(
             "every client measured from {s:.2} s to {:.2} s: the aggregate is over that window",
@@ -231,21 +236,21 @@ fn over_time(m: &ManyRun<'_>, out: &mut String) {
 /// the title.
 fn shares(m: &ManyRun<'_>, out: &mut String) {
     let rates: Vec<f64> = m.clients.iter().map(|h| ManyRun::rate(h)).collect();
-    let unit = unit_for(m.metric, rates.iter().copied().fold(0.0, f64::max));
+    let unit = m.metric.unit_for(rates.iter().copied().fold(0.0, f64::max));
     let share = |h: &HostPart| {
         h.metrics
-            .get("share_pct")
+            .get(&Metric::SHARE_PCT)
             .map(|s| format!(" ({s:.1} %)"))
             .unwrap_or_default()
     };
     let jain = m
-        .metric("fairness_jain")
+        .metric(&Metric::FAIRNESS_JAIN)
         .map(|j| format!(", Jain's fairness index {j:.3}"))
         .unwrap_or_default();
     let windowed = m
         .clients
         .iter()
-        .all(|h| h.metrics.contains_key("window_rate"));
+        .all(|h| h.metrics.contains_key(&Metric::WINDOW_RATE));
     let over = if windowed {
         "over the window every client measured"
     } else {
@@ -268,16 +273,16 @@ fn shares(m: &ManyRun<'_>, out: &mut String) {
         title: format!(
             "{}: each client's {} and share{jain} ({})",
             m.run.step,
-            metric_name(m.metric),
+            m.metric.quantity(),
             m.title_params()
         ),
-        y_label: metric_label(m.metric, unit),
+        y_label: m.metric.label(unit),
         categories: m
             .clients
             .iter()
             .map(|h| format!("{}{}", h.host, share(h)))
             .collect(),
-        series: vec![format!("{} {over}", metric_name(m.metric))],
+        series: vec![format!("{} {over}", m.metric.quantity())],
         values: rates.iter().map(|r| vec![r * unit.factor]).collect(),
         label: None,
         marked,
@@ -285,7 +290,7 @@ fn shares(m: &ManyRun<'_>, out: &mut String) {
     let caption = format!(
         "{}: each client's {} {over} with its share of the aggregate ({}){jain} (1 = equal shares, 1/{} = one client had it all); the slowest drawn in red",
         m.run.step,
-        metric_name(m.metric),
+        m.metric.quantity(),
         m.fmt(m.run.value.unwrap_or(0.0)),
         m.clients.len()
     );
@@ -295,9 +300,7 @@ fn shares(m: &ManyRun<'_>, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nsperf_results::{
-        Measurement, NewExperiment, Phase, RunHeader, RunKey, Store, stats::format_metric,
-    };
+    use nsperf_results::{Measurement, NewExperiment, Phase, RunHeader, RunKey, Store};
 
     fn pts(start: f64, vals: &[f64]) -> Vec<SeriesPoint> {
         vals.iter()
@@ -327,31 +330,30 @@ mod tests {
             .unwrap();
         let client = |name: &str, start: f64, vals: &[f64], rate: f64, share: f64| HostPart {
             host: name.into(),
-            role: "client".into(),
-            metric: "throughput_bytes_per_s".into(),
+            role: HostRole::Client,
+            metric: Metric::THROUGHPUT_BYTES_PER_S,
             value: rate * 1.1,
             series: pts(start, vals),
-            metrics: [("window_rate", rate), ("share_pct", share)]
+            metrics: [(Metric::WINDOW_RATE, rate), (Metric::SHARE_PCT, share)]
                 .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
                 .collect(),
             ..Default::default()
         };
         let metrics = [
-            ("peak_interval", 23.5e6),
-            ("sustained_mean", 22.25e6),
-            ("steady_start_s", 1.1),
-            ("fairness_jain", 0.654),
-            ("port.payload_ceiling", 23.91e6),
-            ("port.rate_bps", 200e6),
-            ("port.payload_pct", 94.1),
-            ("common_window_start_s", 0.1),
-            ("common_window_s", 3.0),
+            (Metric::PEAK_INTERVAL, 23.5e6),
+            (Metric::SUSTAINED_MEAN, 22.25e6),
+            (Metric::STEADY_START_S, 1.1),
+            (Metric::FAIRNESS_JAIN, 0.654),
+            (Metric::PORT_PAYLOAD_CEILING, 23.91e6),
+            (Metric::PORT_RATE_BPS, 200e6),
+            (Metric::PORT_PAYLOAD_PCT, 94.1),
+            (Metric::COMMON_WINDOW_START_S, 0.1),
+            (Metric::COMMON_WINDOW_S, 3.0),
         ];
         let m = Measurement {
-            metric: "throughput_bytes_per_s".into(),
+            metric: Metric::THROUGHPUT_BYTES_PER_S,
             value: 22.5e6,
-            metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            metrics: metrics.into_iter().collect(),
             series: pts(0.1, &[21e6, 23.5e6, 22.25e6]),
             hosts: vec![
                 client("c1", 0.0, &[11e6, 12e6, 11e6, 9e6], 11.2e6, 49.8),
@@ -359,8 +361,8 @@ mod tests {
                 client("c3", 0.1, &[1e6, 1e6, 1e6], 1.0e6, 4.4),
                 HostPart {
                     host: "nas".into(),
-                    role: "server".into(),
-                    metric: "throughput_bytes_per_s".into(),
+                    role: HostRole::Server,
+                    metric: Metric::THROUGHPUT_BYTES_PER_S,
                     value: 22.4e6,
                     ..Default::default()
                 },
@@ -412,7 +414,7 @@ mod tests {
         assert!(has_clients(&d, "write"));
         let mut out = String::new();
         clients(&d, "write", &mut out);
-        let f = |v: f64| format_metric("throughput_bytes_per_s", v);
+        let f = |v: f64| Metric::THROUGHPUT_BYTES_PER_S.format(v);
         let (time, bars) = out.split_once("data-chart=\"client-shares\"").unwrap();
         assert!(time.contains("data-chart=\"clients-over-time\""), "{out}");
         // A line per client and the aggregate (4 polylines), the server not among them.

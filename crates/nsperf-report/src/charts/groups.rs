@@ -8,13 +8,13 @@ use nsperf_results::params_label;
 
 use super::{bytes, figure};
 use crate::ExperimentData;
-use crate::labels::{metric_label, unit_for};
 use crate::svg::{self, Bars, Heatmap};
+use nsperf_results::Metric;
 
 /// Per io workload and phase: file size × record size, the iozone surface from above.
 pub(crate) fn heatmaps(d: &ExperimentData, out: &mut String) {
     for m in crate::data::io_matrices(d) {
-        let unit = unit_for(&m.metric, m.max());
+        let unit = m.metric.unit_for(m.max());
         let phase = if m.phase == Phase::None {
             String::new()
         } else {
@@ -24,7 +24,7 @@ pub(crate) fn heatmaps(d: &ExperimentData, out: &mut String) {
             title: format!("{}: {}{phase}, file size × record size", m.step, m.workload),
             row_label: "file size".into(),
             col_label: "record size".into(),
-            value_label: metric_label(&m.metric, unit),
+            value_label: m.metric.label(unit),
             rows: m.sizes.iter().map(|s| bytes(*s as f64)).collect(),
             cols: m.records.iter().map(|s| bytes(*s as f64)).collect(),
             values: m
@@ -41,7 +41,7 @@ pub(crate) fn heatmaps(d: &ExperimentData, out: &mut String) {
                 "{} {}: mean {} per file size and record size (darker is faster)",
                 m.step,
                 m.workload,
-                crate::labels::metric_name(&m.metric)
+                m.metric.quantity()
             ),
         );
     }
@@ -49,10 +49,10 @@ pub(crate) fn heatmaps(d: &ExperimentData, out: &mut String) {
 
 /// p50 / p99 / p99.9 per group, where the engine reported them.
 pub(crate) fn latency(d: &ExperimentData, out: &mut String) {
-    const P: [(&str, &str); 3] = [
-        ("lat_p50_ns", "p50"),
-        ("lat_p99_ns", "p99"),
-        ("lat_p999_ns", "p99.9"),
+    const P: [(Metric, &str); 3] = [
+        (Metric::LAT_P50_NS, "p50"),
+        (Metric::LAT_P99_NS, "p99"),
+        (Metric::LAT_P999_NS, "p99.9"),
     ];
     for step in d.steps() {
         let mut cats = Vec::new();
@@ -68,7 +68,7 @@ pub(crate) fn latency(d: &ExperimentData, out: &mut String) {
                 .map(|(k, _)| {
                     let v: Vec<f64> = runs
                         .iter()
-                        .filter_map(|r| r.metrics.get(*k).copied())
+                        .filter_map(|r| r.metrics.get(k).copied())
                         .collect();
                     nsperf_core::stats::mean(&v).unwrap_or(f64::NAN)
                 })
@@ -91,7 +91,7 @@ pub(crate) fn latency(d: &ExperimentData, out: &mut String) {
             .copied()
             .filter(|v| v.is_finite())
             .fold(0.0, f64::max);
-        let unit = unit_for("lat_p99_ns", max);
+        let unit = Metric::LAT_P99_NS.unit_for(max);
         // A percentile no run reported has no bar and no legend entry.
         let shown: Vec<usize> = (0..P.len())
             .filter(|&k| values.iter().any(|r| r[k].is_finite()))

@@ -10,12 +10,12 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use nsperf_results::stats::{GroupStats, format_metric, series_stats};
+use nsperf_results::stats::{GroupStats, series_stats};
 use nsperf_results::{ParamKind, ParamValue, Phase, RunConditions, RunStatus, params_label};
 
 use crate::ExperimentData;
-use crate::labels::{Unit, metric_label, metric_name, unit_for};
 use crate::svg::{self, HLine, Line, Marker, Plot, XAxis, esc};
+use nsperf_results::{Metric, Unit};
 
 mod clients;
 mod groups;
@@ -162,9 +162,9 @@ pub(crate) fn throughput_vs_parameter(d: &ExperimentData, step: &str, out: &mut 
         .enumerate()
         .filter(|(_, g)| g.step == step)
         .collect();
-    let mut metrics: Vec<&str> = Vec::new();
+    let mut metrics: Vec<&Metric> = Vec::new();
     for (_, g) in &all {
-        if !metrics.contains(&g.metric.as_str()) {
+        if !metrics.contains(&&g.metric) {
             metrics.push(&g.metric);
         }
     }
@@ -172,7 +172,7 @@ pub(crate) fn throughput_vs_parameter(d: &ExperimentData, step: &str, out: &mut 
         let groups: Vec<(usize, &GroupStats)> = all
             .iter()
             .copied()
-            .filter(|(_, g)| g.metric == metric)
+            .filter(|(_, g)| g.metric == *metric)
             .collect();
         if groups.iter().all(|(_, g)| g.params.is_empty()) {
             continue;
@@ -228,7 +228,7 @@ pub(crate) struct MeansTable {
     /// Sizes: a log-2 axis.
     pub(crate) log2: bool,
     /// The metric.
-    pub(crate) metric: String,
+    pub(crate) metric: Metric,
     /// x values (ms for durations, bytes for sizes), ascending.
     pub(crate) xs: Vec<f64>,
     /// Series names.
@@ -287,7 +287,7 @@ pub(crate) fn means_table(d: &ExperimentData, step: &str) -> Option<MeansTable> 
 fn versus_chart(
     d: &ExperimentData,
     step: &str,
-    metric: &str,
+    metric: &Metric,
     groups: &[(usize, &GroupStats)],
     out: &mut String,
 ) {
@@ -298,24 +298,19 @@ fn versus_chart(
         .iter()
         .flat_map(|(_, g)| [g.summary.mean].into_iter().chain(samples(d, g)))
         .fold(0.0, f64::max);
-    let unit = unit_for(metric, max);
+    let unit = metric.unit_for(max);
     let (x_axis, x_format, x_label) = xp.axis();
     let mut plot = Plot {
-        title: format!("{step}: {} vs {}", metric_name(metric), xp.name),
+        title: format!("{step}: {} vs {}", metric.quantity(), xp.name),
         x_label,
-        y_label: format!("{}, mean and 95 % interval", metric_label(metric, unit)),
+        y_label: format!("{}, mean and 95 % interval", metric.label(unit)),
         y_unit: unit.name.into(),
         x_axis,
         x_format,
         ..Default::default()
     };
-    let rate_scale = if metric.ends_with("_bps") {
-        Some(1.0)
-    } else if metric.ends_with("_bytes_per_s") {
-        Some(1.0 / 8.0)
-    } else {
-        None
-    };
+    // A ceiling in bit/s, in the metric's unit.
+    let rate_scale = metric.bits_per_unit().map(|b| 1.0 / b);
     let mut rate_drawn = false;
     for (si, (name, members)) in series.into_iter().enumerate() {
         let mut pts: Vec<(f64, &GroupStats, &RunConditions)> = members
@@ -372,7 +367,7 @@ fn versus_chart(
 /// and advertises part of it, so a 64 KiB request advertises about 84 KiB: window/RTT with
 /// the request is no ceiling (a run measured 11.9 Mbit/s under a "ceiling" of 10.5 at
 /// 50 ms), with the advertised window it is.
-fn advertised_window<'a>(metrics: impl Iterator<Item = &'a BTreeMap<String, f64>>) -> Option<f64> {
+fn advertised_window<'a>(metrics: impl Iterator<Item = &'a BTreeMap<Metric, f64>>) -> Option<f64> {
     const KEYS: [&str; 3] = [
         "peer_window_bytes",
         "up.peer_window_bytes",
@@ -493,15 +488,15 @@ fn series_chart(d: &ExperimentData, g: &GroupStats, id: i64, out: &mut String) {
         .max_by(|a, b| a.value.total_cmp(&b.value))
         .map(|p| p.start_s + p.length_s / 2.0)
         .unwrap_or(0.0);
-    let unit = unit_for(&g.metric, st.peak);
+    let unit = g.metric.unit_for(st.peak);
     let plot = Plot {
         title: format!(
             "{step}: {} over time ({}, repetition {rep})",
-            metric_name(&g.metric),
+            g.metric.quantity(),
             params_label(&g.params, "")
         ),
         x_label: "time, s".into(),
-        y_label: metric_label(&g.metric, unit),
+        y_label: g.metric.label(unit),
         y_unit: unit.name.into(),
         lines: vec![Line {
             name: "per interval".into(),
@@ -515,7 +510,7 @@ fn series_chart(d: &ExperimentData, g: &GroupStats, id: i64, out: &mut String) {
             y: st.sustained_mean * unit.factor,
             label: format!(
                 "sustained mean {} (from {:.1} s)",
-                format_metric(&g.metric, st.sustained_mean),
+                g.metric.format(st.sustained_mean),
                 st.steady_start_s
             ),
             color: "#2ca02c".into(),
@@ -523,7 +518,7 @@ fn series_chart(d: &ExperimentData, g: &GroupStats, id: i64, out: &mut String) {
         markers: vec![Marker {
             x: peak_at,
             y: st.peak * unit.factor,
-            label: format!("peak {}", format_metric(&g.metric, st.peak)),
+            label: format!("peak {}", g.metric.format(st.peak)),
         }],
         events: crate::events::chart_events(d, id),
         ..Default::default()
@@ -547,7 +542,7 @@ mod tests {
     /// advertised window.
     #[test]
     fn the_window_ceiling_is_the_advertised_window() {
-        let run = |w: f64| BTreeMap::from([("up.peer_window_bytes".to_string(), w)]);
+        let run = |w: f64| BTreeMap::from([(Metric::new("up.peer_window_bytes"), w)]);
         let runs = [run(86016.0), run(86016.0), run(85504.0), BTreeMap::new()];
         let w = advertised_window(runs.iter()).unwrap();
         assert!((w - 85845.33).abs() < 0.01, "{w}");

@@ -17,8 +17,8 @@ use rust_xlsxwriter::{
 mod surface;
 
 use crate::data::io_matrices;
-use crate::labels::{Unit, metric_label, metric_name, unit_for};
 use crate::{ExperimentData, Exporter, ReportError};
+use nsperf_results::{Metric, Unit};
 
 /// XLSX exporter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -66,13 +66,13 @@ fn header(ws: &mut Worksheet, cols: &[String], rows: u32) -> Result<(), ReportEr
 
 /// One unit per metric down a sheet: the one that fits its largest value, so a column sorts
 /// and filters by value (688 MiB/s and 10.7 GiB/s of one metric are both written in GiB/s).
-fn metric_units<'a>(values: impl Iterator<Item = (&'a str, f64)>) -> BTreeMap<&'a str, Unit> {
-    let mut max: BTreeMap<&str, f64> = BTreeMap::new();
+fn metric_units<'a>(values: impl Iterator<Item = (&'a Metric, f64)>) -> BTreeMap<&'a Metric, Unit> {
+    let mut max: BTreeMap<&Metric, f64> = BTreeMap::new();
     for (m, v) in values {
         let e = max.entry(m).or_insert(0.0);
         *e = e.max(v.abs());
     }
-    max.into_iter().map(|(m, v)| (m, unit_for(m, v))).collect()
+    max.into_iter().map(|(m, v)| (m, m.unit_for(v))).collect()
 }
 
 fn summary(wb: &mut Workbook, data: &ExperimentData) -> Result<(), ReportError> {
@@ -98,19 +98,15 @@ fn summary(wb: &mut Workbook, data: &ExperimentData) -> Result<(), ReportError> 
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let units = metric_units(
-        data.stats
-            .iter()
-            .map(|g| (g.metric.as_str(), g.summary.mean)),
-    );
+    let units = metric_units(data.stats.iter().map(|g| (&g.metric, g.summary.mean)));
     for (i, g) in data.stats.iter().enumerate() {
         let r = (i + 1) as u32;
-        let unit = units[g.metric.as_str()];
+        let unit = units[&g.metric];
         ws.write_string(r, 0, &g.step).map_err(x)?;
         ws.write_string(r, 1, nsperf_results::params_label(&g.params, ""))
             .map_err(x)?;
         ws.write_string(r, 2, g.phase.to_string()).map_err(x)?;
-        ws.write_string(r, 3, metric_name(&g.metric)).map_err(x)?;
+        ws.write_string(r, 3, g.metric.quantity()).map_err(x)?;
         ws.write_string(r, 4, unit.name).map_err(x)?;
         ws.write_number(r, 5, g.summary.n as f64).map_err(x)?;
         let s = &g.summary;
@@ -160,10 +156,10 @@ fn step_sheet(
         .unwrap_or_default();
     let same = runs
         .iter()
-        .all(|r| r.metric.as_deref().is_none_or(|m| m == metric));
+        .all(|r| r.metric.as_ref().is_none_or(|m| *m == metric));
     let max = runs.iter().filter_map(|r| r.value).fold(0.0, f64::max);
     let unit = if same {
-        unit_for(&metric, max)
+        metric.unit_for(max)
     } else {
         Unit {
             factor: 1.0,
@@ -183,7 +179,7 @@ fn step_sheet(
         });
     }
     let value_col = if same {
-        metric_label(&metric, unit)
+        metric.label(unit)
     } else {
         "value (base unit of its metric)".into()
     };
@@ -223,7 +219,7 @@ fn step_sheet(
         ws.write_string(
             row,
             c + 3,
-            r.metric.as_deref().map(metric_name).unwrap_or_default(),
+            r.metric.as_ref().map(Metric::quantity).unwrap_or_default(),
         )
         .map_err(x)?;
         if let Some(v) = r.value {
@@ -286,16 +282,14 @@ fn means_chart(
             .set_categories((sheet, 1, at, last, at))
             .set_values((sheet, 1, col, last, col));
     }
-    chart.title().set_name(&format!(
-        "{step}: {} vs {}",
-        metric_name(&t.metric),
-        t.x_name
-    ));
+    chart
+        .title()
+        .set_name(&format!("{step}: {} vs {}", t.metric.quantity(), t.x_name));
     chart.x_axis().set_name(&t.x_label);
     if t.log2 {
         chart.x_axis().set_log_base(2);
     }
-    chart.y_axis().set_name(&metric_label(&t.metric, unit));
+    chart.y_axis().set_name(&t.metric.label(unit));
     ws.insert_chart(last + 3, at, &chart).map_err(x)?;
     Ok(())
 }
@@ -310,7 +304,7 @@ fn iozone_sheets(
 ) -> Result<Vec<surface::Surface>, ReportError> {
     let mut surfaces = Vec::new();
     for m in io_matrices(data) {
-        let unit = unit_for(&m.metric, m.max());
+        let unit = m.metric.unit_for(m.max());
         let phase = match m.phase {
             nsperf_results::Phase::None => String::new(),
             p => format!(" {p}"),
@@ -348,10 +342,10 @@ fn iozone_sheets(
             "{} {}{phase}: {} per file size and record size",
             m.step,
             m.workload,
-            metric_name(&m.metric)
+            m.metric.quantity()
         ));
         chart.x_axis().set_name("record size");
-        chart.y_axis().set_name(&metric_label(&m.metric, unit));
+        chart.y_axis().set_name(&m.metric.label(unit));
         ws.insert_chart(nr + 3, 0, &chart).map_err(x)?;
         let s = surface::Surface {
             key: format!("nsperf surface placeholder {}", surfaces.len() + 1),
@@ -375,7 +369,7 @@ fn iozone_sheets(
                 .iter()
                 .map(|r| r.iter().map(|v| v.map(|v| v * unit.factor)).collect())
                 .collect(),
-            value_label: metric_label(&m.metric, unit),
+            value_label: m.metric.label(unit),
         };
         chart.title().set_name(&s.key);
         ws.insert_chart(nr + 20, 0, &chart).map_err(x)?;
@@ -413,16 +407,17 @@ mod tests {
 
     #[test]
     fn a_metric_has_one_unit_down_the_sheet() {
+        let (bytes, bits) = (Metric::THROUGHPUT_BYTES_PER_S, Metric::THROUGHPUT_BPS);
         let u = metric_units(
             [
-                ("throughput_bytes_per_s", 688.0 * 1048576.0),
-                ("throughput_bps", 42.5e6),
-                ("throughput_bytes_per_s", 10.7 * 1073741824.0),
+                (&bytes, 688.0 * 1048576.0),
+                (&bits, 42.5e6),
+                (&bytes, 10.7 * 1073741824.0),
             ]
             .into_iter(),
         );
-        assert_eq!(u["throughput_bytes_per_s"].name, "GiB/s");
-        assert_eq!(u["throughput_bps"].name, "Mbit/s");
+        assert_eq!(u[&Metric::THROUGHPUT_BYTES_PER_S].name, "GiB/s");
+        assert_eq!(u[&Metric::THROUGHPUT_BPS].name, "Mbit/s");
     }
 
     #[test]

@@ -254,7 +254,7 @@ fn a_hosts_series_round_trips_and_a_version_5_store_gains_it() {
     }];
     let part = |host: &str, series: Vec<SeriesPoint>| crate::HostPart {
         host: host.into(),
-        role: "client".into(),
+        role: crate::HostRole::Client,
         metric: "throughput_bps".into(),
         value: 5e6,
         series,

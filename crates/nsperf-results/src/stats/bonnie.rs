@@ -10,6 +10,7 @@
 
 use serde::Serialize;
 
+use crate::Metric;
 use crate::store::RunRecord;
 
 /// The bonnie tests with a throughput, in bonnie++'s order: (key, bonnie++'s group, column).
@@ -35,8 +36,8 @@ pub const META_PHASES: [&str; 8] = [
 
 /// The metric name of one figure of a bonnie test: `block output` and `cpu_process_pct` give
 /// `block_output.cpu_process_pct`.
-pub fn metric_key(test: &str, field: &str) -> String {
-    format!("{}.{field}", test_key(test))
+pub fn metric_key(test: &str, field: &str) -> Metric {
+    Metric::new(format!("{}.{field}", test_key(test)))
 }
 
 /// A bonnie test's name as a key: `per-char output` is `per_char_output`.
@@ -66,7 +67,7 @@ pub struct BonnieColumn {
     /// Its unit.
     pub unit: ColumnUnit,
     /// The stored metric.
-    pub metric: String,
+    pub metric: Metric,
     /// Mean over experiment A's repetitions; `None` when A did not run that test.
     pub a: Option<f64>,
     /// Mean over experiment B's repetitions.
@@ -76,32 +77,32 @@ pub struct BonnieColumn {
 }
 
 /// The columns a bonnie run has, in bonnie++'s order.
-fn columns() -> Vec<(String, String, ColumnUnit, String)> {
+fn columns() -> Vec<(String, String, ColumnUnit, Metric)> {
     let mut v = Vec::new();
     for (key, group, test) in THROUGHPUT_TESTS {
         v.push((
             group.to_string(),
             test.to_string(),
             ColumnUnit::BytesPerS,
-            format!("{key}.throughput_bytes_per_s"),
+            Metric::new(format!("{key}.{}", Metric::THROUGHPUT_BYTES_PER_S)),
         ));
         v.push((
             group.to_string(),
             test.to_string(),
             ColumnUnit::CpuPct,
-            format!("{key}.cpu_process_pct"),
+            Metric::new(format!("{key}.{}", Metric::CPU_PROCESS_PCT)),
         ));
     }
     for unit in [ColumnUnit::PerS, ColumnUnit::CpuPct] {
         let field = match unit {
-            ColumnUnit::PerS => "ops_per_s",
-            _ => "cpu_process_pct",
+            ColumnUnit::PerS => Metric::OPS_PER_S,
+            _ => Metric::CPU_PROCESS_PCT,
         };
         v.push((
             "Random".into(),
             "Seeks".into(),
             unit,
-            format!("random_seeks.{field}"),
+            Metric::new(format!("random_seeks.{field}")),
         ));
     }
     for phase in META_PHASES {
@@ -117,14 +118,14 @@ fn columns() -> Vec<(String, String, ColumnUnit, String)> {
             group.into(),
             test,
             ColumnUnit::PerS,
-            format!("metadata.{phase}.files_per_s"),
+            Metric::new(format!("metadata.{phase}.{}", Metric::FILES_PER_S)),
         ));
     }
     v
 }
 
 /// Mean of `metric` over the runs that have it.
-fn mean_of(runs: &[&RunRecord], metric: &str) -> Option<f64> {
+fn mean_of(runs: &[&RunRecord], metric: &Metric) -> Option<f64> {
     let v: Vec<f64> = runs
         .iter()
         .filter_map(|r| r.metrics.get(metric).copied())
@@ -178,13 +179,13 @@ mod tests {
             error: None,
             started_unix_ns: 0,
             duration_ns: 0,
-            metric: Some("throughput_bytes_per_s".into()),
+            metric: Some(Metric::THROUGHPUT_BYTES_PER_S),
             value: Some(1.0),
             payload_bytes: None,
             wire_bytes: None,
             metrics: figures
                 .iter()
-                .map(|(k, v)| (k.to_string(), *v))
+                .map(|(k, v)| (Metric::new(*k), *v))
                 .collect::<BTreeMap<_, _>>(),
             spec: BTreeMap::new(),
             conditions: None,

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use nsperf_core::stats::mean;
 use serde::Serialize;
 
+use crate::Metric;
 use crate::model::{Phase, RunStatus, SeriesPoint};
 use crate::params::Params;
 use crate::store::RunRecord;
@@ -37,7 +38,7 @@ pub struct GroupStats {
     /// Cache phase.
     pub phase: Phase,
     /// Headline metric.
-    pub metric: String,
+    pub metric: Metric,
     /// Summary of the headline over measured repetitions.
     pub summary: Summary,
     /// Repetition numbers flagged as outliers.
@@ -151,7 +152,7 @@ pub struct Comparison {
     /// Cache phase.
     pub phase: Phase,
     /// Headline metric.
-    pub metric: String,
+    pub metric: Metric,
     /// Mean in experiment A.
     pub mean_a: f64,
     /// Mean in experiment B.
@@ -195,45 +196,11 @@ pub fn compare_groups(
     out
 }
 
-/// A metric value for people: rates with their units, elapsed seconds, plain numbers.
-pub fn format_metric(metric: &str, v: f64) -> String {
-    if metric.ends_with("_bps") {
-        nsperf_core::BitRate(v).to_string()
-    } else if metric.ends_with("_bytes_per_s") {
-        let mib = v / (1024.0 * 1024.0);
-        if v < 0.0 {
-            format!("-{}", format_metric(metric, -v))
-        } else if mib >= 100.0 {
-            format!("{mib:.0} MiB/s")
-        } else if mib >= 1.0 {
-            format!("{mib:.1} MiB/s")
-        } else {
-            format!("{:.1} KiB/s", v / 1024.0)
-        }
-    } else if let Some(what) = metric.strip_suffix("_per_s") {
-        // files_per_s: "1235 files/s", "12.5 files/s".
-        let what = what.replace('_', " ");
-        if v.abs() >= 100.0 {
-            format!("{v:.0} {what}/s")
-        } else {
-            format!("{v:.1} {what}/s")
-        }
-    } else if metric.ends_with("per_s") {
-        format!("{v:.1}/s")
-    } else if metric.ends_with("_s") {
-        format!("{v:.3} s")
-    } else if metric.ends_with("_ns") {
-        nsperf_core::units::format_duration(std::time::Duration::from_nanos(v.max(0.0) as u64))
-    } else {
-        format!("{v:.3}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn run(id: i64, metric: &str, value: f64) -> RunRecord {
+    fn run(id: i64, metric: Metric, value: f64) -> RunRecord {
         RunRecord {
             id,
             experiment_id: 1,
@@ -247,7 +214,7 @@ mod tests {
             error: None,
             started_unix_ns: 0,
             duration_ns: 0,
-            metric: Some(metric.into()),
+            metric: Some(metric),
             value: Some(value),
             payload_bytes: None,
             wire_bytes: None,
@@ -266,29 +233,19 @@ mod tests {
     fn a_shared_group_without_a_ratio_is_kept() {
         let none = |_| Vec::new();
         let (ra, rb) = (
-            vec![run(1, "throughput_bytes_per_s", 0.0)],
-            vec![run(2, "throughput_bytes_per_s", 0.0)],
+            vec![run(1, Metric::THROUGHPUT_BYTES_PER_S, 0.0)],
+            vec![run(2, Metric::THROUGHPUT_BYTES_PER_S, 0.0)],
         );
         let (ga, gb) = (group_stats(&ra, &none), group_stats(&rb, &none));
         let rows = compare_groups((&ra, &ga), (&rb, &gb));
         assert_eq!(rows.len(), 1);
         assert!(rows[0].ratio.is_none());
         let (ra, rb) = (
-            vec![run(1, "files_per_s", 2000.0)],
-            vec![run(2, "files_per_s", 1000.0)],
+            vec![run(1, Metric::FILES_PER_S, 2000.0)],
+            vec![run(2, Metric::FILES_PER_S, 1000.0)],
         );
         let (ga, gb) = (group_stats(&ra, &none), group_stats(&rb, &none));
         let rows = compare_groups((&ra, &ga), (&rb, &gb));
         assert_eq!(rows[0].ratio.map(|r| r.ratio), Some(0.5));
-    }
-
-    #[test]
-    fn rates_of_things_are_named_by_their_unit() {
-        assert_eq!(format_metric("files_per_s", 1234.56), "1235 files/s");
-        assert_eq!(format_metric("seeks_per_s", 25.0), "25.0 seeks/s");
-        assert_eq!(
-            format_metric("throughput_bytes_per_s", 200.0 * 1048576.0),
-            "200 MiB/s"
-        );
     }
 }

@@ -21,6 +21,7 @@ mod read;
 mod rows;
 mod schema;
 
+use crate::Metric;
 use crate::error::StoreError;
 use crate::model::{ExperimentStatus, Measurement, Phase, RunConditions, RunKey, RunStatus};
 use crate::params::{ParamValue, Params};
@@ -91,7 +92,7 @@ pub struct RunRecord {
     /// Wall time.
     pub duration_ns: u64,
     /// Headline metric name (unit in the name).
-    pub metric: Option<String>,
+    pub metric: Option<Metric>,
     /// Headline value.
     pub value: Option<f64>,
     /// Payload bytes.
@@ -99,7 +100,7 @@ pub struct RunRecord {
     /// Wire bytes.
     pub wire_bytes: Option<u64>,
     /// Every figure of the engine's summary.
-    pub metrics: BTreeMap<String, f64>,
+    pub metrics: BTreeMap<Metric, f64>,
     /// Resolved parameters.
     pub spec: BTreeMap<String, String>,
     /// What the run was measured under (absent in stores written before version 2).

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use rusqlite::{OptionalExtension, params};
 
 use super::{CpuRow, ExperimentRecord, RunRecord, Store, u};
+use crate::Metric;
 use crate::error::StoreError;
 use crate::model::{HostPart, NicDelta, SeriesPoint};
 use crate::params::{ParamValue, Params};
@@ -122,7 +123,7 @@ impl Store {
                     r.get::<_, Option<String>>(9)?,
                     r.get::<_, i64>(10)?,
                     r.get::<_, i64>(11)?,
-                    r.get::<_, Option<String>>(12)?,
+                    r.get::<_, Option<Metric>>(12)?,
                     r.get::<_, Option<f64>>(13)?,
                     (
                         r.get::<_, Option<i64>>(14)?,
@@ -260,7 +261,15 @@ impl Store {
                 Ok((
                     HostPart {
                         host: r.get(0)?,
-                        role: r.get(1)?,
+                        role: r.get::<_, String>(1)?.parse().map_err(
+                            |e: crate::UnknownHostRole| {
+                                rusqlite::Error::FromSqlConversionFailure(
+                                    1,
+                                    rusqlite::types::Type::Text,
+                                    e.into(),
+                                )
+                            },
+                        )?,
                         error: r.get(2)?,
                         metric: r.get(3)?,
                         value: r.get(4)?,

@@ -79,7 +79,7 @@ pub(super) fn hosts(tx: &Transaction<'_>, run_id: i64, hosts: &[HostPart]) -> ru
         st.execute(params![
             run_id,
             h.host,
-            h.role,
+            h.role.as_str(),
             h.error,
             h.metric,
             h.value,

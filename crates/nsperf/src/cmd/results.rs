@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use nsperf_core::table::Table;
 use nsperf_results::Store;
-use nsperf_results::stats::{format_metric, group_stats};
+use nsperf_results::stats::group_stats;
 
 use crate::output::print_json;
 
@@ -209,7 +209,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<()> {
                         r.repetition.to_string(),
                         r.status.to_string(),
                         match (&r.metric, r.value) {
-                            (Some(m), Some(v)) => format_metric(m, v),
+                            (Some(m), Some(v)) => m.format(v),
                             _ => String::new(),
                         },
                         r.error.clone().unwrap_or_default(),
@@ -262,7 +262,7 @@ pub fn print_stats(store: &Store, id: i64) -> anyhow::Result<()> {
         "noise",
     ]);
     for g in &stats {
-        let f = |v: f64| format_metric(&g.metric, v);
+        let f = |v: f64| g.metric.format(v);
         t.row([
             g.step.clone(),
             params_text(&g.params),
@@ -372,8 +372,8 @@ fn compare(
             c.step.clone(),
             params_text(&c.params),
             c.phase.to_string(),
-            format_metric(&c.metric, c.mean_a),
-            format_metric(&c.metric, c.mean_b),
+            c.metric.format(c.mean_a),
+            c.metric.format(c.mean_b),
             c.ratio
                 .map(|r| format!("{:.3}", r.ratio))
                 .unwrap_or_else(|| "none".into()),

@@ -81,7 +81,10 @@ bs = "1m"
     let net = runs.iter().find(|r| r.step == "upload").unwrap();
     assert_eq!(net.status, RunStatus::Ok);
     let parts = store.hosts(net.id).unwrap();
-    let clients: Vec<_> = parts.iter().filter(|h| h.role == "client").collect();
+    let clients: Vec<_> = parts
+        .iter()
+        .filter(|h| h.role == nsperf_results::HostRole::Client)
+        .collect();
     assert_eq!(clients.len(), 3, "{parts:?}");
     // The aggregate is the sum of the clients' rates over the window all of them measured.
     let sum: f64 = clients
@@ -144,7 +147,7 @@ fn report_draws_the_clients(
         "{time}"
     );
     let m = &net.metrics;
-    let f = |k: &str| nsperf_results::stats::format_metric("throughput_bps", m[k]);
+    let f = |k: &str| nsperf_results::Metric::THROUGHPUT_BPS.format(m[k]);
     let stated = format!(
         "aggregate: peak interval {}, sustained mean {} (from {:.1} s)",
         f("peak_interval"),
@@ -287,7 +290,7 @@ bs = "64k"
         .hosts(runs[0].id)
         .unwrap()
         .into_iter()
-        .partition(|h| h.role == "server");
+        .partition(|h| h.role == nsperf_results::HostRole::Server);
     assert_eq!(parts.len(), 2, "{parts:?}");
     assert_eq!(servers.len(), 1, "{servers:?}");
     for p in &parts {

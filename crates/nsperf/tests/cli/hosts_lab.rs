@@ -195,7 +195,10 @@ time = "3s"
     assert!(m["clock_error_max_ns"] > 0.0);
     let parts = store.hosts(net.id).unwrap();
     assert_eq!(parts.len(), 9, "8 clients and the server");
-    for p in parts.iter().filter(|p| p.role == "client") {
+    for p in parts
+        .iter()
+        .filter(|p| p.role == nsperf_results::HostRole::Client)
+    {
         assert!(p.error.is_none() && p.value > 0.0, "{p:?}");
         let streams: usize = serde_json::from_str::<serde_json::Value>(
             p.report_json.as_ref().unwrap(),

@@ -106,7 +106,10 @@ command = ["sh", "-c", "ip -o -4 addr show dev wan0 | awk '{{{{print $4}}}}' >> 
     for run in &runs {
         assert_eq!(run.status, RunStatus::Ok, "{}: {:?}", run.step, run.error);
         let parts = store.hosts(run.id).unwrap();
-        let clients: Vec<_> = parts.iter().filter(|h| h.role != "server").collect();
+        let clients: Vec<_> = parts
+            .iter()
+            .filter(|h| h.role != nsperf_results::HostRole::Server)
+            .collect();
         assert_eq!(clients.len(), 4, "{}: {parts:?}", run.step);
         assert!(
             clients.iter().all(|h| h.error.is_none() && h.value > 0.0),
@@ -123,7 +126,9 @@ command = ["sh", "-c", "ip -o -4 addr show dev wan0 | awk '{{{{print $4}}}}' >> 
     let nfs = by("nfs");
     let all = store.hosts(nfs.id).unwrap();
     // Through the embedded NFS server: its own count is a part of its own, beside the clients.
-    let (server, parts): (Vec<_>, Vec<_>) = all.into_iter().partition(|h| h.role == "server");
+    let (server, parts): (Vec<_>, Vec<_>) = all
+        .into_iter()
+        .partition(|h| h.role == nsperf_results::HostRole::Server);
     assert_eq!(server.len(), 1, "{server:?}");
     assert!(nfs.metrics["server_vs_clients_pct"].is_finite());
     let sum: u64 = parts.iter().filter_map(|h| h.payload_bytes).sum();
@@ -226,8 +231,14 @@ time = "5s"
     let m = &run.metrics;
     let value = run.value.expect("a value");
     let parts = store.hosts(run.id).unwrap();
-    let clients: Vec<_> = parts.iter().filter(|h| h.role != "server").collect();
-    let server: Vec<_> = parts.iter().filter(|h| h.role == "server").collect();
+    let clients: Vec<_> = parts
+        .iter()
+        .filter(|h| h.role != nsperf_results::HostRole::Server)
+        .collect();
+    let server: Vec<_> = parts
+        .iter()
+        .filter(|h| h.role == nsperf_results::HostRole::Server)
+        .collect();
     assert_eq!(clients.len(), 8, "{parts:?}");
     assert_eq!(
         server.len(),
@@ -294,7 +305,10 @@ time = "5s"
     let finding = |id: &str| run.findings.iter().any(|f| f.id == id);
     assert!(finding("port_utilisation") && !finding("above_port_rate"));
     assert!(!finding("server_count_differs"));
-    assert_eq!(run.metric.as_deref(), Some("throughput_bytes_per_s"));
+    assert_eq!(
+        run.metric.as_ref().map(nsperf_results::Metric::as_str),
+        Some("throughput_bytes_per_s")
+    );
     // Every client got a share, and the shares add up.
     let jain = m["fairness_jain"];
     assert!((0.125..=1.0).contains(&jain), "{jain}");
@@ -420,7 +434,11 @@ phases = ["cold"]
     assert!(write.metrics["fairness_jain"] > 0.5, "{:?}", write.metrics);
     // Samba keeps no count: no server part, no comparison with one; its site's counters over
     // the clients' window instead: the data arrived through its link, smbd used CPU.
-    assert!(parts.iter().all(|p| p.role != "server"));
+    assert!(
+        parts
+            .iter()
+            .all(|p| p.role != nsperf_results::HostRole::Server)
+    );
     assert!(!write.metrics.contains_key("server_vs_clients_pct"));
     let m = &write.metrics;
     assert!(m["server.cpu_s"] > 0.0, "{m:?}");
