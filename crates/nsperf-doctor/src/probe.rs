@@ -372,7 +372,7 @@ pub fn protocol(
     keep_findings("protocol", &rrep.findings, findings);
     let remote = rrep.summary.remote.clone().unwrap_or_default();
     Ok(Layer::Measured(ProtocolFigures {
-        protocol: remote.protocol.clone(),
+        protocol: remote.protocol.to_string(),
         server: pre.0,
         rpc_bytes: remote.rpc_bytes,
         rpcs_in_flight: remote.rpcs_in_flight,

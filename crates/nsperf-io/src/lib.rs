@@ -48,7 +48,7 @@ pub use error::IoError;
 pub use job::{LIVE_LATENCY_BOUNDS_NS, LIVE_LATENCY_BUCKETS, LatencyBuckets};
 pub use network_path::{NetworkPath, PathCeiling};
 pub use pass::{JobProgress, Observer, Progress};
-pub use result::{Commit, EngineUsed, RemoteFacts};
+pub use result::{Commit, EngineUsed, RemoteFacts, RemoteProtocol, WriteStable};
 pub use result::{Headline, IoInterval, IoReport, IoSummary, Phase};
 pub use runner::{run, run_observed};
 pub use target::{FILE_PREFIX, Target};

@@ -2,6 +2,7 @@
 //! [`nsperf_core::Report`] envelope (the `spec` is the [`crate::RunConfig`]).
 
 use nsperf_core::stats::LatencySummary;
+use nsperf_smb::Dialect;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{CacheMode, RunConfig};
@@ -254,8 +255,8 @@ pub struct IoSummary {
 /// What was measured when the target is a network file protocol (`summary.remote`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RemoteFacts {
-    /// `nfs3`, or `smb` and the dialect (`smb3.1.1`).
-    pub protocol: String,
+    /// `nfs3`, `nfs4.0`, `nfs4.1`, or `smb` and the dialect (`smb3.1.1`).
+    pub protocol: RemoteProtocol,
     /// Where the service answered (`ADDRESS:PORT`).
     pub server: String,
     /// The export mounted (NFS) or the share connected to (SMB).
@@ -275,7 +276,7 @@ pub struct RemoteFacts {
     /// How writes were sent: NFS `unstable` (COMMIT at the end with `--fsync end`) or
     /// `file_sync` (`--fsync each`); SMB `buffered` (FLUSH at the end with `--fsync end`) or
     /// `write_through` (`--fsync each`).
-    pub write_stable: String,
+    pub write_stable: WriteStable,
     /// When the data written was made durable on the server: `end` (a timed COMMIT/FLUSH,
     /// `--fsync end`), `close` (NFS: one COMMIT per file after the measured pass, not in its
     /// figures, as libnfs and so fio's nfs engine do; `--on-close commit`, the default), or
@@ -290,6 +291,103 @@ pub struct RemoteFacts {
     /// is not). Absent for NFS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signed: Option<bool>,
+}
+
+/// The network file protocol of a run (`summary.remote.protocol`): the NFS version in use, or
+/// SMB and the dialect NEGOTIATE settled. Written `nfs3`, `nfs4.0`, `nfs4.1`, `smb3.1.1`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum RemoteProtocol {
+    /// NFSv3.
+    #[default]
+    Nfs3,
+    /// NFSv4.0.
+    Nfs4_0,
+    /// NFSv4.1.
+    Nfs4_1,
+    /// SMB 2/3 in this dialect.
+    Smb(Dialect),
+}
+
+impl RemoteProtocol {
+    /// Every protocol, NFS then SMB's dialects.
+    pub fn all() -> impl Iterator<Item = RemoteProtocol> {
+        [
+            RemoteProtocol::Nfs3,
+            RemoteProtocol::Nfs4_0,
+            RemoteProtocol::Nfs4_1,
+        ]
+        .into_iter()
+        .chain(Dialect::ALL.map(RemoteProtocol::Smb))
+    }
+
+    /// True for SMB.
+    pub fn is_smb(self) -> bool {
+        matches!(self, RemoteProtocol::Smb(_))
+    }
+}
+
+impl std::fmt::Display for RemoteProtocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RemoteProtocol::Nfs3 => f.write_str("nfs3"),
+            RemoteProtocol::Nfs4_0 => f.write_str("nfs4.0"),
+            RemoteProtocol::Nfs4_1 => f.write_str("nfs4.1"),
+            RemoteProtocol::Smb(d) => write!(f, "smb{d}"),
+        }
+    }
+}
+
+impl std::str::FromStr for RemoteProtocol {
+    type Err = crate::IoError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        RemoteProtocol::all()
+            .find(|p| p.to_string() == s)
+            .ok_or_else(|| {
+                crate::IoError::Config(format!(
+                    "unknown remote protocol '{s}' (nfs3, nfs4.0, nfs4.1, smb2.0.2, smb2.1, \
+                     smb3.0, smb3.0.2, smb3.1.1)"
+                ))
+            })
+    }
+}
+
+impl Serialize for RemoteProtocol {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for RemoteProtocol {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// How writes were sent (`summary.remote.write_stable`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteStable {
+    /// NFS `UNSTABLE` writes: the server may hold them in memory until a COMMIT.
+    #[default]
+    Unstable,
+    /// NFS `FILE_SYNC` writes (`--fsync each`).
+    FileSync,
+    /// SMB writes without write-through: the server may buffer them until a FLUSH.
+    Buffered,
+    /// SMB writes with `SMB2_WRITEFLAG_WRITE_THROUGH` (`--fsync each`).
+    WriteThrough,
+}
+
+impl std::fmt::Display for WriteStable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            WriteStable::Unstable => "unstable",
+            WriteStable::FileSync => "file_sync",
+            WriteStable::Buffered => "buffered",
+            WriteStable::WriteThrough => "write_through",
+        })
+    }
 }
 
 /// When written data was made durable (`summary.remote.commit`).
@@ -312,5 +410,63 @@ impl std::fmt::Display for Commit {
             Commit::End => "end",
             Commit::Close => "close",
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_protocol_is_written_as_before_and_unknown_is_refused() {
+        let names: Vec<String> = RemoteProtocol::all().map(|p| p.to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "nfs3", "nfs4.0", "nfs4.1", "smb2.0.2", "smb2.1", "smb3.0", "smb3.0.2", "smb3.1.1"
+            ]
+        );
+        for p in RemoteProtocol::all() {
+            let json = serde_json::to_string(&p).unwrap();
+            assert_eq!(json, format!("\"{p}\""));
+            assert_eq!(serde_json::from_str::<RemoteProtocol>(&json).unwrap(), p);
+        }
+        for bad in ["nfs4", "smb", "smb3.1", "NFS3", ""] {
+            let e = bad.parse::<RemoteProtocol>().unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("unknown remote protocol '{bad}'")),
+                "{e}"
+            );
+            let e = serde_json::from_str::<RemoteProtocol>(&format!("\"{bad}\"")).unwrap_err();
+            assert!(e.to_string().contains("unknown remote protocol"), "{e}");
+        }
+    }
+
+    #[test]
+    fn write_stable_is_written_as_before_and_unknown_is_refused() {
+        for (w, text) in [
+            (WriteStable::Unstable, "unstable"),
+            (WriteStable::FileSync, "file_sync"),
+            (WriteStable::Buffered, "buffered"),
+            (WriteStable::WriteThrough, "write_through"),
+        ] {
+            assert_eq!(serde_json::to_string(&w).unwrap(), format!("\"{text}\""));
+            assert_eq!(w.to_string(), text);
+        }
+        let facts = RemoteFacts {
+            protocol: RemoteProtocol::Smb(Dialect::Smb3_1_1),
+            write_stable: WriteStable::WriteThrough,
+            ..RemoteFacts::default()
+        };
+        let mut json = serde_json::to_value(&facts).unwrap();
+        assert_eq!(json["protocol"], "smb3.1.1");
+        assert_eq!(json["write_stable"], "write_through");
+        assert_eq!(
+            serde_json::from_value::<RemoteFacts>(json.clone()).unwrap(),
+            facts
+        );
+        json["write_stable"] = "sync".into();
+        let e = serde_json::from_value::<RemoteFacts>(json).unwrap_err();
+        assert!(e.to_string().contains("unknown variant `sync`"), "{e}");
     }
 }

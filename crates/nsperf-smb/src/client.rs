@@ -31,11 +31,62 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const TICK: Duration = Duration::from_millis(200);
 const FILE_NON_DIRECTORY_FILE: u32 = 0x0000_0040;
 
+/// An SMB dialect (MS-SMB2 2.2.3), written as its revision (`3.1.1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Dialect {
+    /// SMB 2.0.2.
+    Smb2_0_2,
+    /// SMB 2.1.
+    Smb2_1,
+    /// SMB 3.0.
+    Smb3_0,
+    /// SMB 3.0.2.
+    Smb3_0_2,
+    /// SMB 3.1.1.
+    Smb3_1_1,
+}
+
+impl Dialect {
+    /// Every dialect, oldest first.
+    pub const ALL: [Dialect; 5] = [
+        Dialect::Smb2_0_2,
+        Dialect::Smb2_1,
+        Dialect::Smb3_0,
+        Dialect::Smb3_0_2,
+        Dialect::Smb3_1_1,
+    ];
+}
+
+impl From<smb2::types::Dialect> for Dialect {
+    fn from(d: smb2::types::Dialect) -> Dialect {
+        use smb2::types::Dialect as D;
+        match d {
+            D::Smb2_0_2 => Dialect::Smb2_0_2,
+            D::Smb2_1 => Dialect::Smb2_1,
+            D::Smb3_0 => Dialect::Smb3_0,
+            D::Smb3_0_2 => Dialect::Smb3_0_2,
+            D::Smb3_1_1 => Dialect::Smb3_1_1,
+        }
+    }
+}
+
+impl std::fmt::Display for Dialect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Dialect::Smb2_0_2 => "2.0.2",
+            Dialect::Smb2_1 => "2.1",
+            Dialect::Smb3_0 => "3.0",
+            Dialect::Smb3_0_2 => "3.0.2",
+            Dialect::Smb3_1_1 => "3.1.1",
+        })
+    }
+}
+
 /// What NEGOTIATE settled (for reports).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Negotiated {
-    /// Dialect (`3.1.1`).
-    pub dialect: String,
+    /// Dialect.
+    pub dialect: Dialect,
     /// Largest READ the server allows (MaxReadSize).
     pub max_read: u32,
     /// Largest WRITE the server allows (MaxWriteSize).
@@ -174,8 +225,8 @@ impl Client {
         let negotiated = Negotiated {
             dialect: p
                 .as_ref()
-                .map(|p| p.dialect.to_string().trim_start_matches("SMB ").to_string())
-                .unwrap_or_default(),
+                .map(|p| Dialect::from(p.dialect))
+                .ok_or_else(|| SmbError::NoDialect(addr.clone()))?,
             max_read: p.as_ref().map(|p| p.max_read_size).unwrap_or(65536),
             max_write: p.as_ref().map(|p| p.max_write_size).unwrap_or(65536),
             signed: client.session().should_sign,
@@ -434,5 +485,23 @@ impl Client {
     /// The path of `name` in the target directory.
     pub fn join(&self, name: &str) -> String {
         self.url.join(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dialect_is_written_as_the_smb2_crate_names_it_without_smb() {
+        for &d in smb2::types::Dialect::ALL {
+            let old = d.to_string().trim_start_matches("SMB ").to_string();
+            assert_eq!(Dialect::from(d).to_string(), old);
+        }
+        let ours: Vec<Dialect> = smb2::types::Dialect::ALL
+            .iter()
+            .map(|&d| d.into())
+            .collect();
+        assert_eq!(ours, Dialect::ALL);
     }
 }

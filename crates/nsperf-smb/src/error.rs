@@ -70,6 +70,9 @@ pub enum SmbError {
     /// Interrupted by Ctrl-C while waiting for the server.
     #[error("interrupted while waiting for the SMB server")]
     Interrupted,
+    /// The session was set up but the client kept no negotiated dialect.
+    #[error("the SMB server at {0} settled no dialect")]
+    NoDialect(String),
 }
 
 /// True when an error of the smb2 crate means the connection is gone.
@@ -147,6 +150,7 @@ impl Classify for SmbError {
             SmbError::NotADirectory(_) => Failure::NotFound,
             SmbError::Lost { .. } => Failure::PeerLost,
             SmbError::Interrupted => Failure::Interrupted,
+            SmbError::NoDialect(_) => Failure::Protocol,
         }
     }
 }
@@ -165,5 +169,11 @@ mod tests {
         let nf = SmbError::NotADirectory("x".into());
         assert_eq!(nf.failure(), Failure::NotFound);
         assert_eq!(SmbError::Interrupted.failure(), Failure::Interrupted);
+        let none = SmbError::NoDialect("10.0.0.1:445".into());
+        assert_eq!(none.failure(), Failure::Protocol);
+        assert_eq!(
+            none.to_string(),
+            "the SMB server at 10.0.0.1:445 settled no dialect"
+        );
     }
 }

@@ -24,7 +24,7 @@ mod frames;
 mod pipeline;
 pub mod url;
 
-pub use client::{Client, Listed, Negotiated};
+pub use client::{Client, Dialect, Listed, Negotiated};
 pub use creds::{CredError, CredentialSource, Credentials};
 pub use error::SmbError;
 pub use frames::{fuzz_read_reply, read_reply_into};

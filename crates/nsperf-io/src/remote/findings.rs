@@ -16,7 +16,7 @@ pub fn remote_findings(
     clamp: Option<(u64, u64)>,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
-    let smb = r.protocol.starts_with("smb");
+    let smb = r.protocol.is_smb();
     let (req, limits, engine) = if smb {
         ("request", ("MaxReadSize", "MaxWriteSize"), "smb")
     } else {

@@ -26,7 +26,7 @@ use crate::engine::nfs::to_io;
 use crate::engine::{EngineKind, Nfs};
 use crate::error::IoError;
 use crate::result::IoReport;
-use crate::result::{Commit, RemoteFacts};
+use crate::result::{Commit, RemoteFacts, WriteStable};
 use crate::target::{FILE_PREFIX, Target};
 use crate::workload::OpKind;
 
@@ -151,7 +151,7 @@ pub fn run(
     let (eff, clamp) = super::clamp_bs(cfg, fsi.rtmax, fsi.wtmax);
     let protocol = session.protocol();
     let remote = RemoteFacts {
-        protocol: protocol.into(),
+        protocol,
         server: session.server().to_string(),
         export: session.export(),
         rtmax_bytes: fsi.rtmax,
@@ -161,9 +161,9 @@ pub fn run(
         rpcs_in_flight: eff.iodepth,
         connections: eff.jobs,
         write_stable: if stable_of(cfg) == Stable::FileSync {
-            "file_sync".into()
+            WriteStable::FileSync
         } else {
-            "unstable".into()
+            WriteStable::Unstable
         },
         commit: commit_of(cfg),
         close_commit_ns: None,

@@ -12,6 +12,8 @@ use nsperf_nfs::v4::wire::{NF4DIR, stat::MINOR_VERS_MISMATCH};
 use nsperf_nfs::v4::{Client4, Lease, Stateid};
 use nsperf_nfs::{FileHandle, NfsError, NfsUrl, NfsVersion, Pipeline, Session, Stable, Timeouts};
 
+use crate::result::RemoteProtocol;
+
 /// What the control connection found: the object's handle, whether it is a directory, its
 /// size.
 #[derive(Debug, Clone, Copy)]
@@ -52,12 +54,12 @@ impl Control {
         }
     }
 
-    /// `nfs3`, `nfs4.0` or `nfs4.1`.
-    pub fn protocol(&self) -> &'static str {
+    /// The version in use: NFSv3, 4.0 or 4.1.
+    pub fn protocol(&self) -> RemoteProtocol {
         match self {
-            Control::V3(_) => "nfs3",
-            Control::V4(c) if c.minor() == 0 => "nfs4.0",
-            Control::V4(_) => "nfs4.1",
+            Control::V3(_) => RemoteProtocol::Nfs3,
+            Control::V4(c) if c.minor() == 0 => RemoteProtocol::Nfs4_0,
+            Control::V4(_) => RemoteProtocol::Nfs4_1,
         }
     }
 

@@ -21,7 +21,7 @@ use crate::engine::smb::to_io;
 use crate::engine::{EngineKind, Smb};
 use crate::error::IoError;
 use crate::result::IoReport;
-use crate::result::{Commit, RemoteFacts};
+use crate::result::{Commit, RemoteFacts, RemoteProtocol, WriteStable};
 use crate::target::{FILE_PREFIX, Target};
 use crate::workload::OpKind;
 
@@ -119,7 +119,7 @@ pub fn run(
     let n = client.negotiated.clone();
     let (eff, clamp) = super::clamp_bs(cfg, n.max_read, n.max_write);
     let remote = RemoteFacts {
-        protocol: format!("smb{}", n.dialect),
+        protocol: RemoteProtocol::Smb(n.dialect),
         server: client.server_addr(),
         export: url.share.clone(),
         rtmax_bytes: n.max_read,
@@ -129,9 +129,9 @@ pub fn run(
         rpcs_in_flight: eff.iodepth,
         connections: eff.jobs,
         write_stable: if client.write_through {
-            "write_through".into()
+            WriteStable::WriteThrough
         } else {
-            "buffered".into()
+            WriteStable::Buffered
         },
         commit: if eff.fsync == crate::config::FsyncMode::End && eff.workload.writes() {
             Commit::End

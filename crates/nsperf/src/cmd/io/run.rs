@@ -663,7 +663,7 @@ fn remote_line(r: &nsperf_io::RemoteFacts) -> String {
         Bytes(r.rpc_bytes),
         r.rpcs_in_flight,
         match r.commit {
-            nsperf_io::Commit::None => r.write_stable.clone(),
+            nsperf_io::Commit::None => r.write_stable.to_string(),
             nsperf_io::Commit::End => format!("{}, committed at the end (timed)", r.write_stable),
             nsperf_io::Commit::Close => format!(
                 "{}, committed at close (after the pass, untimed)",
