@@ -178,7 +178,7 @@ pub fn run(
         rpcs_in_flight: cfg.iodepth,
         pass_time_s: cfg.pass_time.as_secs_f64(),
         net_time_s: cfg.net_time.as_secs_f64(),
-        read_cache: read_cache.name().to_string(),
+        read_cache,
     };
     let mut rep = DoctorReport::new(
         nsperf_core::report::Command::Doctor,

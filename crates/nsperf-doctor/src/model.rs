@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use nsperf_core::report::Report;
+use nsperf_io::{CacheMode, RemoteProtocol};
 use serde::{Deserialize, Serialize};
 
 /// The `doctor` report.
@@ -72,7 +73,7 @@ pub struct DoctorSpec {
     pub net_time_s: f64,
     /// Cache phase of the protocol read: `cold` (the server's copy evicted, so its storage is
     /// in the path) or `remote-warm` (the server's cache holds it).
-    pub read_cache: String,
+    pub read_cache: CacheMode,
 }
 
 /// A layer's figures, or why there are none.
@@ -228,8 +229,8 @@ impl NetworkFigures {
 /// (c) The file protocol end to end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProtocolFigures {
-    /// `nfs3`, or `smb` and the dialect (`smb3.1.1`).
-    pub protocol: String,
+    /// `nfs3`, `nfs4.0`, `nfs4.1`, or `smb` and the dialect (`smb3.1.1`).
+    pub protocol: RemoteProtocol,
     /// Where the server answered (`ADDRESS:PORT`).
     pub server: String,
     /// Data bytes per READ/WRITE RPC (after the server's FSINFO limits).
@@ -243,7 +244,7 @@ pub struct ProtocolFigures {
     /// This host's TCP congestion control (the client's end of the connection).
     pub congestion_control: Option<String>,
     /// Cache phase of the read (`cold`, `remote-warm`).
-    pub read_cache: String,
+    pub read_cache: CacheMode,
     /// Sequential read.
     pub read: Pass,
     /// Sequential write, UNSTABLE with a timed COMMIT at the end.
@@ -261,7 +262,7 @@ impl ProtocolFigures {
 
     /// True when the read's data came from the server's storage (cold), not its cache.
     pub fn read_from_storage(&self) -> bool {
-        self.read_cache == "cold"
+        self.read_cache == CacheMode::Cold
     }
 }
 
@@ -420,5 +421,62 @@ impl Diagnosis {
             Direction::Read => &self.read,
             Direction::Write => &self.write,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures() -> ProtocolFigures {
+        let pass = Pass {
+            bytes_per_s: 1e8,
+            bytes: 1 << 30,
+            elapsed_s: 10.0,
+            lat_p50_ns: 0,
+            lat_p99_ns: 0,
+            cpu: PassCpu::default(),
+        };
+        ProtocolFigures {
+            protocol: RemoteProtocol::Nfs4_1,
+            server: "10.77.0.2:2049".into(),
+            rpc_bytes: 1 << 20,
+            rpcs_in_flight: 8,
+            connections: 1,
+            null_rtt_ns: 1000,
+            congestion_control: None,
+            read_cache: CacheMode::RemoteWarm,
+            read: pass.clone(),
+            write: pass,
+        }
+    }
+
+    #[test]
+    fn protocol_and_read_cache_are_written_as_before_and_unknown_is_refused() {
+        let f = figures();
+        let mut json = serde_json::to_value(&f).unwrap();
+        assert_eq!(json["protocol"], "nfs4.1");
+        assert_eq!(json["read_cache"], "remote-warm");
+        assert_eq!(
+            serde_json::from_value::<ProtocolFigures>(json.clone()).unwrap(),
+            f
+        );
+        assert!(!f.read_from_storage());
+        let cold = ProtocolFigures {
+            read_cache: CacheMode::Cold,
+            ..figures()
+        };
+        assert_eq!(serde_json::to_value(&cold).unwrap()["read_cache"], "cold");
+        assert!(cold.read_from_storage());
+        json["read_cache"] = "lukewarm".into();
+        let e = serde_json::from_value::<ProtocolFigures>(json.clone()).unwrap_err();
+        assert!(e.to_string().contains("unknown variant `lukewarm`"), "{e}");
+        json["read_cache"] = "cold".into();
+        json["protocol"] = "nfs5".into();
+        let e = serde_json::from_value::<ProtocolFigures>(json).unwrap_err();
+        assert!(
+            e.to_string().contains("unknown remote protocol 'nfs5'"),
+            "{e}"
+        );
     }
 }

@@ -372,14 +372,14 @@ pub fn protocol(
     keep_findings("protocol", &rrep.findings, findings);
     let remote = rrep.summary.remote.clone().unwrap_or_default();
     Ok(Layer::Measured(ProtocolFigures {
-        protocol: remote.protocol.to_string(),
+        protocol: remote.protocol,
         server: pre.0,
         rpc_bytes: remote.rpc_bytes,
         rpcs_in_flight: remote.rpcs_in_flight,
         connections: remote.connections,
         null_rtt_ns: pre.1,
         congestion_control: nsperf_core::host::TcpSysctls::read().congestion_control,
-        read_cache: read_cache.name().to_string(),
+        read_cache,
         read,
         write,
     }))

@@ -52,7 +52,7 @@ fn ms(ns: f64) -> String {
 /// plus the time to carry `b` bytes at the link rate (when measured).
 /// The protocol's name and what it calls one request (`NFS`, `RPC`; `SMB`, `request`).
 fn words(p: &ProtocolFigures) -> (&'static str, &'static str) {
-    if p.protocol.starts_with("smb") {
+    if p.protocol.is_smb() {
         ("SMB", "request")
     } else {
         ("NFS", "RPC")
@@ -448,14 +448,14 @@ mod tests {
 
     fn protocol(read: f64, write: f64, rpc: u64, inflight: u32, rtt_ms: f64) -> ProtocolFigures {
         ProtocolFigures {
-            protocol: "nfs3".into(),
+            protocol: nsperf_io::RemoteProtocol::Nfs3,
             server: "10.77.0.2:2049".into(),
             rpc_bytes: rpc,
             rpcs_in_flight: inflight,
             connections: 1,
             null_rtt_ns: (rtt_ms * 1e6) as u64,
             congestion_control: Some("bbr".into()),
-            read_cache: "cold".into(),
+            read_cache: nsperf_io::CacheMode::Cold,
             read: pass(read),
             write: pass(write),
         }
@@ -624,7 +624,7 @@ mod tests {
     #[test]
     fn remote_warm_read_leaves_the_disk_out_of_the_path() {
         let mut p = protocol(100.0, 9.0, 1 << 20, 8, 0.2);
-        p.read_cache = "remote-warm".into();
+        p.read_cache = nsperf_io::CacheMode::RemoteWarm;
         let f = figures(storage(10.0, 10.0), network(1000.0, 0.2), p);
         let d = diagnose(&f);
         assert_eq!(d.read.limit, Limit::Network, "{}", d.read.message);
