@@ -10,6 +10,7 @@ pub mod cgroup;
 pub mod clock;
 pub mod cpu;
 pub mod csv;
+pub mod data_path;
 pub mod disk;
 pub mod failure;
 pub mod frame;

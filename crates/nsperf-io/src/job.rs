@@ -14,6 +14,7 @@
 //! checks the block (`--verify`) and publishes its totals to the live counters, each only
 //! when asked for.
 
+use nsperf_core::data_path::DataOp;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -25,7 +26,7 @@ use crate::config::{FsyncMode, RateLimit, RunConfig};
 use crate::engine::{Completion, IoEngine};
 use crate::pace::Pacer;
 use crate::verify::{self, Tally};
-use crate::workload::{OpKind, OpStream};
+use crate::workload::OpStream;
 
 /// What one job does in the measured pass.
 #[derive(Debug, Clone)]
@@ -219,7 +220,7 @@ impl LiveJob {
 
     /// Publishes the one bucket (and the sum) that an op of `kind` changed in `local`.
     #[inline]
-    fn publish_latency(&self, kind: OpKind, bucket: usize, local: &LatencyBuckets) {
+    fn publish_latency(&self, kind: DataOp, bucket: usize, local: &LatencyBuckets) {
         let l = &self.latency[kind as usize];
         l.sum_ns.store(local.sum_ns, Ordering::Relaxed);
         l.buckets[bucket].store(local.counts[bucket], Ordering::Relaxed);
@@ -279,14 +280,14 @@ impl JobOutcome {
 
     /// Counts one measured op.
     #[inline]
-    pub fn count(&mut self, kind: OpKind, bytes: u64, lat_ns: u64) {
+    pub fn count(&mut self, kind: DataOp, bytes: u64, lat_ns: u64) {
         match kind {
-            OpKind::Read => {
+            DataOp::Read => {
                 self.read_hist.record_ns(lat_ns);
                 self.read_bytes += bytes;
                 self.read_ops += 1;
             }
-            OpKind::Write => {
+            DataOp::Write => {
                 self.write_hist.record_ns(lat_ns);
                 self.write_bytes += bytes;
             }
@@ -375,10 +376,10 @@ impl Grid {
     }
 }
 
-fn op_name(k: OpKind) -> &'static str {
+fn op_name(k: DataOp) -> &'static str {
     match k {
-        OpKind::Read => "pread",
-        OpKind::Write => "pwrite",
+        DataOp::Read => "pread",
+        DataOp::Write => "pwrite",
     }
 }
 
@@ -397,7 +398,7 @@ struct Pass<'a> {
 impl Pass<'_> {
     /// Accounts one finished op; returns false when the pass must stop (deadline).
     #[inline]
-    fn finished(&mut self, kind: OpKind, n: u64, t0: Instant, t1: Instant) -> bool {
+    fn finished(&mut self, kind: DataOp, n: u64, t0: Instant, t1: Instant) -> bool {
         if let Some(p) = self.pacer.as_mut() {
             p.done(kind, n);
         }
@@ -507,12 +508,12 @@ fn sync_loop<E: IoEngine>(
                 break;
             }
         }
-        if let (Some(seed), OpKind::Write) = (seed, kind) {
+        if let (Some(seed), DataOp::Write) = (seed, kind) {
             verify::stamp(buf, off, seed);
         }
         let t0 = Instant::now();
         let r = engine.submit_sync(kind, off, buf);
-        let r = match (r, each && kind == OpKind::Write) {
+        let r = match (r, each && kind == DataOp::Write) {
             (Ok(n), true) => engine.sync_file().map(|()| n),
             (r, _) => r,
         };
@@ -533,7 +534,7 @@ fn sync_loop<E: IoEngine>(
                 });
             }
         };
-        if kind == OpKind::Read {
+        if kind == DataOp::Read {
             pass.check(&buf[..n], off);
         }
         if !pass.finished(kind, n as u64, t0, t1) {
@@ -552,14 +553,14 @@ fn queued_loop<E: IoEngine>(
     let bs = pass.plan.bs;
     let seed = pass.plan.verify_seed;
     let mut issued_at = vec![Instant::now(); depth];
-    let mut ops_of = vec![(OpKind::Read, 0u64); depth];
+    let mut ops_of = vec![(DataOp::Read, 0u64); depth];
     let mut free: Vec<u32> = (0..depth as u32).rev().collect();
     let mut done: Vec<Completion> = Vec::with_capacity(depth * 2);
     let mut batch: Vec<u32> = Vec::with_capacity(depth);
     let mut inflight = 0usize;
     let mut stopping = false;
     // An op drawn from the stream but not yet due (rate limit): issued first next time.
-    let mut held: Option<(OpKind, u64)> = None;
+    let mut held: Option<(DataOp, u64)> = None;
     let each = pass.plan.fsync == FsyncMode::Each;
     loop {
         batch.clear();
@@ -581,7 +582,7 @@ fn queued_loop<E: IoEngine>(
                 }
             }
             free.pop();
-            if let (Some(seed), OpKind::Write) = (seed, kind) {
+            if let (Some(seed), DataOp::Write) = (seed, kind) {
                 verify::stamp(pool.buf(slot as usize, bs), off, seed);
             }
             engine
@@ -636,14 +637,14 @@ fn queued_loop<E: IoEngine>(
                     source,
                 });
             }
-            if each && kind == OpKind::Write {
+            if each && kind == DataOp::Write {
                 engine.sync_file().map_err(|source| JobError {
                     what: "fsync",
                     source,
                 })?;
             }
             let n = c.result as usize;
-            if kind == OpKind::Read && seed.is_some() {
+            if kind == DataOp::Read && seed.is_some() {
                 pass.check(&pool.buf(slot, bs)[..n.min(bs)], off);
             }
             if !pass.finished(kind, n as u64, issued_at[slot], t1) {
@@ -692,15 +693,15 @@ mod tests {
         for ns in [500, 3000, 3000, 1 << 36] {
             let b = live_latency_bucket(ns);
             local.add(b, ns);
-            live.publish_latency(OpKind::Write, b, &local);
+            live.publish_latency(DataOp::Write, b, &local);
         }
-        let w = live.latency[OpKind::Write as usize].load();
+        let w = live.latency[DataOp::Write as usize].load();
         assert_eq!(w, local);
         assert_eq!(w.count(), 4);
         assert_eq!(w.counts[0], 1);
         assert_eq!(w.counts[1], 2);
         assert_eq!(w.counts[LIVE_LATENCY_BUCKETS - 1], 1);
-        assert_eq!(live.latency[OpKind::Read as usize].load().count(), 0);
+        assert_eq!(live.latency[DataOp::Read as usize].load().count(), 0);
     }
 
     const MS: Duration = Duration::from_millis(1);

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use crate::config::RateLimit;
-use crate::workload::OpKind;
+use nsperf_core::data_path::DataOp;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Lane {
@@ -53,16 +53,16 @@ impl Pacer {
         })
     }
 
-    fn lane(&mut self, kind: OpKind) -> &mut Lane {
+    fn lane(&mut self, kind: DataOp) -> &mut Lane {
         match kind {
-            OpKind::Read => &mut self.read,
-            OpKind::Write => &mut self.write,
+            DataOp::Read => &mut self.read,
+            DataOp::Write => &mut self.write,
         }
     }
 
     /// When the next op of `kind` may start.
     #[inline]
-    pub fn due(&mut self, kind: OpKind) -> Instant {
+    pub fn due(&mut self, kind: DataOp) -> Instant {
         self.start + Duration::from_nanos(self.lane(kind).due_ns() as u64)
     }
 
@@ -70,7 +70,7 @@ impl Pacer {
     /// Returns false, without waiting, when that is after `deadline`, and false when Ctrl-C
     /// arrives while waiting (the wait is cut in slices of at most 50 ms to notice it).
     #[inline]
-    pub fn wait(&mut self, kind: OpKind, deadline: Option<Instant>) -> bool {
+    pub fn wait(&mut self, kind: DataOp, deadline: Option<Instant>) -> bool {
         let due = self.due(kind);
         if deadline.is_some_and(|d| due > d) {
             return false;
@@ -89,7 +89,7 @@ impl Pacer {
 
     /// Counts an op of `kind` that moved `bytes`.
     #[inline]
-    pub fn done(&mut self, kind: OpKind, bytes: u64) {
+    pub fn done(&mut self, kind: DataOp, bytes: u64) {
         let l = self.lane(kind);
         l.bytes += bytes;
         l.ops += 1;
@@ -109,17 +109,17 @@ mod tests {
             ..Default::default()
         };
         let mut p = Pacer::new(&lim, t0).unwrap();
-        assert_eq!(p.due(OpKind::Read), t0);
-        p.done(OpKind::Read, 500_000);
-        assert_eq!(p.due(OpKind::Read), t0 + Duration::from_millis(500));
-        p.done(OpKind::Write, 1 << 20);
-        p.done(OpKind::Write, 1 << 20);
+        assert_eq!(p.due(DataOp::Read), t0);
+        p.done(DataOp::Read, 500_000);
+        assert_eq!(p.due(DataOp::Read), t0 + Duration::from_millis(500));
+        p.done(DataOp::Write, 1 << 20);
+        p.done(DataOp::Write, 1 << 20);
         // Writes are limited by ops only: 2 ops at 100/s are due at 20 ms.
-        assert_eq!(p.due(OpKind::Write), t0 + Duration::from_millis(20));
+        assert_eq!(p.due(DataOp::Write), t0 + Duration::from_millis(20));
         assert!(Pacer::new(&RateLimit::default(), t0).is_none());
         // Not due before the deadline: no wait.
         let w = Instant::now();
-        assert!(!p.wait(OpKind::Read, Some(t0 + Duration::from_millis(100))));
+        assert!(!p.wait(DataOp::Read, Some(t0 + Duration::from_millis(100))));
         assert!(w.elapsed() < Duration::from_millis(50));
     }
 }

@@ -20,8 +20,8 @@ use crate::result::{IoReport, IoSummary, Phase};
 use crate::rng::Permutation;
 use crate::space::Preflight;
 use crate::target::{CreatedFiles, Target};
-use crate::workload::OpKind;
 use crate::workload::Workload;
+use nsperf_core::data_path::DataOp;
 
 /// The stdio buffer size glibc uses for files on common file systems (`st_blksize`).
 pub(crate) const STDIO_BUF: usize = 4096;
@@ -102,15 +102,15 @@ impl Counter {
 
     /// Counts `ops` operations of `kind` moving `bytes` that took `lat_ns` (one latency
     /// sample: one system call), ending at `t`.
-    pub(crate) fn op(&mut self, kind: OpKind, bytes: u64, ops: u64, lat_ns: u64, t: Instant) {
+    pub(crate) fn op(&mut self, kind: DataOp, bytes: u64, ops: u64, lat_ns: u64, t: Instant) {
         let o = &mut self.out;
         match kind {
-            OpKind::Read => {
+            DataOp::Read => {
                 o.read_hist.record_ns(lat_ns);
                 o.read_bytes += bytes;
                 o.read_ops += ops;
             }
-            OpKind::Write => {
+            DataOp::Write => {
                 o.write_hist.record_ns(lat_ns);
                 o.write_bytes += bytes;
             }
@@ -153,7 +153,7 @@ fn char_write(cfg: &RunConfig, guard: &mut CreatedFiles) -> Result<JobOutcome, I
         }
         let len = buf.len() as u64;
         c.op(
-            OpKind::Write,
+            DataOp::Write,
             len,
             len,
             t1.duration_since(t0).as_nanos() as u64,
@@ -223,7 +223,7 @@ fn char_read(cfg: &RunConfig, guard: &mut CreatedFiles) -> Result<JobOutcome, Io
         }
         off += n as u64;
         let lat = t1.duration_since(t0).as_nanos() as u64;
-        c.op(OpKind::Read, n as u64, n as u64, lat, Instant::now());
+        c.op(DataOp::Read, n as u64, n as u64, lat, Instant::now());
         if nsperf_core::signal::interrupted() {
             c.out.interrupted = true;
             break;
@@ -277,9 +277,9 @@ fn meta(
                 let t1 = Instant::now();
                 r.map_err(|e| IoError::os(op_verb(op), p, e))?;
                 let (kind, bytes) = match op {
-                    "create" => (OpKind::Write, payload.len() as u64),
-                    "delete" => (OpKind::Write, 0),
-                    _ => (OpKind::Read, 0),
+                    "create" => (DataOp::Write, payload.len() as u64),
+                    "delete" => (DataOp::Write, 0),
+                    _ => (DataOp::Read, 0),
                 };
                 c.op(kind, bytes, 1, t1.duration_since(t0).as_nanos() as u64, t1);
                 done += 1;

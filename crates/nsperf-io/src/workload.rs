@@ -1,6 +1,7 @@
 //! The workloads: what is read or written, in which order, and how the offsets of a pass are
 //! generated.
 
+use nsperf_core::data_path::DataOp;
 use serde::{Deserialize, Serialize};
 
 use crate::rng::{Permutation, SplitMix64};
@@ -181,15 +182,6 @@ impl std::fmt::Display for Workload {
     }
 }
 
-/// Read or write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OpKind {
-    /// Read into the buffer.
-    Read,
-    /// Write from the buffer.
-    Write,
-}
-
 /// The offsets (and directions) of one pass over a region of `blocks` records of `bs` bytes.
 #[derive(Debug, Clone)]
 pub struct OpStream {
@@ -252,7 +244,7 @@ impl OpStream {
 
     /// The next op: direction and byte offset. Wraps around after a full pass.
     #[inline]
-    pub fn next_op(&mut self) -> (OpKind, u64) {
+    pub fn next_op(&mut self) -> (DataOp, u64) {
         // `i` counts within the pass and wraps without a division on the per-op path.
         let i = self.i;
         self.i = if i + 1 == self.blocks { 0 } else { i + 1 };
@@ -269,13 +261,13 @@ impl OpStream {
             Order::Random(p) => p.next_value(),
         };
         let kind = match self.mix_read_pct {
-            100 => OpKind::Read,
-            0 => OpKind::Write,
+            100 => DataOp::Read,
+            0 => DataOp::Write,
             pct => {
                 if self.rng.below(100) < pct {
-                    OpKind::Read
+                    DataOp::Read
                 } else {
-                    OpKind::Write
+                    DataOp::Write
                 }
             }
         };
@@ -329,9 +321,9 @@ mod tests {
     #[test]
     fn seqrw_is_sequential_and_mixed() {
         let mut s = OpStream::new(Workload::SeqRw, 0, 10, 100, 1, 50, 9);
-        let ops: Vec<(OpKind, u64)> = (0..100).map(|_| s.next_op()).collect();
+        let ops: Vec<(DataOp, u64)> = (0..100).map(|_| s.next_op()).collect();
         assert!(ops.iter().enumerate().all(|(i, o)| o.1 == i as u64 * 10));
-        let reads = ops.iter().filter(|o| o.0 == OpKind::Read).count();
+        let reads = ops.iter().filter(|o| o.0 == DataOp::Read).count();
         assert!((30..70).contains(&reads), "{reads}");
     }
 
@@ -339,10 +331,10 @@ mod tests {
     fn mix_is_near_the_ratio() {
         let mut s = OpStream::new(Workload::RandRw, 0, 4096, 1000, 1, 70, 9);
         let reads = (0..10_000)
-            .filter(|_| s.next_op().0 == OpKind::Read)
+            .filter(|_| s.next_op().0 == DataOp::Read)
             .count();
         assert!((6500..7500).contains(&reads), "{reads}");
         let mut w = OpStream::new(Workload::RandWrite, 0, 4096, 10, 1, 70, 9);
-        assert_eq!(w.next_op().0, OpKind::Write);
+        assert_eq!(w.next_op().0, DataOp::Write);
     }
 }

@@ -32,7 +32,7 @@ pub mod xdr;
 
 pub use client::{NfsClient, Session, Timeouts};
 pub use error::NfsError;
-pub use pipeline::{DataOp, Done, Pipeline};
+pub use pipeline::Pipeline;
 pub use proto::{FileHandle, FsInfo, NfsStat, Stable};
 pub use url::{NfsUrl, NfsVersion};
 

@@ -11,6 +11,7 @@
 //! its low 12 bits, and a reply whose xid matches no call in flight is a protocol error
 //! (never a write into a buffer that is not waiting for data).
 
+use nsperf_core::data_path::{Completion, DataOp};
 use std::io::{self, Read};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
@@ -35,24 +36,6 @@ const HEAD_MAX: usize = 1024;
 const RBUF: usize = 256 << 10;
 /// How long in-flight calls may drain after Ctrl-C before the run gives up on them.
 const DRAIN_AFTER_INTERRUPT: Duration = Duration::from_secs(2);
-
-/// Direction of a data call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DataOp {
-    /// READ into the slot's buffer.
-    Read,
-    /// WRITE from the slot's buffer.
-    Write,
-}
-
-/// One finished call: the slot and the bytes moved, or a negative errno.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Done {
-    /// The slot given to [`Pipeline::queue`].
-    pub slot: u32,
-    /// Bytes moved, or `-errno` for an NFS error status.
-    pub result: i32,
-}
 
 #[derive(Debug, Clone, Copy)]
 struct Slot {
@@ -360,7 +343,7 @@ impl Pipeline {
 
     /// Sends what is queued and waits until at least `min` calls have finished (fewer when
     /// fewer are in flight), appending every finished call to `out`.
-    pub fn reap(&mut self, min: usize, out: &mut Vec<Done>) -> Result<(), NfsError> {
+    pub fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), NfsError> {
         let want = out.len() + min.min(self.inflight);
         let mut last_progress = Instant::now();
         let mut interrupted_at: Option<Instant> = None;
@@ -407,7 +390,7 @@ impl Pipeline {
 
     /// Waits for every call in flight, then COMMITs what was written unstably since the last
     /// COMMIT. Finished calls are appended to `out`.
-    pub fn commit(&mut self, out: &mut Vec<Done>) -> Result<(), NfsError> {
+    pub fn commit(&mut self, out: &mut Vec<Completion>) -> Result<(), NfsError> {
         if !self.uncommitted && self.stable != Stable::Unstable {
             // Stable writes leave nothing to commit: no need to drain the calls in flight.
             return Ok(());
@@ -685,7 +668,7 @@ impl Pipeline {
     }
 
     /// Receives and parses what the socket holds; true when bytes arrived.
-    fn recv(&mut self, out: &mut Vec<Done>) -> Result<bool, NfsError> {
+    fn recv(&mut self, out: &mut Vec<Completion>) -> Result<bool, NfsError> {
         let mut any = false;
         loop {
             // Parse what is buffered.
@@ -746,14 +729,14 @@ impl Pipeline {
         }
     }
 
-    fn finish(&mut self, slot: u32, result: i32, out: &mut Vec<Done>) {
+    fn finish(&mut self, slot: u32, result: i32, out: &mut Vec<Completion>) {
         self.slots[slot as usize].busy = false;
         self.inflight -= 1;
-        out.push(Done { slot, result });
+        out.push(Completion { slot, result });
     }
 
     /// Advances the receive state machine over buffered bytes; false when it needs more.
-    fn step(&mut self, out: &mut Vec<Done>) -> Result<bool, NfsError> {
+    fn step(&mut self, out: &mut Vec<Completion>) -> Result<bool, NfsError> {
         let have = self.rend - self.rpos;
         match self.state {
             Recv::Mark => {
@@ -838,7 +821,7 @@ impl Pipeline {
 
     /// Parses a reply head of a record of `len` bytes (at least `min(len, HEAD_MAX)` bytes
     /// are buffered).
-    fn head(&mut self, len: usize, out: &mut Vec<Done>) -> Result<(), NfsError> {
+    fn head(&mut self, len: usize, out: &mut Vec<Completion>) -> Result<(), NfsError> {
         let avail = len.min(self.rend - self.rpos);
         let rec = &self.rbuf[self.rpos..self.rpos + avail];
         let mut r = XdrReader::new(rec);

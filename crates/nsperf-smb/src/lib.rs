@@ -28,7 +28,7 @@ pub use client::{Client, Dialect, Listed, Negotiated};
 pub use creds::{CredError, CredentialSource, Credentials};
 pub use error::SmbError;
 pub use frames::{fuzz_read_reply, read_reply_into};
-pub use pipeline::{DataOp, Done, Pipeline};
+pub use pipeline::Pipeline;
 pub use url::SmbUrl;
 
 /// Parses a URL and a credentials file from the same bytes (the body of the fuzz target).

@@ -9,6 +9,7 @@
 //! into the caller's buffer. Credits: each request is charged one credit per 64 KiB
 //! (MS-SMB2 3.1.5.2), and the crate parks a request until the server has granted enough.
 
+use nsperf_core::data_path::{Completion, DataOp};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -31,24 +32,6 @@ pub const MAX_DEPTH: usize = 4096;
 const TICK: Duration = Duration::from_millis(200);
 /// How long in-flight requests may drain after Ctrl-C before the run gives up on them.
 const DRAIN_AFTER_INTERRUPT: Duration = Duration::from_secs(2);
-
-/// Direction of a data request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DataOp {
-    /// READ into the slot's buffer.
-    Read,
-    /// WRITE from the slot's buffer.
-    Write,
-}
-
-/// One finished request: the slot and the bytes moved, or a negative errno.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Done {
-    /// The slot given to [`Pipeline::queue`].
-    pub slot: u32,
-    /// Bytes moved, or `-errno` for an error status (the connection is fine).
-    pub result: i32,
-}
 
 type Reply = (u32, DataOp, Vec<u8>, smb2::Result<smb2::Frame>);
 type InFlight = Pin<Box<dyn Future<Output = Reply> + Send>>;
@@ -242,9 +225,9 @@ impl Pipeline {
     }
 
     /// Waits for at least `min` requests to finish (fewer if fewer are in flight), appending
-    /// every finished one to `out`. An error status of one request is its `Done`; a lost
+    /// every finished one to `out`. An error status of one request is its `Completion`; a lost
     /// connection fails the call.
-    pub fn reap(&mut self, min: usize, out: &mut Vec<Done>) -> Result<(), SmbError> {
+    pub fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), SmbError> {
         let min = min.min(self.inflight.len());
         let mut got = 0usize;
         let mut interrupted_at = None;
@@ -311,7 +294,7 @@ impl Pipeline {
                     },
                 };
                 spare[slot as usize] = data;
-                out.push(Done { slot, result });
+                out.push(Completion { slot, result });
                 got += 1;
             }
         })
@@ -323,7 +306,7 @@ impl Pipeline {
 
     /// Waits for every request in flight, then FLUSH (the server writes the file's data to
     /// stable storage); completions are appended to `out`.
-    pub fn flush(&mut self, out: &mut Vec<Done>) -> Result<(), SmbError> {
+    pub fn flush(&mut self, out: &mut Vec<Completion>) -> Result<(), SmbError> {
         self.reap(self.inflight.len(), out)?;
         if self.client.write_through {
             return Ok(());

@@ -6,7 +6,7 @@ use std::os::fd::RawFd;
 
 use super::{Caps, IoEngine, check, fsync_fd};
 use crate::buffer::BufferPool;
-use crate::workload::OpKind;
+use nsperf_core::data_path::DataOp;
 
 /// The `mmap` engine.
 #[derive(Debug)]
@@ -85,7 +85,7 @@ impl IoEngine for Mmap {
     }
 
     #[inline]
-    fn submit_sync(&mut self, kind: OpKind, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+    fn submit_sync(&mut self, kind: DataOp, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let off = offset as usize;
         if self.base.is_null() || off >= self.len {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
@@ -96,8 +96,8 @@ impl IoEngine for Mmap {
         unsafe {
             let m = self.base.add(off);
             match kind {
-                OpKind::Read => std::ptr::copy_nonoverlapping(m, buf.as_mut_ptr(), n),
-                OpKind::Write => std::ptr::copy_nonoverlapping(buf.as_ptr(), m, n),
+                DataOp::Read => std::ptr::copy_nonoverlapping(m, buf.as_mut_ptr(), n),
+                DataOp::Write => std::ptr::copy_nonoverlapping(buf.as_ptr(), m, n),
             }
         }
         Ok(n)

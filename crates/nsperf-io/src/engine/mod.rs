@@ -20,7 +20,7 @@ use std::os::fd::RawFd;
 use serde::{Deserialize, Serialize};
 
 use crate::buffer::BufferPool;
-use crate::workload::OpKind;
+use nsperf_core::data_path::DataOp;
 
 pub use mmap::Mmap;
 pub use nfs::Nfs;
@@ -42,14 +42,7 @@ pub struct Caps {
     pub does_io: bool,
 }
 
-/// One finished queued op.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Completion {
-    /// The buffer slot given to [`IoEngine::queue`].
-    pub slot: u32,
-    /// Bytes moved, or a negative errno.
-    pub result: i32,
-}
+pub use nsperf_core::data_path::Completion;
 
 /// An I/O engine.
 pub trait IoEngine: Send {
@@ -60,9 +53,9 @@ pub trait IoEngine: Send {
     /// Releases what [`IoEngine::attach`] set up.
     fn detach(&mut self);
     /// Synchronous engines: performs one op on `buf` at `offset`, returns bytes moved.
-    fn submit_sync(&mut self, kind: OpKind, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
+    fn submit_sync(&mut self, kind: DataOp, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
     /// Queued engines: starts one op of `len` bytes on buffer `slot` of the attached pool.
-    fn queue(&mut self, _kind: OpKind, _offset: u64, _len: usize, _slot: u32) -> io::Result<()> {
+    fn queue(&mut self, _kind: DataOp, _offset: u64, _len: usize, _slot: u32) -> io::Result<()> {
         Err(io::Error::from(io::ErrorKind::Unsupported))
     }
     /// Queued engines: submits what was queued and waits for at least `min` completions,
@@ -78,10 +71,10 @@ pub trait IoEngine: Send {
         "reap"
     }
     /// Queued engines: what [`IoEngine::queue`] does, for its error messages.
-    fn queue_name(&self, kind: OpKind) -> &'static str {
+    fn queue_name(&self, kind: DataOp) -> &'static str {
         match kind {
-            OpKind::Read => "pread",
-            OpKind::Write => "pwrite",
+            DataOp::Read => "pread",
+            DataOp::Write => "pwrite",
         }
     }
 }

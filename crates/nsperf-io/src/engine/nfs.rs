@@ -6,11 +6,11 @@
 
 use std::io;
 
-use nsperf_nfs::{DataOp, Done, NfsError, Pipeline};
+use nsperf_nfs::{NfsError, Pipeline};
 
 use super::Completion;
 use super::piped::{Piped, RequestPipe};
-use crate::workload::OpKind;
+use nsperf_core::data_path::DataOp;
 
 /// The `nfs` engine.
 pub type Nfs = Piped<Pipeline>;
@@ -25,26 +25,11 @@ pub fn to_io(e: NfsError) -> io::Error {
     io::Error::new(kind, e)
 }
 
-fn op(kind: OpKind) -> DataOp {
-    match kind {
-        OpKind::Read => DataOp::Read,
-        OpKind::Write => DataOp::Write,
-    }
-}
-
 impl RequestPipe for Pipeline {
-    type Done = Done;
     type Error = NfsError;
 
     const WAIT: &'static str = "receiving NFS replies on";
     const SEND: &'static str = "sending NFS requests on";
-
-    fn completion(d: &Done) -> Completion {
-        Completion {
-            slot: d.slot,
-            result: d.result,
-        }
-    }
 
     fn to_io(e: NfsError) -> io::Error {
         to_io(e)
@@ -59,15 +44,15 @@ impl RequestPipe for Pipeline {
         unsafe { Pipeline::set_buffer(self, slot, ptr, cap) }
     }
 
-    fn queue(&mut self, kind: OpKind, offset: u64, len: usize, slot: u32) -> Result<(), NfsError> {
-        Pipeline::queue(self, op(kind), offset, len, slot)
+    fn queue(&mut self, kind: DataOp, offset: u64, len: usize, slot: u32) -> Result<(), NfsError> {
+        Pipeline::queue(self, kind, offset, len, slot)
     }
 
-    fn reap(&mut self, min: usize, out: &mut Vec<Done>) -> Result<(), NfsError> {
+    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), NfsError> {
         Pipeline::reap(self, min, out)
     }
 
-    fn sync(&mut self, out: &mut Vec<Done>) -> Result<(), NfsError> {
+    fn sync(&mut self, out: &mut Vec<Completion>) -> Result<(), NfsError> {
         self.commit(out)
     }
 }

@@ -7,7 +7,7 @@ use std::os::fd::RawFd;
 
 use super::{Caps, IoEngine};
 use crate::buffer::BufferPool;
-use crate::workload::OpKind;
+use nsperf_core::data_path::DataOp;
 
 /// The `null` engine.
 #[derive(Debug, Default)]
@@ -43,7 +43,7 @@ impl IoEngine for Null {
     fn detach(&mut self) {}
 
     #[inline]
-    fn submit_sync(&mut self, _kind: OpKind, _offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+    fn submit_sync(&mut self, _kind: DataOp, _offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         self.ops += 1;
         Ok(buf.len())
     }

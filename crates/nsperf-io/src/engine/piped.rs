@@ -11,16 +11,12 @@ use std::os::fd::RawFd;
 
 use super::{Caps, Completion, IoEngine};
 use crate::buffer::BufferPool;
-use crate::workload::OpKind;
+use nsperf_core::data_path::DataOp;
 
 /// A protocol's data connection to one file.
 pub trait RequestPipe: Send + std::fmt::Debug {
-    /// One finished request.
-    type Done: Copy + Send + std::fmt::Debug;
     /// The protocol's error.
     type Error;
-    /// The completion of a finished request.
-    fn completion(d: &Self::Done) -> Completion;
     /// The error as an `io::Error` that keeps the protocol's error as its source.
     fn to_io(e: Self::Error) -> io::Error;
     /// What waiting for replies is called in messages (`receiving NFS replies on`).
@@ -38,23 +34,23 @@ pub trait RequestPipe: Send + std::fmt::Debug {
     /// Starts a READ or WRITE of `len` bytes at `offset` on `slot`.
     fn queue(
         &mut self,
-        kind: OpKind,
+        kind: DataOp,
         offset: u64,
         len: usize,
         slot: u32,
     ) -> Result<(), Self::Error>;
     /// Waits for at least `min` requests, appending every finished one to `out`.
-    fn reap(&mut self, min: usize, out: &mut Vec<Self::Done>) -> Result<(), Self::Error>;
+    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), Self::Error>;
     /// Drains what is in flight into `out`, then makes written data stable.
-    fn sync(&mut self, out: &mut Vec<Self::Done>) -> Result<(), Self::Error>;
+    fn sync(&mut self, out: &mut Vec<Completion>) -> Result<(), Self::Error>;
 }
 
 /// The engine over a [`RequestPipe`].
 #[derive(Debug)]
 pub struct Piped<P: RequestPipe> {
     pipe: P,
-    done: Vec<P::Done>,
-    early: Vec<P::Done>,
+    done: Vec<Completion>,
+    early: Vec<Completion>,
     pool_slots: usize,
 }
 
@@ -88,7 +84,7 @@ impl<P: RequestPipe> IoEngine for Piped<P> {
         P::WAIT
     }
 
-    fn queue_name(&self, _kind: OpKind) -> &'static str {
+    fn queue_name(&self, _kind: DataOp) -> &'static str {
         P::SEND
     }
 
@@ -110,7 +106,7 @@ impl<P: RequestPipe> IoEngine for Piped<P> {
         self.pool_slots = 0;
     }
 
-    fn submit_sync(&mut self, kind: OpKind, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+    fn submit_sync(&mut self, kind: DataOp, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         // SAFETY: buf is borrowed for this call, and the request completes before it returns.
         unsafe { self.pipe.set_buffer(0, buf.as_mut_ptr(), buf.len()) };
         let r = self.pipe.queue(kind, offset, buf.len(), 0).and_then(|()| {
@@ -122,7 +118,7 @@ impl<P: RequestPipe> IoEngine for Piped<P> {
             unsafe { self.pipe.set_buffer(0, std::ptr::null_mut(), 0) };
         }
         r.map_err(P::to_io)?;
-        match self.done.first().map(P::completion) {
+        match self.done.first().copied() {
             Some(d) if d.result >= 0 => Ok(d.result as usize),
             Some(d) => Err(io::Error::from_raw_os_error(-d.result)),
             None => Err(io::Error::from_raw_os_error(libc::EIO)),
@@ -130,21 +126,18 @@ impl<P: RequestPipe> IoEngine for Piped<P> {
     }
 
     #[inline]
-    fn queue(&mut self, kind: OpKind, offset: u64, len: usize, slot: u32) -> io::Result<()> {
+    fn queue(&mut self, kind: DataOp, offset: u64, len: usize, slot: u32) -> io::Result<()> {
         self.pipe.queue(kind, offset, len, slot).map_err(P::to_io)
     }
 
     #[inline]
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> io::Result<()> {
-        self.done.clear();
+        // Requests that finished while sync_file drained count first.
         let early = self.early.len();
-        self.done.append(&mut self.early);
+        out.append(&mut self.early);
         if early < min {
-            self.pipe
-                .reap(min - early, &mut self.done)
-                .map_err(P::to_io)?;
+            self.pipe.reap(min - early, out).map_err(P::to_io)?;
         }
-        out.extend(self.done.iter().map(P::completion));
         Ok(())
     }
 

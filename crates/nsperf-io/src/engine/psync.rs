@@ -5,7 +5,7 @@ use std::os::fd::RawFd;
 
 use super::{Caps, IoEngine, check, fsync_fd};
 use crate::buffer::BufferPool;
-use crate::workload::OpKind;
+use nsperf_core::data_path::DataOp;
 
 /// The `psync` engine.
 #[derive(Debug, Default)]
@@ -43,17 +43,17 @@ impl IoEngine for Psync {
     }
 
     #[inline]
-    fn submit_sync(&mut self, kind: OpKind, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+    fn submit_sync(&mut self, kind: DataOp, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         // SAFETY: buf is valid for buf.len() bytes; fd is the attached descriptor.
         let r = unsafe {
             match kind {
-                OpKind::Read => libc::pread(
+                DataOp::Read => libc::pread(
                     self.fd,
                     buf.as_mut_ptr().cast(),
                     buf.len(),
                     offset as libc::off_t,
                 ),
-                OpKind::Write => libc::pwrite(
+                DataOp::Write => libc::pwrite(
                     self.fd,
                     buf.as_ptr().cast(),
                     buf.len(),

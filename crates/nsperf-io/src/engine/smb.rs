@@ -5,11 +5,11 @@
 
 use std::io;
 
-use nsperf_smb::{DataOp, Done, Pipeline, SmbError};
+use nsperf_smb::{Pipeline, SmbError};
 
 use super::Completion;
 use super::piped::{Piped, RequestPipe};
-use crate::workload::OpKind;
+use nsperf_core::data_path::DataOp;
 
 /// The `smb` engine.
 pub type Smb = Piped<Pipeline>;
@@ -25,18 +25,10 @@ pub fn to_io(e: SmbError) -> io::Error {
 }
 
 impl RequestPipe for Pipeline {
-    type Done = Done;
     type Error = SmbError;
 
     const WAIT: &'static str = "receiving SMB replies on";
     const SEND: &'static str = "sending SMB requests on";
-
-    fn completion(d: &Done) -> Completion {
-        Completion {
-            slot: d.slot,
-            result: d.result,
-        }
-    }
 
     fn to_io(e: SmbError) -> io::Error {
         to_io(e)
@@ -51,19 +43,15 @@ impl RequestPipe for Pipeline {
         unsafe { Pipeline::set_buffer(self, slot, ptr, cap) }
     }
 
-    fn queue(&mut self, kind: OpKind, offset: u64, len: usize, slot: u32) -> Result<(), SmbError> {
-        let op = match kind {
-            OpKind::Read => DataOp::Read,
-            OpKind::Write => DataOp::Write,
-        };
-        Pipeline::queue(self, op, offset, len, slot)
+    fn queue(&mut self, kind: DataOp, offset: u64, len: usize, slot: u32) -> Result<(), SmbError> {
+        Pipeline::queue(self, kind, offset, len, slot)
     }
 
-    fn reap(&mut self, min: usize, out: &mut Vec<Done>) -> Result<(), SmbError> {
+    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), SmbError> {
         Pipeline::reap(self, min, out)
     }
 
-    fn sync(&mut self, out: &mut Vec<Done>) -> Result<(), SmbError> {
+    fn sync(&mut self, out: &mut Vec<Completion>) -> Result<(), SmbError> {
         self.flush(out)
     }
 }

@@ -12,7 +12,7 @@ use io_uring::{IoUring, opcode, types};
 
 use super::{Caps, Completion, IoEngine, fsync_fd};
 use crate::buffer::BufferPool;
-use crate::workload::OpKind;
+use nsperf_core::data_path::DataOp;
 
 /// The `uring` engine.
 pub struct Uring {
@@ -107,15 +107,15 @@ impl IoEngine for Uring {
         self.pool = std::ptr::null_mut();
     }
 
-    fn submit_sync(&mut self, kind: OpKind, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+    fn submit_sync(&mut self, kind: DataOp, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         // Not the fast path: used only for single ops outside the measured loop.
         let e = match kind {
-            OpKind::Read => {
+            DataOp::Read => {
                 opcode::Read::new(types::Fd(self.fd), buf.as_mut_ptr(), buf.len() as u32)
                     .offset(offset)
                     .build()
             }
-            OpKind::Write => opcode::Write::new(types::Fd(self.fd), buf.as_ptr(), buf.len() as u32)
+            DataOp::Write => opcode::Write::new(types::Fd(self.fd), buf.as_ptr(), buf.len() as u32)
                 .offset(offset)
                 .build(),
         };
@@ -140,7 +140,7 @@ impl IoEngine for Uring {
     }
 
     #[inline]
-    fn queue(&mut self, kind: OpKind, offset: u64, len: usize, slot: u32) -> io::Result<()> {
+    fn queue(&mut self, kind: DataOp, offset: u64, len: usize, slot: u32) -> io::Result<()> {
         if self.pool.is_null() || slot as usize >= self.slots || len > self.stride {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
@@ -149,28 +149,28 @@ impl IoEngine for Uring {
         let len32 = len as u32;
         let idx = slot as u16;
         let e = match (kind, self.fixed_buffers, self.fixed_file) {
-            (OpKind::Read, true, true) => opcode::ReadFixed::new(types::Fixed(0), ptr, len32, idx)
+            (DataOp::Read, true, true) => opcode::ReadFixed::new(types::Fixed(0), ptr, len32, idx)
                 .offset(offset)
                 .build(),
-            (OpKind::Read, true, false) => {
+            (DataOp::Read, true, false) => {
                 opcode::ReadFixed::new(types::Fd(self.fd), ptr, len32, idx)
                     .offset(offset)
                     .build()
             }
-            (OpKind::Read, false, _) => opcode::Read::new(types::Fd(self.fd), ptr, len32)
+            (DataOp::Read, false, _) => opcode::Read::new(types::Fd(self.fd), ptr, len32)
                 .offset(offset)
                 .build(),
-            (OpKind::Write, true, true) => {
+            (DataOp::Write, true, true) => {
                 opcode::WriteFixed::new(types::Fixed(0), ptr, len32, idx)
                     .offset(offset)
                     .build()
             }
-            (OpKind::Write, true, false) => {
+            (DataOp::Write, true, false) => {
                 opcode::WriteFixed::new(types::Fd(self.fd), ptr, len32, idx)
                     .offset(offset)
                     .build()
             }
-            (OpKind::Write, false, _) => opcode::Write::new(types::Fd(self.fd), ptr, len32)
+            (DataOp::Write, false, _) => opcode::Write::new(types::Fd(self.fd), ptr, len32)
                 .offset(offset)
                 .build(),
         };

@@ -10,6 +10,7 @@ mod nfs_control;
 pub(crate) mod smb;
 mod suite;
 
+use nsperf_core::data_path::DataOp;
 use std::time::Instant;
 
 use nsperf_core::report::{CpuInterval, HostRecord};
@@ -28,7 +29,7 @@ use crate::pass::{Placement, run_jobs};
 use crate::result::{IoReport, IoSummary, RemoteFacts, VerifySummary};
 use crate::target::Target;
 use crate::verify::{self, Tally};
-use crate::workload::{OpKind, Workload};
+use crate::workload::Workload;
 
 /// Opens a job's data connection to a file (called on each job's thread).
 trait JobOpener<F>: Sync {
@@ -80,9 +81,9 @@ where
                         .map_err(|e| IoError::remote("layout", path.clone(), e))?;
                     let depth = cfg.iodepth as usize;
                     let span = (0, per_file);
-                    transfer_checked(&mut e, depth, span, OpKind::Write, &path, Some(c))?;
+                    transfer_checked(&mut e, depth, span, DataOp::Write, &path, Some(c))?;
                     if read_back {
-                        transfer_checked(&mut e, depth, span, OpKind::Read, &path, Some(c))?;
+                        transfer_checked(&mut e, depth, span, DataOp::Read, &path, Some(c))?;
                     }
                 }
             }
@@ -126,7 +127,7 @@ where
                         .map_err(|e| IoError::remote("verify", path.clone(), e))?;
                     let span = (place.of_job(j as u32).1, written * bs);
                     let depth = cfg.iodepth as usize;
-                    transfer_checked(&mut e, depth, span, OpKind::Read, &path, Some(&mut c))?;
+                    transfer_checked(&mut e, depth, span, DataOp::Read, &path, Some(&mut c))?;
                 }
             }
             Some(c.summary())
@@ -182,7 +183,7 @@ fn transfer<E: IoEngine>(
     engine: &mut E,
     chunk: usize,
     len: u64,
-    op: OpKind,
+    op: DataOp,
     path: &str,
 ) -> Result<(), IoError> {
     transfer_chunked(engine, (chunk, LAYOUT_DEPTH), (0, len), op, path, None)
@@ -195,7 +196,7 @@ fn transfer_checked<E: IoEngine>(
     engine: &mut E,
     depth: usize,
     span: (u64, u64),
-    op: OpKind,
+    op: DataOp,
     path: &str,
     check: Option<&mut Check>,
 ) -> Result<(), IoError> {
@@ -208,7 +209,7 @@ fn transfer_chunked<E: IoEngine>(
     engine: &mut E,
     (chunk, depth): (usize, usize),
     (base, len): (u64, u64),
-    op: OpKind,
+    op: DataOp,
     path: &str,
     check: Option<&mut Check>,
 ) -> Result<(), IoError> {
@@ -230,7 +231,7 @@ fn transfer_attached<E: IoEngine>(
     pool: &mut BufferPool,
     (chunk, depth): (usize, usize),
     (base, len): (u64, u64),
-    op: OpKind,
+    op: DataOp,
     mut check: Option<&mut Check>,
 ) -> std::io::Result<()> {
     let mut free: Vec<u32> = (0..depth as u32).collect();
@@ -245,7 +246,7 @@ fn transfer_attached<E: IoEngine>(
         while off < end {
             let Some(slot) = free.pop() else { break };
             let n = (end - off).min(chunk as u64) as usize;
-            if let (Some(c), OpKind::Write) = (check.as_deref(), op) {
+            if let (Some(c), DataOp::Write) = (check.as_deref(), op) {
                 verify::stamp(pool.buf(slot as usize, n), off, c.seed);
             }
             engine.queue(op, off, n, slot)?;
@@ -258,7 +259,7 @@ fn transfer_attached<E: IoEngine>(
         for d in &done {
             inflight -= 1;
             let (at, n) = asked[d.slot as usize];
-            let short_write = op == OpKind::Write && d.result < n;
+            let short_write = op == DataOp::Write && d.result < n;
             if d.result <= 0 || short_write {
                 return Err(std::io::Error::from_raw_os_error(if d.result < 0 {
                     -d.result
@@ -266,7 +267,7 @@ fn transfer_attached<E: IoEngine>(
                     libc::EIO
                 }));
             }
-            if let (Some(c), OpKind::Read) = (check.as_deref_mut(), op) {
+            if let (Some(c), DataOp::Read) = (check.as_deref_mut(), op) {
                 let got = pool.buf(d.slot as usize, d.result as usize);
                 c.tally
                     .record(at, verify::check(got, c.bs as usize, at, c.seed));
@@ -274,7 +275,7 @@ fn transfer_attached<E: IoEngine>(
             free.push(d.slot);
         }
     }
-    if op == OpKind::Write {
+    if op == DataOp::Write {
         engine.sync_file()?;
     }
     Ok(())

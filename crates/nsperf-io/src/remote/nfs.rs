@@ -28,7 +28,7 @@ use crate::error::IoError;
 use crate::result::IoReport;
 use crate::result::{Commit, RemoteFacts, WriteStable};
 use crate::target::{FILE_PREFIX, Target};
-use crate::workload::OpKind;
+use nsperf_core::data_path::DataOp;
 
 /// How long the server may stay silent before the run fails with "server went away".
 pub const TIMEOUT: Duration = nsperf_nfs::client::DEFAULT_TIMEOUT;
@@ -333,7 +333,7 @@ impl Transfer {
 
 /// Writes (unstably, then COMMIT) or reads `len` bytes of a file, unmeasured, with 8 RPCs
 /// in flight on a connection of its own.
-fn transfer(t: &Transfer, fh: FileHandle, len: u64, op: OpKind, path: &str) -> Result<(), IoError> {
+fn transfer(t: &Transfer, fh: FileHandle, len: u64, op: DataOp, path: &str) -> Result<(), IoError> {
     let err = |e: NfsError| IoError::remote("layout", path.to_string(), to_io(e));
     let p = t
         .path
@@ -411,9 +411,9 @@ impl RemoteFs for RemoteFiles {
     ) -> Result<(), IoError> {
         let path = self.path(name);
         let t = Transfer::new(self);
-        transfer(&t, *f, len, OpKind::Write, &path)?;
+        transfer(&t, *f, len, DataOp::Write, &path)?;
         if read_back {
-            transfer(&t, *f, len, OpKind::Read, &path)?;
+            transfer(&t, *f, len, DataOp::Read, &path)?;
         }
         Ok(())
     }

@@ -23,7 +23,7 @@ use crate::error::IoError;
 use crate::result::IoReport;
 use crate::result::{Commit, RemoteFacts, RemoteProtocol, WriteStable};
 use crate::target::{FILE_PREFIX, Target};
-use crate::workload::OpKind;
+use nsperf_core::data_path::DataOp;
 
 /// How long the server may stay silent before the run fails with "server went away".
 pub const TIMEOUT: std::time::Duration = nsperf_smb::client::DEFAULT_TIMEOUT;
@@ -305,9 +305,9 @@ impl RemoteFs for SmbFiles {
         let mut e = opener
             .open(&FileId::default(), name)
             .map_err(|e| IoError::remote("layout", url.clone(), e))?;
-        super::transfer(&mut e, chunk, len, OpKind::Write, &url)?;
+        super::transfer(&mut e, chunk, len, DataOp::Write, &url)?;
         if read_back {
-            super::transfer(&mut e, chunk, len, OpKind::Read, &url)?;
+            super::transfer(&mut e, chunk, len, DataOp::Read, &url)?;
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 //! test (create, stat, read, delete of many small files in a directory of nsperf's own, in
 //! sequential then random order). The protocol is behind [`RemoteFs`].
 
+use nsperf_core::data_path::DataOp;
 use std::time::Instant;
 
 use super::Outcomes;
@@ -12,7 +13,7 @@ use crate::job::JobOutcome;
 use crate::result::Phase;
 use crate::rng::Permutation;
 use crate::suite::{Counter, STDIO_BUF};
-use crate::workload::{OpKind, Workload};
+use crate::workload::Workload;
 
 /// One step of the metadata test.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -109,7 +110,7 @@ fn char_write<R: RemoteFs>(cfg: &RunConfig, files: &mut R) -> Result<JobOutcome,
         files.write_at(&fh, &name, *off, buf)?;
         let t1 = Instant::now();
         let lat = t1.duration_since(t0).as_nanos() as u64;
-        c.op(OpKind::Write, buf.len() as u64, buf.len() as u64, lat, t1);
+        c.op(DataOp::Write, buf.len() as u64, buf.len() as u64, lat, t1);
         *off += buf.len() as u64;
         Ok::<(), IoError>(())
     };
@@ -159,7 +160,7 @@ fn char_read<R: RemoteFs>(cfg: &RunConfig, files: &mut R) -> Result<JobOutcome, 
             sum = sum.wrapping_add(std::hint::black_box(b) as u64);
         }
         off += n as u64;
-        c.op(OpKind::Read, n as u64, n as u64, lat, Instant::now());
+        c.op(DataOp::Read, n as u64, n as u64, lat, Instant::now());
         if n == 0 || eof || nsperf_core::signal::interrupted() {
             c.out.interrupted = nsperf_core::signal::interrupted();
             break;
@@ -204,8 +205,8 @@ fn meta<R: RemoteFs>(
                     0
                 };
                 let kind = match op {
-                    MetaOp::Create | MetaOp::Delete => OpKind::Write,
-                    MetaOp::Stat | MetaOp::Read => OpKind::Read,
+                    MetaOp::Create | MetaOp::Delete => DataOp::Write,
+                    MetaOp::Stat | MetaOp::Read => DataOp::Read,
                 };
                 c.op(kind, bytes, 1, t1.duration_since(t0).as_nanos() as u64, t1);
                 done += 1;

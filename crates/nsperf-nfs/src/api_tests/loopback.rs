@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use crate::server::{Server, ServerConfig, ServerHandle};
-use crate::{DataOp, Done, NfsError, NfsUrl, Pipeline, Session, Stable};
+use crate::{NfsError, NfsUrl, Pipeline, Session, Stable};
 use nsperf_core::Failure;
+use nsperf_core::data_path::{Completion, DataOp};
 use nsperf_core::failure::Classify;
 
 struct Dir(std::path::PathBuf);
@@ -53,7 +54,7 @@ fn write_then_read_back_with_many_in_flight() {
         // SAFETY: the buffers outlive the pipeline's use of them (dropped after it).
         unsafe { p.set_buffer(i as u32, b.as_mut_ptr(), bs) };
     }
-    let mut done: Vec<Done> = Vec::new();
+    let mut done: Vec<Completion> = Vec::new();
     let mut next = 0usize;
     let mut free: Vec<u32> = (0..depth as u32).collect();
     let mut slot_block = vec![0usize; depth];

@@ -13,8 +13,9 @@ use common::*;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use nsperf_core::data_path::{Completion, DataOp};
 use nsperf_nfs::v4::Client4;
-use nsperf_nfs::{DataOp, Done, NfsUrl, Pipeline, Session, Stable};
+use nsperf_nfs::{NfsUrl, Pipeline, Session, Stable};
 
 fn every_workload(prefix: &[&str], url: &str, dir: &Scratch) {
     every_workload_as(prefix, url, dir, "nfs3");
@@ -169,9 +170,9 @@ const CHUNK: usize = 1 << 20;
 
 /// Writes `data` from offset 0 through `p` in requests of [`CHUNK`], 4 in flight, then
 /// COMMITs; every finished request.
-fn write_all(p: &mut Pipeline, data: &[u8]) -> Vec<Done> {
+fn write_all(p: &mut Pipeline, data: &[u8]) -> Vec<Completion> {
     let mut bufs: Vec<Vec<u8>> = data.chunks(CHUNK).map(|c| c.to_vec()).collect();
-    let mut done: Vec<Done> = Vec::new();
+    let mut done: Vec<Completion> = Vec::new();
     for (r, round) in bufs.chunks_mut(4).enumerate() {
         for (k, b) in round.iter_mut().enumerate() {
             // SAFETY: the buffers outlive the calls (all reaped before the next round).
@@ -195,7 +196,7 @@ fn write_all(p: &mut Pipeline, data: &[u8]) -> Vec<Done> {
 /// Reads `len` bytes from offset 0 through `p`, one [`CHUNK`] at a time, each read whole.
 fn read_back(p: &mut Pipeline, len: usize) -> Vec<u8> {
     let mut back = vec![0u8; len];
-    let mut done: Vec<Done> = Vec::new();
+    let mut done: Vec<Completion> = Vec::new();
     for (i, b) in back.chunks_mut(CHUNK).enumerate() {
         done.clear();
         // SAFETY: b outlives the call, reaped at once.

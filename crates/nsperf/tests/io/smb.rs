@@ -15,7 +15,8 @@ use common::*;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use nsperf_smb::{Client, Credentials, DataOp, Done, Pipeline, SmbUrl};
+use nsperf_core::data_path::{Completion, DataOp};
+use nsperf_smb::{Client, Credentials, Pipeline, SmbUrl};
 
 /// A lab of sites a (10.77.0.1) and b (10.77.0.2) with smbd serving `dir` in b; the URL and
 /// the credentials file `lab serve` printed.
@@ -94,7 +95,7 @@ fn checksums_match(url: &str, creds: &Credentials, server_dir: &std::path::Path)
     let mut p = Pipeline::open(&url, creds, &name, 4, t).unwrap();
     let chunk = 1 << 20;
     let mut bufs: Vec<Vec<u8>> = data.chunks(chunk).map(|c| c.to_vec()).collect();
-    let mut done: Vec<Done> = Vec::new();
+    let mut done: Vec<Completion> = Vec::new();
     for round in bufs.chunks_mut(4).enumerate() {
         for (k, b) in round.1.iter_mut().enumerate() {
             // SAFETY: the buffers outlive the pipeline's requests (all reaped below).
