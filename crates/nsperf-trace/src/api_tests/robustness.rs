@@ -44,7 +44,7 @@ fn pcap_both_byte_orders_and_resolutions() {
         for nanos in [false, true] {
             let f = pcap(be, nanos, 1, &[(ts, syn()), (ts + 1000, data(100))]);
             let (s, _) = analyze_bytes(&f, TraceConfig::default()).unwrap();
-            assert_eq!(s.capture.format, "pcap");
+            assert_eq!(s.capture.format.to_string(), "pcap");
             assert_eq!(s.tcp_packets, 2, "be {be} nanos {nanos}");
             let want = if nanos { ts } else { ts - 789 };
             assert_eq!(s.first_packet_unix_ns, want, "be {be} nanos {nanos}");
@@ -70,7 +70,7 @@ fn pcapng_sections_interfaces_and_resolutions() {
         &[(0, 2_000, data(20)), (5, 0, data(1))],
     ));
     let (s, _) = analyze_bytes(&f, TraceConfig::default()).unwrap();
-    assert_eq!(s.capture.format, "pcapng");
+    assert_eq!(s.capture.format.to_string(), "pcapng");
     assert_eq!(s.capture.records, 4);
     assert_eq!(
         s.capture.skipped_records, 1,
@@ -103,7 +103,7 @@ fn compressed_inputs_read_the_same() {
         ("zstd", zst),
     ] {
         let (s, _) = analyze_bytes(&bytes, TraceConfig::default()).unwrap();
-        assert_eq!(s.capture.compression, name);
+        assert_eq!(s.capture.compression.to_string(), name);
         assert_eq!(s.tcp_packets, 2, "{name}");
     }
 }

@@ -4,10 +4,12 @@
 use std::io::{BufRead, BufReader, Read};
 use std::sync::{Arc, Mutex};
 
-/// Compression of the input stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Compression of the input stream (`capture.compression`: `none`, `gzip`, `zstd`, `xz`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Compression {
     /// Plain bytes.
+    #[default]
     None,
     /// gzip.
     Gzip,
@@ -17,17 +19,18 @@ pub enum Compression {
     Xz,
 }
 
-impl Compression {
-    /// Lower-case name.
-    pub fn name(self) -> &'static str {
-        match self {
+impl std::fmt::Display for Compression {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
             Compression::None => "none",
             Compression::Gzip => "gzip",
             Compression::Zstd => "zstd",
             Compression::Xz => "xz",
-        }
+        })
     }
+}
 
+impl Compression {
     fn detect(head: &[u8]) -> Compression {
         if head.starts_with(&[0x1f, 0x8b]) {
             Compression::Gzip

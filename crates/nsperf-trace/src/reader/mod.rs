@@ -57,13 +57,40 @@ pub struct RawPacket<'a> {
     pub orig_len: u32,
 }
 
+/// The container of a capture (`capture.format`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CaptureFormat {
+    /// Not known: the capture's first block was not read (written as an empty string).
+    #[default]
+    #[serde(rename = "")]
+    Unread,
+    /// libpcap's format.
+    Pcap,
+    /// pcapng.
+    Pcapng,
+    /// Packets read from an interface (`trace -i`), not from a file.
+    Live,
+}
+
+impl std::fmt::Display for CaptureFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CaptureFormat::Unread => "",
+            CaptureFormat::Pcap => "pcap",
+            CaptureFormat::Pcapng => "pcapng",
+            CaptureFormat::Live => "live",
+        })
+    }
+}
+
 /// What the reader saw, damage included.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ReadStats {
-    /// `pcap` or `pcapng`.
-    pub format: &'static str,
+    /// `pcap` or `pcapng` (`live` for `trace -i`).
+    pub format: CaptureFormat,
     /// `none`, `gzip`, `zstd` or `xz`.
-    pub compression: &'static str,
+    pub compression: Compression,
     /// Packet records read.
     pub records: u64,
     /// Bytes of the (decompressed) capture consumed.
@@ -147,7 +174,7 @@ impl CaptureReader {
                     PcapError::HeaderNotRecognized => {
                         "unknown magic number (neither pcap nor pcapng)".to_string()
                     }
-                    PcapError::ReadError => format!("read error ({} stream)", compression.name()),
+                    PcapError::ReadError => format!("read error ({compression} stream)"),
                     other => short_error(&other).to_string(),
                 },
             }
@@ -160,7 +187,7 @@ impl CaptureReader {
             buffer_bytes: BUFFER_BYTES,
             damage,
             stats: ReadStats {
-                compression: compression.name(),
+                compression,
                 ..ReadStats::default()
             },
         })
@@ -199,7 +226,7 @@ impl CaptureReader {
                         PcapBlockOwned::LegacyHeader(h) => {
                             self.legacy = true;
                             self.legacy_header = Some((h.snaplen, h.is_bigendian()));
-                            self.stats.format = "pcap";
+                            self.stats.format = CaptureFormat::Pcap;
                             let units = if h.is_nanosecond_precision() {
                                 1_000_000_000
                             } else {
@@ -229,7 +256,7 @@ impl CaptureReader {
                             }
                         }
                         PcapBlockOwned::NG(Block::SectionHeader(shb)) => {
-                            self.stats.format = "pcapng";
+                            self.stats.format = CaptureFormat::Pcapng;
                             self.interfaces.clear();
                             if let Some(v) = declared_vantage(&shb.options) {
                                 self.stats.declared_vantage = Some(v);
@@ -483,12 +510,51 @@ mod vantage_comment {
     #[test]
     fn the_section_comment_declares_the_vantage_point() {
         let (_, s) = read_all_bytes(&section(b"vantage: link (middle of the path)")).unwrap();
-        assert_eq!(s.format, "pcapng");
+        assert_eq!(s.format, CaptureFormat::Pcapng);
         assert_eq!(
             s.declared_vantage.as_deref(),
             Some("link (middle of the path)")
         );
         let (_, s) = read_all_bytes(&section(b"taken on the NAS")).unwrap();
         assert_eq!(s.declared_vantage, None);
+    }
+}
+
+#[cfg(test)]
+mod written_names {
+    use super::*;
+
+    #[test]
+    fn format_and_compression_are_written_as_before() {
+        let text = |s: &ReadStats| {
+            let v = serde_json::to_value(s).unwrap();
+            (v["format"].clone(), v["compression"].clone())
+        };
+        for (format, name) in [
+            (CaptureFormat::Unread, ""),
+            (CaptureFormat::Pcap, "pcap"),
+            (CaptureFormat::Pcapng, "pcapng"),
+            (CaptureFormat::Live, "live"),
+        ] {
+            let s = ReadStats {
+                format,
+                ..ReadStats::default()
+            };
+            assert_eq!(text(&s).0, name);
+            assert_eq!(format.to_string(), name);
+        }
+        for (compression, name) in [
+            (Compression::None, "none"),
+            (Compression::Gzip, "gzip"),
+            (Compression::Zstd, "zstd"),
+            (Compression::Xz, "xz"),
+        ] {
+            let s = ReadStats {
+                compression,
+                ..ReadStats::default()
+            };
+            assert_eq!(text(&s).1, name);
+            assert_eq!(compression.to_string(), name);
+        }
     }
 }

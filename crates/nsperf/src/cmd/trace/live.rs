@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use nsperf_core::table::Table;
 use nsperf_core::units::BitRate;
-use nsperf_trace::reader::{LiveInput, PacketSocket, PcapWriter, ReadStats};
+use nsperf_trace::reader::{
+    CaptureFormat, Compression, LiveInput, PacketSocket, PcapWriter, ReadStats,
+};
 use nsperf_trace::{
     Analyzer, CaptureReader, ConnectionSpool, LiveInterval, TraceConfig, TraceSpec,
 };
@@ -177,8 +179,8 @@ fn read_socket(
     stop: &AtomicBool,
 ) -> anyhow::Result<ReadStats> {
     let mut stats = ReadStats {
-        format: "live",
-        compression: "none",
+        format: CaptureFormat::Live,
+        compression: Compression::None,
         ..ReadStats::default()
     };
     while !stop.load(Ordering::Relaxed) {
