@@ -71,6 +71,26 @@ enum Recv {
     },
 }
 
+impl Recv {
+    /// Once `done` bytes of a READ's `count` have landed in its slot's buffer: the rest of
+    /// the data, or its XDR padding when the data is whole (the call finishes after it).
+    fn data_landed(slot: u32, done: usize, count: usize, pad: usize) -> Recv {
+        if done == count {
+            Recv::Skip {
+                left: pad,
+                then: Some((slot, count as i32)),
+            }
+        } else {
+            Recv::Data {
+                slot,
+                done,
+                count,
+                pad,
+            }
+        }
+    }
+}
+
 /// What the calls of a connection speak.
 #[derive(Debug)]
 enum Dialect {
@@ -689,19 +709,7 @@ impl Pipeline {
                     Ok(0) => return Err(lost("READ", io::ErrorKind::UnexpectedEof.into())),
                     Ok(n) => {
                         any = true;
-                        self.state = if done + n == count {
-                            Recv::Skip {
-                                left: pad,
-                                then: Some((slot, count as i32)),
-                            }
-                        } else {
-                            Recv::Data {
-                                slot,
-                                done: done + n,
-                                count,
-                                pad,
-                            }
-                        };
+                        self.state = Recv::data_landed(slot, done + n, count, pad);
                         continue;
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(any),
@@ -782,19 +790,7 @@ impl Pipeline {
                     );
                 }
                 self.rpos += n;
-                self.state = if done + n == count {
-                    Recv::Skip {
-                        left: pad,
-                        then: Some((slot, count as i32)),
-                    }
-                } else {
-                    Recv::Data {
-                        slot,
-                        done: done + n,
-                        count,
-                        pad,
-                    }
-                };
+                self.state = Recv::data_landed(slot, done + n, count, pad);
                 Ok(true)
             }
             Recv::Skip { left, then } => {

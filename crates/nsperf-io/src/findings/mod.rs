@@ -44,9 +44,9 @@ pub fn findings(
     let warm_avail = mem
         .cache_usable_bytes
         .filter(|_| cfg.cache == CacheMode::Warm && reads && !facts.device);
-    if let Some(avail) = warm_avail.filter(|&a| facts.file_bytes <= a) {
-        out.push(
-            Finding::new(
+    if let Some(avail) = warm_avail {
+        let (id, severity, message) = if facts.file_bytes <= avail {
+            (
                 "page_cache_read",
                 Severity::Info,
                 format!(
@@ -55,13 +55,8 @@ pub fn findings(
                     mem.describe()
                 ),
             )
-            .with("file_bytes", facts.file_bytes as f64)
-            .with("cache_usable_bytes", avail as f64),
-        );
-    }
-    if let Some(avail) = warm_avail.filter(|&a| facts.file_bytes > a) {
-        out.push(
-            Finding::new(
+        } else {
+            (
                 "page_cache_cliff",
                 Severity::Warning,
                 format!(
@@ -70,8 +65,11 @@ pub fn findings(
                     mem.describe()
                 ),
             )
-            .with("file_bytes", facts.file_bytes as f64)
-            .with("cache_usable_bytes", avail as f64),
+        };
+        out.push(
+            Finding::new(id, severity, message)
+                .with("file_bytes", facts.file_bytes as f64)
+                .with("cache_usable_bytes", avail as f64),
         );
     }
     out.extend(cold_in_memory(cfg, s));
