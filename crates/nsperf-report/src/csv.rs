@@ -55,7 +55,7 @@ impl Exporter for CsvExporter {
                 r.experiment_id.to_string(),
                 r.id.to_string(),
                 r.step.clone(),
-                r.kind.clone(),
+                r.kind.to_string(),
             ];
             for (p, u) in params.iter().zip(&units) {
                 let v = r.params.get(p);

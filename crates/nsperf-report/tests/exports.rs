@@ -860,7 +860,7 @@ fn many_clients_run(dir: &Path, n: usize) -> Store {
     };
     let header = RunHeader {
         key: &key,
-        kind: "io",
+        kind: nsperf_results::StepKind::Io,
         params: &[],
         started_unix_ns: 1,
         conditions: None,

@@ -19,8 +19,8 @@ pub use error::StoreError;
 pub use metric::{BadMetricName, Metric, Unit, UnitFamily};
 pub use model::{
     ExperimentStatus, HostPart, HostRole, IoShape, Measurement, NicDelta, Phase, RunConditions,
-    RunEvent, RunEventKind, RunEventSource, RunKey, RunStatus, SeriesPoint, UnknownHostRole,
-    UnknownPhase,
+    RunEvent, RunEventKind, RunEventSource, RunKey, RunStatus, SeriesPoint, StepKind,
+    UnknownHostRole, UnknownPhase, UnknownStepKind,
 };
 pub use params::{ParamKind, ParamValue, Params, UnknownParamKind, params_label};
 pub use store::{

@@ -31,6 +31,64 @@ pub struct NicDelta {
     pub counters: NicCounters,
 }
 
+/// The type of a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepKind {
+    /// Bulk network transfer.
+    Net,
+    /// Network request/response.
+    Rr,
+    /// Network message-size sweep.
+    Sweep,
+    /// File-system I/O.
+    Io,
+    /// The bonnie++-style suite (`nsperf io bonnie`).
+    Bonnie,
+    /// A user's command.
+    Exec,
+}
+
+impl StepKind {
+    /// The name used in plans and the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepKind::Net => "net",
+            StepKind::Rr => "rr",
+            StepKind::Sweep => "sweep",
+            StepKind::Io => "io",
+            StepKind::Bonnie => "bonnie",
+            StepKind::Exec => "exec",
+        }
+    }
+}
+
+impl fmt::Display for StepKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is not a step type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown type \"{0}\" (use net, rr, sweep, io, bonnie or exec)")]
+pub struct UnknownStepKind(pub String);
+
+impl FromStr for StepKind {
+    type Err = UnknownStepKind;
+    fn from_str(s: &str) -> Result<Self, UnknownStepKind> {
+        Ok(match s {
+            "net" => StepKind::Net,
+            "rr" => StepKind::Rr,
+            "sweep" => StepKind::Sweep,
+            "io" => StepKind::Io,
+            "bonnie" => StepKind::Bonnie,
+            "exec" => StepKind::Exec,
+            _ => return Err(UnknownStepKind(s.to_string())),
+        })
+    }
+}
+
 /// What a host was in a step run on several hosts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -503,5 +561,26 @@ mod tests {
         }
         let e = "peer".parse::<HostRole>().unwrap_err().to_string();
         assert_eq!(e, "\"peer\" is not client, server or host");
+    }
+
+    #[test]
+    fn step_kinds_keep_their_names() {
+        for k in [
+            StepKind::Net,
+            StepKind::Rr,
+            StepKind::Sweep,
+            StepKind::Io,
+            StepKind::Bonnie,
+            StepKind::Exec,
+        ] {
+            let name = k.to_string();
+            assert_eq!(name.parse::<StepKind>().unwrap(), k);
+            assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{name}\""));
+        }
+        let e = "fio".parse::<StepKind>().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "unknown type \"fio\" (use net, rr, sweep, io, bonnie or exec)"
+        );
     }
 }

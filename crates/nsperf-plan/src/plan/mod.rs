@@ -20,8 +20,6 @@ mod resolve;
 mod service;
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
 
 use nsperf_io::RunConfig;
@@ -156,61 +154,7 @@ pub fn describe_link(l: &LinkSettings) -> String {
     s
 }
 
-/// The type of a step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum StepKind {
-    /// Bulk network transfer.
-    Net,
-    /// Network request/response.
-    Rr,
-    /// Network message-size sweep.
-    Sweep,
-    /// File-system I/O.
-    Io,
-    /// The bonnie++-style suite (`nsperf io bonnie`).
-    Bonnie,
-    /// A user's command.
-    Exec,
-}
-
-impl StepKind {
-    /// The name used in plans and the store.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StepKind::Net => "net",
-            StepKind::Rr => "rr",
-            StepKind::Sweep => "sweep",
-            StepKind::Io => "io",
-            StepKind::Bonnie => "bonnie",
-            StepKind::Exec => "exec",
-        }
-    }
-}
-
-impl fmt::Display for StepKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for StepKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Ok(match s {
-            "net" => StepKind::Net,
-            "rr" => StepKind::Rr,
-            "sweep" => StepKind::Sweep,
-            "io" => StepKind::Io,
-            "bonnie" => StepKind::Bonnie,
-            "exec" => StepKind::Exec,
-            _ => {
-                return Err(format!(
-                    "unknown type \"{s}\" (use net, rr, sweep, io, bonnie or exec)"
-                ));
-            }
-        })
-    }
-}
+pub use nsperf_results::StepKind;
 
 /// Where a network test's server runs.
 #[derive(Debug, Clone, PartialEq)]

@@ -235,10 +235,9 @@ impl Runner<'_> {
             .join(",");
         self.progress.run_start(key, &desc);
         let conditions = cell.conditions(step);
-        let kind = step.kind.to_string();
         let header = RunHeader {
             key,
-            kind: &kind,
+            kind: step.kind,
             params: &step.params,
             started_unix_ns: nsperf_core::clock::unix_time_ns(),
             conditions: Some(&conditions),

@@ -377,7 +377,7 @@ mod tests {
         };
         let header = RunHeader {
             key: &key,
-            kind: "io",
+            kind: nsperf_results::StepKind::Io,
             params: &[],
             started_unix_ns: 1,
             conditions: None,

@@ -58,7 +58,7 @@ fn run_round_trip_with_conditions() {
     )];
     let header = RunHeader {
         key: &key,
-        kind: "io",
+        kind: crate::StepKind::Io,
         params: &params,
         started_unix_ns: 1,
         conditions: Some(&cond),
@@ -268,7 +268,7 @@ fn a_hosts_series_round_trips_and_a_version_5_store_gains_it() {
     };
     let header = RunHeader {
         key: &key,
-        kind: "net",
+        kind: crate::StepKind::Net,
         params: &[],
         started_unix_ns: 10_000_000_000,
         conditions: None,
@@ -345,7 +345,7 @@ fn a_version_3_store_gains_link_events() {
     };
     let header = RunHeader {
         key: &key,
-        kind: "net",
+        kind: crate::StepKind::Net,
         params: &[],
         started_unix_ns: 10_000_000_000,
         conditions: None,

@@ -172,7 +172,7 @@ mod tests {
             cell: "-".into(),
             params: Default::default(),
             step: "disk".into(),
-            kind: "bonnie".into(),
+            kind: crate::StepKind::Bonnie,
             phase: crate::Phase::None,
             repetition: 1,
             status: crate::RunStatus::Ok,

@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 use nsperf_core::stats::mean;
 use serde::Serialize;
 
-use crate::Metric;
 use crate::model::{Phase, RunStatus, SeriesPoint};
 use crate::params::Params;
 use crate::store::RunRecord;
+use crate::{Metric, StepKind};
 
 pub use interval::{
     CiMethod, NOISY_HALF_WIDTH, Ratio, Summary, TARGET_HALF_WIDTH, compare, summarize, t975,
@@ -30,7 +30,7 @@ pub struct GroupStats {
     /// Step name.
     pub step: String,
     /// Step type.
-    pub kind: String,
+    pub kind: StepKind,
     /// Cell key.
     pub cell: String,
     /// The parameters the step depends on, resolved and typed.
@@ -99,7 +99,7 @@ pub fn group_stats(
         let opt_mean = |xs: Vec<f64>| mean(&xs);
         out.push(GroupStats {
             step: k.0,
-            kind: first.kind.clone(),
+            kind: first.kind,
             cell: k.1,
             params: first.params.clone(),
             phase: k.2,
@@ -207,7 +207,7 @@ mod tests {
             cell: "c".into(),
             params: Params::default(),
             step: "meta".into(),
-            kind: "io".into(),
+            kind: crate::StepKind::Io,
             phase: Phase::None,
             repetition: id as u32,
             status: RunStatus::Ok,

@@ -21,10 +21,10 @@ mod read;
 mod rows;
 mod schema;
 
-use crate::Metric;
 use crate::error::StoreError;
 use crate::model::{ExperimentStatus, Measurement, Phase, RunConditions, RunKey, RunStatus};
 use crate::params::{ParamValue, Params};
+use crate::{Metric, StepKind};
 
 /// Version of the store schema (`PRAGMA user_version`). Older stores are upgraded in place
 /// when opened (the columns added since are nullable; version 3 added `run_hosts`; version 4
@@ -78,7 +78,7 @@ pub struct RunRecord {
     /// Step name.
     pub step: String,
     /// Step type.
-    pub kind: String,
+    pub kind: StepKind,
     /// Cache phase (`-` when none).
     pub phase: Phase,
     /// Repetition, 1-based.
@@ -163,8 +163,8 @@ pub struct NewExperiment<'a> {
 pub struct RunHeader<'a> {
     /// The run's key.
     pub key: &'a RunKey,
-    /// Step type (`net`, `rr`, `sweep`, `io`, `exec`).
-    pub kind: &'a str,
+    /// Step type.
+    pub kind: StepKind,
     /// The matrix parameters the step depends on, with this cell's values, resolved.
     pub params: &'a [(String, ParamValue)],
     /// Start, ns since the Unix epoch.
@@ -450,7 +450,7 @@ impl Store {
                 key.cell,
                 params_json,
                 key.step,
-                kind,
+                kind.as_str(),
                 key.phase.as_str(),
                 key.repetition,
                 status.as_str(),

@@ -175,7 +175,9 @@ impl Store {
                         .collect(),
                 },
                 step,
-                kind,
+                kind: kind
+                    .parse()
+                    .map_err(|e| StoreError::Corrupt(format!("{e} in run {id}")))?,
                 phase: phase
                     .parse()
                     .map_err(|e| StoreError::Corrupt(format!("{e} in run {id}")))?,

@@ -429,7 +429,7 @@ fn bonnie_tables<'a>(
         rs.iter().filter(|r| ids.contains(&r.id)).cloned().collect()
     };
     ga.iter()
-        .filter(|x| x.kind == "bonnie")
+        .filter(|x| x.kind == nsperf_results::StepKind::Bonnie)
         .filter_map(|x| {
             let y = gb
                 .iter()
