@@ -146,7 +146,7 @@ pub fn run(
 
     progress(&format!(
         "protocol: write and {} read of {} through {url}",
-        read_cache.name(),
+        read_cache,
         Bytes(cfg.size_bytes)
     ));
     let protocol = layer(&mut stopped, || {

@@ -31,40 +31,31 @@ pub enum CacheMode {
     RemoteWarm,
 }
 
-impl CacheMode {
-    /// Parses `warm`, `cold`, `direct`, `remote-warm`.
-    pub fn parse(s: &str) -> Option<CacheMode> {
-        Some(match s.to_ascii_lowercase().as_str() {
-            "warm" => CacheMode::Warm,
-            "cold" => CacheMode::Cold,
-            "direct" | "o_direct" => CacheMode::Direct,
-            "remote-warm" | "remote_warm" | "remotewarm" => CacheMode::RemoteWarm,
-            _ => return None,
-        })
-    }
-
-    /// The name.
-    pub fn name(self) -> &'static str {
-        match self {
+impl std::fmt::Display for CacheMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
             CacheMode::Warm => "warm",
             CacheMode::Cold => "cold",
             CacheMode::Direct => "direct",
             CacheMode::RemoteWarm => "remote-warm",
-        }
+        })
     }
 }
 
-impl std::fmt::Display for CacheMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
+/// Parses `warm`, `cold`, `direct`, `remote-warm` (any case; `o_direct`, `remote_warm` too).
 impl std::str::FromStr for CacheMode {
     type Err = IoError;
     fn from_str(s: &str) -> Result<Self, IoError> {
-        CacheMode::parse(s).ok_or_else(|| {
-            IoError::Config(format!("unknown cache mode '{s}' (warm, cold, direct)"))
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "warm" => CacheMode::Warm,
+            "cold" => CacheMode::Cold,
+            "direct" | "o_direct" => CacheMode::Direct,
+            "remote-warm" | "remote_warm" | "remotewarm" => CacheMode::RemoteWarm,
+            _ => {
+                return Err(IoError::Config(format!(
+                    "unknown cache mode '{s}' (warm, cold, direct, remote-warm)"
+                )));
+            }
         })
     }
 }
@@ -566,7 +557,7 @@ mod tests {
         let mut c = cfg();
         c.drop_caches = true;
         assert!(c.validate().is_err());
-        assert_eq!(CacheMode::parse("COLD"), Some(CacheMode::Cold));
+        assert_eq!("COLD".parse::<CacheMode>().ok(), Some(CacheMode::Cold));
         assert_eq!(FsyncMode::parse("end"), Some(FsyncMode::End));
     }
 

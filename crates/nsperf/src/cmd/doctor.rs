@@ -70,8 +70,8 @@ pub struct DoctorArgs {
 }
 
 fn parse_cache(s: &str) -> Result<CacheMode, String> {
-    match CacheMode::parse(s) {
-        Some(c @ (CacheMode::Cold | CacheMode::RemoteWarm)) => Ok(c),
+    match s.parse() {
+        Ok(c @ (CacheMode::Cold | CacheMode::RemoteWarm)) => Ok(c),
         _ => Err(format!("cache phase '{s}' (cold, remote-warm)")),
     }
 }

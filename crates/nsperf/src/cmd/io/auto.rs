@@ -181,7 +181,7 @@ pub fn human(r: &MatrixReport) -> String {
         short(r.spec.max_file_bytes),
         s.record_sizes_bytes.len(),
         s.engine,
-        r.spec.cache.name(),
+        r.spec.cache,
         r.spec.fsync.name()
     );
     for test in &s.tests {

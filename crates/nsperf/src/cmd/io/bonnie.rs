@@ -125,7 +125,7 @@ pub fn human(r: &BonnieReport) -> String {
         c.dir.display(),
         Bytes(c.size_bytes),
         Bytes(c.chunk_bytes),
-        c.cache.name(),
+        c.cache,
         c.fsync.name(),
         c.files
     );

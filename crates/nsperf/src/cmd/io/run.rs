@@ -195,8 +195,10 @@ fn parse_01(s: &str) -> Result<bool, String> {
 }
 
 pub(super) fn parse_cache(s: &str) -> Result<CacheMode, String> {
-    CacheMode::parse(s)
-        .ok_or_else(|| format!("unknown cache mode '{s}' (warm, cold, direct, remote-warm)"))
+    s.parse().map_err(|e: nsperf_io::IoError| match e {
+        nsperf_io::IoError::Config(m) => m,
+        e => e.to_string(),
+    })
 }
 
 pub(super) fn parse_fsync(s: &str) -> Result<FsyncMode, String> {
