@@ -3,8 +3,9 @@
 //!
 //! - [`xdr`], [`rpc`], [`proto`]: the wire formats (checked decoders: no panic on any bytes,
 //!   fuzzed in `fuzz/fuzz_targets/nfs_reply.rs` and `nfs_call.rs`).
-//! - [`client`]: the control path (portmapper, MOUNT, LOOKUP/CREATE/REMOVE/GETATTR/FSINFO,
-//!   one call at a time) and [`Session`], a mounted target directory.
+//! - [`client`]: the control path (LOOKUP/CREATE/REMOVE/GETATTR/FSINFO, one call at a time)
+//!   on a blocking RPC connection (`rpc_conn`), after the portmapper and MOUNT (`mount`),
+//!   and [`Session`] (`session`), a mounted target directory.
 //! - [`pipeline`]: the data path, READ/WRITE with many calls in flight on one connection and
 //!   no allocation or data copy per call beyond the one from the socket; NFSv3 procedures or
 //!   NFSv4.1 COMPOUNDs on a session of the connection's own.
@@ -21,19 +22,23 @@ pub mod client;
 mod error;
 #[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
+mod mount;
 mod pipeline;
 pub mod proto;
 pub mod rpc;
+mod rpc_conn;
 pub mod server;
+mod session;
 mod sock;
 pub mod url;
 pub mod v4;
 pub mod xdr;
 
-pub use client::{NfsClient, Session, Timeouts};
+pub use client::{NfsClient, Timeouts};
 pub use error::NfsError;
 pub use pipeline::Pipeline;
 pub use proto::{FileHandle, FsInfo, NfsStat, Stable};
+pub use session::Session;
 pub use url::{NfsUrl, NfsVersion};
 
 #[cfg(test)]

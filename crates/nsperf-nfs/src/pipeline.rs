@@ -18,10 +18,10 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::client::{RpcConn, initial_xid, lost};
 use crate::error::NfsError;
 use crate::proto::{self, FileHandle, NfsStat, Stable, proc3};
 use crate::rpc::{self, AuthSys, RpcError};
+use crate::rpc_conn::{RpcConn, initial_xid, lost};
 use crate::v4::Lease;
 use crate::v4::wire::{self, Compound, Results, SessionId, Stateid, op};
 use crate::xdr::{XdrReader, pad4, put_u32, put_u64};

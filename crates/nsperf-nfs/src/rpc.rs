@@ -3,7 +3,7 @@
 //!
 //! A record on TCP is a 4-byte mark — the top bit set on the last fragment, the low 31 bits
 //! the fragment's length — followed by the fragment. nsperf sends every message as one
-//! fragment; it accepts several on the control path ([`crate::client`]).
+//! fragment; it accepts several on the control path ([`crate::rpc_conn`]).
 
 use crate::xdr::{XdrError, XdrReader, put_opaque, put_u32};
 

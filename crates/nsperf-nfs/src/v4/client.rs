@@ -12,9 +12,9 @@ use std::sync::{Arc, Mutex};
 use super::wire::{
     self, Attr4, Compound, NF4DIR, PROC_COMPOUND, Results, SessionId, Stateid, attr, op,
 };
-use crate::client::{RpcConn, Timeouts, resolve};
 use crate::error::NfsError;
 use crate::proto::{FileHandle, NFS_PROG, NfsStat, Stable};
+use crate::rpc_conn::{RpcConn, Timeouts, resolve};
 use crate::url::NfsUrl;
 
 /// The NFSv4 port when the URL gives none (RFC 7530 3.1: no portmapper).
