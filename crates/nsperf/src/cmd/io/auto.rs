@@ -32,16 +32,16 @@ pub struct AutoArgs {
     #[arg(long, value_delimiter = ',')]
     pub tests: Vec<String>,
     /// I/O engine: psync, uring, mmap, null.
-    #[arg(long, short = 'e', default_value = "psync", value_parser = super::run::parse_engine)]
+    #[arg(long, short = 'e', default_value = "psync", value_parser = super::args::parse_engine)]
     pub engine: EngineKind,
     /// Ops in flight (uring only).
     #[arg(long, default_value_t = 1)]
     pub iodepth: u32,
     /// Cache state of the read tests: warm (iozone's default), cold, direct.
-    #[arg(long, default_value = "warm", value_parser = super::run::parse_cache)]
+    #[arg(long, default_value = "warm", value_parser = super::args::parse_cache)]
     pub cache: CacheMode,
     /// fsync in the write tests: none, end (iozone -e), each.
-    #[arg(long, default_value = "none", value_parser = super::run::parse_fsync)]
+    #[arg(long, default_value = "none", value_parser = super::args::parse_fsync)]
     pub fsync: FsyncMode,
     /// Count close() in the write tests (iozone -c).
     #[arg(long)]

@@ -25,13 +25,13 @@ pub struct BonnieArgs {
     #[arg(long, default_value = "8k", value_parser = Bytes::parse)]
     pub chunk: Bytes,
     /// Cache state of the read tests: cold (default: evicted first), warm, direct.
-    #[arg(long, default_value = "cold", value_parser = super::run::parse_cache)]
+    #[arg(long, default_value = "cold", value_parser = super::args::parse_cache)]
     pub cache: CacheMode,
     /// fsync of the write tests: end (default), none, each.
-    #[arg(long, default_value = "end", value_parser = super::run::parse_fsync)]
+    #[arg(long, default_value = "end", value_parser = super::args::parse_fsync)]
     pub fsync: FsyncMode,
     /// Engine of the block tests.
-    #[arg(long, short = 'e', default_value = "psync", value_parser = super::run::parse_engine)]
+    #[arg(long, short = 'e', default_value = "psync", value_parser = super::args::parse_engine)]
     pub engine: EngineKind,
     /// Files of the metadata test.
     #[arg(long, short = 'n', default_value_t = 4096)]

@@ -2,9 +2,11 @@
 //! iozone-style matrix, `bonnie` the bonnie++-style suite. The engine is `nsperf-io`; this
 //! module only parses, builds the typed config and prints.
 
+pub mod args;
 pub mod auto;
 pub mod bonnie;
 mod live;
+pub mod output;
 pub mod run;
 
 use clap::{Args, Subcommand};
@@ -21,7 +23,7 @@ pub struct IoArgs {
 #[derive(Debug, Subcommand)]
 pub enum IoCommand {
     /// One workload (seqread, randwrite, …) with a chosen engine and cache state, like fio.
-    Run(Box<run::RunArgs>),
+    Run(Box<args::RunArgs>),
     /// The iozone-style matrix: file size × record size for each test.
     Auto(auto::AutoArgs),
     /// The bonnie++-style suite: per-char and block I/O, rewrite, seeks, metadata.
