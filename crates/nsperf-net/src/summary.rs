@@ -85,9 +85,21 @@ pub enum StreamDirection {
     Up,
 }
 
+impl StreamDirection {
+    /// The direction of a stream seen from the client: one it sends on goes up, one it
+    /// reads comes down.
+    pub fn of_client(sending: bool) -> Self {
+        if sending {
+            StreamDirection::Up
+        } else {
+            StreamDirection::Down
+        }
+    }
+}
+
 impl std::fmt::Display for StreamDirection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             StreamDirection::Down => "down",
             StreamDirection::Up => "up",
         })
@@ -322,6 +334,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("unknown variant `both`"), "{e}");
+    }
+
+    #[test]
+    fn stream_direction_of_the_client_and_padded_as_the_rows_were() {
+        assert_eq!(StreamDirection::of_client(true), StreamDirection::Up);
+        assert_eq!(StreamDirection::of_client(false), StreamDirection::Down);
+        // The live rows pad the name to their column, as they padded "up" and "down".
+        assert_eq!(format!("[{:<6}]", StreamDirection::Up), "[up    ]");
+        assert_eq!(format!("[{:<6}]", StreamDirection::Down), "[down  ]");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use nsperf_core::stats::LatencySummary;
-use nsperf_net::LiveInterval;
+use nsperf_net::{LiveInterval, StreamDirection};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
@@ -134,7 +134,7 @@ fn per_stream() -> [PerStream; 6] {
 }
 
 fn labels(i: usize, st: &Stream) -> Labels {
-    let dir = if st.sending { "up" } else { "down" };
+    let dir = StreamDirection::of_client(st.sending);
     vec![("stream", i.to_string()), ("direction", dir.to_string())]
 }
 

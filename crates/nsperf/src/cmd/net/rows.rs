@@ -7,7 +7,7 @@ use std::io::Write;
 use std::str::FromStr;
 
 use nsperf_core::units::{BitRate, Bytes};
-use nsperf_net::{Direction, LiveInterval, Mode, Protocol, TestParams};
+use nsperf_net::{Direction, LiveInterval, Mode, Protocol, StreamDirection, TestParams};
 
 use super::latency_text;
 
@@ -242,7 +242,7 @@ impl LiveRows {
         }
         r += &format!(
             "  {:<W_DIR$}  {:>W_BYTES$}  {:>W_RATE$}",
-            if sending { "up" } else { "down" },
+            StreamDirection::of_client(sending),
             Bytes(bytes).to_string(),
             self.rates.show(bps)
         );
