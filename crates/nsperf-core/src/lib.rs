@@ -24,8 +24,10 @@ pub mod stats;
 pub mod table;
 pub mod units;
 pub mod url;
+pub mod workload;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use failure::Failure;
 pub use report::{Command, Finding, Report, SCHEMA_VERSION, Severity};
 pub use units::{BitRate, Bytes, ParseUnitError, parse_duration};
+pub use workload::{UnknownWorkload, Workload};

@@ -161,7 +161,7 @@ pub(crate) fn io_matrices(d: &ExperimentData) -> Vec<IoMatrix> {
         if let Some(io) = &d.context[i].io {
             by.entry((
                 g.step.clone(),
-                io.workload.clone(),
+                io.workload.to_string(),
                 g.phase,
                 g.metric.clone(),
             ))

@@ -7,6 +7,7 @@ use std::str::FromStr;
 
 use nsperf_core::nic::NicCounters;
 use nsperf_core::report::CpuInterval;
+use nsperf_core::workload::Workload;
 use serde::{Deserialize, Serialize};
 
 use crate::Metric;
@@ -234,8 +235,8 @@ impl Measurement {
 /// The shape of an io run, for the report's file size × record size heatmap.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IoShape {
-    /// Workload name (`seqread`, `randwrite`, …).
-    pub workload: String,
+    /// The workload (`seqread`, `randwrite`, …: its name in the JSON).
+    pub workload: Workload,
     /// File size, bytes.
     pub size_bytes: u64,
     /// Record (block) size, bytes.
@@ -582,5 +583,39 @@ mod tests {
             e,
             "unknown type \"fio\" (use net, rr, sweep, io, bonnie or exec)"
         );
+    }
+
+    #[test]
+    fn io_shapes_keep_their_json_text() {
+        // The text the store's conditions_json holds (and every version wrote): the
+        // workload by its name.
+        let text =
+            r#"{"in_lab":false,"io":{"workload":"randrw","size_bytes":8388608,"bs_bytes":4096}}"#;
+        let c = RunConditions {
+            io: Some(IoShape {
+                workload: Workload::RandRw,
+                size_bytes: 8 << 20,
+                bs_bytes: 4096,
+            }),
+            ..Default::default()
+        };
+        assert_eq!(serde_json::to_string(&c).unwrap(), text);
+        assert_eq!(serde_json::from_str::<RunConditions>(text).unwrap(), c);
+        for w in Workload::ALL {
+            let shape = IoShape {
+                workload: w,
+                size_bytes: 1,
+                bs_bytes: 2,
+            };
+            let text = format!(r#"{{"workload":"{w}","size_bytes":1,"bs_bytes":2}}"#);
+            assert_eq!(serde_json::to_string(&shape).unwrap(), text);
+            assert_eq!(serde_json::from_str::<IoShape>(&text).unwrap(), shape);
+        }
+        // A name no version wrote is an error, not a guess.
+        let e =
+            serde_json::from_str::<IoShape>(r#"{"workload":"trim","size_bytes":1,"bs_bytes":2}"#)
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("unknown variant `trim`"), "{e}");
     }
 }

@@ -447,7 +447,7 @@ impl Cell {
             }
             Action::Io(io) => {
                 c.io = Some(IoShape {
-                    workload: io.config.workload.to_string(),
+                    workload: io.config.workload,
                     size_bytes: io.config.size_bytes,
                     bs_bytes: io.config.bs_bytes,
                 });

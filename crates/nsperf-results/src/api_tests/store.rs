@@ -34,7 +34,7 @@ fn run_round_trip_with_conditions() {
     };
     let cond = RunConditions {
         io: Some(IoShape {
-            workload: "seqread".into(),
+            workload: nsperf_core::Workload::SeqRead,
             size_bytes: 8 << 20,
             bs_bytes: 4096,
         }),
@@ -93,6 +93,81 @@ fn run_round_trip_with_conditions() {
         store.experiment("nothing"),
         Err(StoreError::NoExperiment(_))
     ));
+}
+
+/// The io shape of a run is stored as the text every version wrote (the workload by its
+/// name), and read back typed; a workload name no version wrote is a corrupt row, named.
+#[test]
+fn io_conditions_keep_their_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    let mut store = Store::open(&path).unwrap();
+    let id = new_experiment(&mut store, "f");
+    let cond = RunConditions {
+        io: Some(IoShape {
+            workload: nsperf_core::Workload::StrideRead,
+            size_bytes: 1 << 30,
+            bs_bytes: 65536,
+        }),
+        ..Default::default()
+    };
+    let key = RunKey {
+        cell: "-".into(),
+        step: "stride".into(),
+        phase: Phase::None,
+        repetition: 1,
+    };
+    let header = RunHeader {
+        key: &key,
+        kind: crate::StepKind::Io,
+        params: &[],
+        started_unix_ns: 1,
+        conditions: Some(&cond),
+    };
+    let m = Measurement {
+        metric: "throughput_bytes_per_s".into(),
+        value: 1e8,
+        ..Default::default()
+    };
+    let rid = store.write_run(id, &header, Ok(&m)).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let text: String = conn
+        .query_row(
+            "SELECT conditions_json FROM runs WHERE id = ?1",
+            [rid],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        text,
+        r#"{"in_lab":false,"io":{"workload":"strideread","size_bytes":1073741824,"bs_bytes":65536}}"#
+    );
+    // A row as an older version wrote it reads back typed.
+    conn.execute(
+        "UPDATE runs SET conditions_json = ?2 WHERE id = ?1",
+        rusqlite::params![
+            rid,
+            r#"{"in_lab":false,"io":{"workload":"seqrw","size_bytes":8,"bs_bytes":4}}"#
+        ],
+    )
+    .unwrap();
+    let io = store.runs(id).unwrap()[0].conditions.clone().unwrap().io;
+    assert_eq!(io.map(|s| s.workload), Some(nsperf_core::Workload::SeqRw));
+    conn.execute(
+        "UPDATE runs SET conditions_json = ?2 WHERE id = ?1",
+        rusqlite::params![
+            rid,
+            r#"{"in_lab":false,"io":{"workload":"trim","size_bytes":8,"bs_bytes":4}}"#
+        ],
+    )
+    .unwrap();
+    let e = store.runs(id).unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt(_)), "{e}");
+    let e = e.to_string();
+    assert!(
+        e.contains(&format!("conditions of run {rid}")) && e.contains("unknown variant `trim`"),
+        "{e}"
+    );
 }
 
 /// Issue #14: a version 3 store (parameters as text, `{bdp}` unresolved) is upgraded: every

@@ -178,10 +178,8 @@ fn parse_workload(s: &str) -> Result<Workload, String> {
             "'{s}': fio's trim workloads are not supported (nsperf has no discard engine)"
         ));
     }
-    Workload::parse(s).ok_or_else(|| {
-        let names: Vec<_> = Workload::ALL.iter().map(|w| w.name()).collect();
-        format!("unknown workload '{s}' (one of {})", names.join(", "))
-    })
+    s.parse()
+        .map_err(|e: nsperf_core::UnknownWorkload| e.to_string())
 }
 
 fn parse_01(s: &str) -> Result<bool, String> {
