@@ -78,6 +78,8 @@ pub enum Command {
     Trace,
     /// `nsperf doctor`.
     Doctor,
+    /// `nsperf replay`.
+    Replay,
 }
 
 impl std::fmt::Display for Command {
@@ -88,6 +90,7 @@ impl std::fmt::Display for Command {
             Command::Lab => "lab",
             Command::Trace => "trace",
             Command::Doctor => "doctor",
+            Command::Replay => "replay",
         })
     }
 }

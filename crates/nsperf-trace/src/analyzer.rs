@@ -13,6 +13,7 @@ use crate::model::{
     LiveConnection, LiveInterval, SeriesBins, TcpConnection, TraceInterval, TraceSummary, UdpFlow,
 };
 use crate::proto::ProtoState;
+use crate::proto::requests::{RequestConn, RequestLog, RequestStream};
 use crate::reader::{RawPacket, ReadStats};
 use crate::series::{Bins, Cell, Series};
 use crate::store::ConnectionStore;
@@ -190,6 +191,10 @@ pub struct Analyzer<S: ConnectionStore = Vec<TcpConnection>> {
     idle_keys: Vec<FlowKey>,
     /// What happened since the last live interval.
     interval: IntervalCounts,
+    /// The requests matched, when asked for ([`Analyzer::log_requests`]).
+    requests: RequestLog,
+    /// The connections released that carried a storage protocol, when requests are logged.
+    request_conns: Vec<RequestConn>,
 }
 
 fn endpoint(addr: IpAddr, port: u16) -> String {
@@ -219,7 +224,16 @@ impl<S: ConnectionStore> Analyzer<S> {
             next_idle_sweep_ns: i64::MIN,
             idle_keys: Vec::new(),
             interval: IntervalCounts::default(),
+            requests: RequestLog::default(),
+            request_conns: Vec::new(),
         }
+    }
+
+    /// Keeps each storage request matched to its reply (at most `cap`; past it they are
+    /// counted as dropped), for [`Analyzer::finish_with_requests`]. Off unless asked: the
+    /// analysis then allocates nothing for it.
+    pub fn log_requests(&mut self, cap: usize) {
+        self.requests = RequestLog::new(cap);
     }
 
     /// Number of TCP connections so far.
@@ -310,8 +324,14 @@ impl<S: ConnectionStore> Analyzer<S> {
             self.summary.duplicated_frames += 1;
         } else {
             let rtt = flow.conn.round_trips();
-            flow.proto
-                .segment(dir, seg, seg.payload(p.data), p.ts_ns, rtt);
+            self.requests.conn = flow.conn.id;
+            flow.proto.segment(
+                dir,
+                seg,
+                seg.payload(p.data),
+                (p.ts_ns, rtt),
+                &mut self.requests,
+            );
         }
         let (unique, rexmit) = sent.map_or((0, 0), |s| (s.unique, u64::from(s.rexmit)));
         let t = &mut self.interval.tcp;
@@ -447,6 +467,18 @@ impl<S: ConnectionStore> Analyzer<S> {
 
     fn release(&mut self, l: Live, why: Release) {
         let mut c = l.summary();
+        if self.requests.on() && c.protocol.is_some() {
+            let rtt = l.conn.round_trips();
+            self.request_conns.push(RequestConn {
+                id: c.id,
+                a: c.a.clone(),
+                b: c.b.clone(),
+                rtt_a_ns: rtt.min_ns[0],
+                rtt_b_ns: rtt.min_ns[1],
+                window_a_bytes: c.window_scale_known.then_some(c.a_to_b.window_max_bytes),
+                window_b_bytes: c.window_scale_known.then_some(c.b_to_a.window_max_bytes),
+            });
+        }
         match why {
             Release::Idle => {
                 c.aged_out = true;
@@ -541,13 +573,36 @@ impl<S: ConnectionStore> Analyzer<S> {
         }
     }
 
-    /// The summary (connections in the store) and the throughput series.
-    pub fn finish(mut self, capture: ReadStats) -> (TraceSummary<S>, Vec<TraceInterval>) {
+    /// Releases every connection still live, in order of id.
+    fn release_rest(&mut self) {
         let mut rest: Vec<Live> = self.live.drain().map(|(_, l)| l).collect();
         rest.sort_by_key(|l| l.conn.id);
         for l in rest {
             self.release(l, Release::Done);
         }
+    }
+
+    /// [`Analyzer::finish`], and the requests logged ([`Analyzer::log_requests`]).
+    pub fn finish_with_requests(
+        mut self,
+        capture: ReadStats,
+    ) -> (TraceSummary<S>, Vec<TraceInterval>, RequestStream) {
+        self.release_rest();
+        let mut connections = std::mem::take(&mut self.request_conns);
+        connections.sort_by_key(|c| c.id);
+        let log = std::mem::take(&mut self.requests);
+        let stream = RequestStream {
+            requests: log.requests,
+            dropped: log.dropped,
+            connections,
+        };
+        let (s, i) = self.finish(capture);
+        (s, i, stream)
+    }
+
+    /// The summary (connections in the store) and the throughput series.
+    pub fn finish(mut self, capture: ReadStats) -> (TraceSummary<S>, Vec<TraceInterval>) {
+        self.release_rest();
         if let Err(e) = self.store.seal() {
             let why = format!("connections lost: {e}");
             self.summary.capture.stopped_early.get_or_insert(why);

@@ -6,7 +6,9 @@
 //! tracks each connection (retransmissions, duplicate ACKs, windows with scaling, RTT, bytes
 //! in flight) and diagnoses what limited it, wherever the capture was taken; [`proto`]
 //! decodes the storage protocol above it (ONC RPC: NFS, MOUNT; SMB2/3; requests matched to
-//! replies, per-operation response times, requests in flight); [`analyzer`]
+//! replies, per-operation response times, requests in flight, and on request the stream of
+//! the requests themselves); [`replay`] derives the workload a capture holds from that
+//! stream and predicts it at another RTT; [`analyzer`]
 //! ties them together into the [`model`] that `--json` prints, and [`findings`] says what the
 //! figures mean.
 //!
@@ -25,6 +27,7 @@ mod kinds;
 pub mod model;
 pub mod proto;
 pub mod reader;
+pub mod replay;
 mod series;
 mod store;
 mod tcp;
@@ -71,6 +74,21 @@ pub fn analyze_reader<S: ConnectionStore>(
     let mut an = Analyzer::new(cfg, store);
     reader.for_each_packet(|p| an.packet(p))?;
     Ok(an.finish(reader.stats().clone()))
+}
+
+/// Reads and analyses a whole capture file (`-` for standard input) keeping each storage
+/// request matched to its reply (at most `cap`): the input of [`replay`].
+pub fn requests_file(
+    path: &Path,
+    cfg: TraceConfig,
+    cap: usize,
+) -> Result<(TraceSummary, proto::requests::RequestStream), TraceError> {
+    let mut reader = CaptureReader::open(path)?;
+    let mut an = Analyzer::new(cfg, Vec::new());
+    an.log_requests(cap);
+    reader.for_each_packet(|p| an.packet(p))?;
+    let (s, _, requests) = an.finish_with_requests(reader.stats().clone());
+    Ok((s, requests))
 }
 
 /// Analyses capture bytes in memory (tests, fuzzing). Never panics.

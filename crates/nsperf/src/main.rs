@@ -50,6 +50,9 @@ enum Command {
     /// Analyse a pcap/pcapng capture: TCP conversations, retransmissions, windows, RTT, and
     /// what limited each connection.
     Trace(cmd::trace::TraceArgs),
+    /// The storage workload a capture holds (NFS, SMB), per client, and its predicted
+    /// duration at other RTTs, link rates and windows.
+    Replay(cmd::replay::ReplayArgs),
     /// Serve `nsperf net` clients (many at once), with caps and optional key authentication.
     Server(cmd::server::ServerArgs),
     /// Measure TCP/UDP throughput, request/response latency or a message-size sweep against
@@ -81,6 +84,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Report(a) => cmd::report::run(a),
         Command::Lab(a) => cmd::lab::run(a),
         Command::Trace(a) => cmd::trace::run(a),
+        Command::Replay(a) => cmd::replay::run(a),
         Command::Server(a) => cmd::server::run(a),
         Command::Agent(a) => cmd::agent::run(a),
         Command::Net(a) => cmd::net::run(*a),

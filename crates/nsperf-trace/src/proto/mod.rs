@@ -16,6 +16,7 @@ pub mod nfs;
 pub mod nfs4;
 pub mod ops;
 pub mod pace;
+pub mod requests;
 pub mod rpc;
 pub mod smb;
 pub mod stream;
@@ -26,6 +27,7 @@ use crate::model::{AppProtocol, Diagnosis, ProtocolLimit, ProtocolStats, SmbStat
 use crate::wire::tcp::flags;
 
 use nfs::RpcSession;
+use requests::RequestLog;
 use rpc::RecordFramer;
 use stream::{Chunk, Stream};
 
@@ -55,14 +57,15 @@ pub enum ProtoState {
 impl ProtoState {
     /// One segment sent by side `dir`, not a copy; `payload` is what the capture holds of
     /// its payload; `rtt` the round trips from the capture point to each side and back as
-    /// the TCP layer has measured them so far.
+    /// the TCP layer has measured them so far; `log` gets each request matched to its reply
+    /// when it is on.
     pub fn segment(
         &mut self,
         dir: usize,
         seg: &TcpSegment,
         payload: &[u8],
-        t: i64,
-        rtt: pace::RoundTrips,
+        (t, rtt): (i64, pace::RoundTrips),
+        log: &mut RequestLog,
     ) {
         let smb_port = seg.src_port == SMB_PORT || seg.dst_port == SMB_PORT;
         if smb_port && matches!(self, ProtoState::Undecided) {
@@ -93,11 +96,11 @@ impl ProtoState {
         match self {
             ProtoState::Rpc(c) => {
                 c.session.pace.rtt = rtt;
-                c.segment(dir, seg, payload, t);
+                c.segment(dir, seg, payload, t, log);
             }
             ProtoState::Smb(c) => {
                 c.session.pace.rtt = rtt;
-                c.segment(dir, seg, payload, t);
+                c.segment(dir, seg, payload, t, log);
             }
             _ => {}
         }
@@ -138,15 +141,22 @@ pub struct RpcConn {
 }
 
 impl RpcConn {
-    /// One segment sent by side `dir`.
-    pub fn segment(&mut self, dir: usize, seg: &TcpSegment, payload: &[u8], t: i64) {
+    /// One segment sent by side `dir`; `log` gets the requests matched.
+    pub fn segment(
+        &mut self,
+        dir: usize,
+        seg: &TcpSegment,
+        payload: &[u8],
+        t: i64,
+        log: &mut RequestLog,
+    ) {
         let RpcConn {
             streams,
             framers,
             session,
         } = self;
         reassemble(streams, dir, seg, payload, &mut |d, c| {
-            framers[d].feed(c, t, &mut |r| session.record(d, &r))
+            framers[d].feed(c, t, &mut |r| session.record(d, &r, log))
         });
         for (d, f) in framers.iter().enumerate() {
             session.pace.open(d, f.open_since());
@@ -211,15 +221,22 @@ pub struct SmbConn {
 }
 
 impl SmbConn {
-    /// One segment sent by side `dir`.
-    pub fn segment(&mut self, dir: usize, seg: &TcpSegment, payload: &[u8], t: i64) {
+    /// One segment sent by side `dir`; `log` gets the requests matched.
+    pub fn segment(
+        &mut self,
+        dir: usize,
+        seg: &TcpSegment,
+        payload: &[u8],
+        t: i64,
+        log: &mut RequestLog,
+    ) {
         let SmbConn {
             streams,
             framers,
             session,
         } = self;
         reassemble(streams, dir, seg, payload, &mut |d, c| {
-            framers[d].feed(c, t, &mut |m| session.message(d, &m))
+            framers[d].feed(c, t, &mut |m| session.message(d, &m, log))
         });
         for (d, f) in framers.iter().enumerate() {
             session.pace.open(d, f.open_since());
@@ -307,7 +324,9 @@ fn fuzz_segments(data: &[u8], port: u16, mut feed: impl FnMut(usize, &TcpSegment
 #[doc(hidden)]
 pub fn fuzz_rpc_streams(data: &[u8]) {
     let mut c = RpcConn::default();
-    fuzz_segments(data, 2049, |d, seg, p, t| c.segment(d, seg, p, t));
+    let mut log = RequestLog::new(64);
+    fuzz_segments(data, 2049, |d, seg, p, t| c.segment(d, seg, p, t, &mut log));
+    assert!(log.requests.len() <= 64);
     let s = c.summary();
     assert!(s.in_flight_max as usize <= nfs::MAX_PENDING);
     assert!(
@@ -321,7 +340,9 @@ pub fn fuzz_rpc_streams(data: &[u8]) {
 #[doc(hidden)]
 pub fn fuzz_smb_streams(data: &[u8]) {
     let mut c = SmbConn::default();
-    fuzz_segments(data, 445, |d, seg, p, t| c.segment(d, seg, p, t));
+    let mut log = RequestLog::new(64);
+    fuzz_segments(data, 445, |d, seg, p, t| c.segment(d, seg, p, t, &mut log));
+    assert!(log.requests.len() <= 64);
     let s = c.summary();
     assert!(s.in_flight_max as usize <= smb::MAX_PENDING);
     assert!(
@@ -352,6 +373,25 @@ mod tests {
         body(&mut b);
         finish_record(&mut b, s, 0);
         b
+    }
+
+    /// A segment of the test connection (10.0.0.1:800 to 10.0.0.2:2049) with `len` bytes.
+    fn segment(seq: u32, ack: u32, flags: u8, len: usize) -> TcpSegment {
+        TcpSegment {
+            src: std::net::IpAddr::from([10, 0, 0, 1]),
+            dst: std::net::IpAddr::from([10, 0, 0, 2]),
+            src_port: 800,
+            dst_port: 2049,
+            seq,
+            ack,
+            flags,
+            window: 100,
+            payload_len: len as u32,
+            options: Default::default(),
+            ip_id: None,
+            payload_at: 0,
+            payload_captured: len as u32,
+        }
     }
 
     /// Byte fixtures made with nsperf's own NFSv3 encoders: two READs in flight, a LOOKUP
@@ -393,6 +433,7 @@ mod tests {
         ];
         for mss in [1, 7, 100, 1448, 65536, 200_000] {
             let mut c = RpcConn::default();
+            let mut log = RequestLog::new(100);
             let mut seq = [100u32, 900u32];
             let segments =
                 [0usize, 1]
@@ -409,22 +450,13 @@ mod tests {
                     None => (&[][..], flags::SYN),
                 };
                 {
-                    let seg = TcpSegment {
-                        src: std::net::IpAddr::from([10, 0, 0, 1]),
-                        dst: std::net::IpAddr::from([10, 0, 0, 2]),
-                        src_port: 800,
-                        dst_port: 2049,
-                        seq: seq[*dir].wrapping_sub(u32::from(syn != 0)),
-                        ack: seq[1 - dir],
-                        flags: flags::ACK | syn,
-                        window: 100,
-                        payload_len: piece.len() as u32,
-                        options: Default::default(),
-                        ip_id: None,
-                        payload_at: 0,
-                        payload_captured: piece.len() as u32,
-                    };
-                    c.segment(*dir, &seg, piece, ms * 1_000_000);
+                    let seg = segment(
+                        seq[*dir].wrapping_sub(u32::from(syn != 0)),
+                        seq[1 - dir],
+                        flags::ACK | syn,
+                        piece.len(),
+                    );
+                    c.segment(*dir, &seg, piece, ms * 1_000_000, &mut log);
                     seq[*dir] = seq[*dir].wrapping_add(piece.len() as u32);
                 }
             }
@@ -453,7 +485,49 @@ mod tests {
                 (1, "NFS3ERR_NOENT")
             );
             assert_eq!(l.srt.min_ns, 1_000_000);
+            // the request stream: each request with its times, file, offset, count, status
+            let got: Vec<_> = log
+                .requests
+                .iter()
+                .map(|r| {
+                    let ms = |t: i64| t / 1_000_000;
+                    (
+                        r.op.to_string(),
+                        ms(r.call_last_ns),
+                        ms(r.reply_last_ns),
+                        r.count,
+                        r.outcome,
+                    )
+                })
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    ("READ".to_string(), 0, 10, 65536, requests::Outcome::Ok),
+                    ("READ".to_string(), 0, 30, 65536, requests::Outcome::Ok),
+                    ("LOOKUP".to_string(), 40, 41, 0, requests::Outcome::Error(2)),
+                ],
+                "{mss}"
+            );
+            let fh_hash = requests::file_hash(fh.as_bytes());
+            assert!(
+                log.requests
+                    .iter()
+                    .all(|r| r.file == fh_hash && r.client == 0)
+            );
+            assert!(log.requests[0].reply_bytes > 65536 && log.requests[0].call_bytes < 200);
         }
+        // off: nothing kept, the figures the same
+        let mut c = RpcConn::default();
+        let mut off = RequestLog::default();
+        let mut seq = [100u32, 900u32];
+        for (dir, bytes, ms) in &script {
+            let seg = segment(seq[*dir], seq[1 - dir], flags::ACK, bytes.len());
+            c.segment(*dir, &seg, bytes, ms * 1_000_000, &mut off);
+            seq[*dir] = seq[*dir].wrapping_add(bytes.len() as u32);
+        }
+        assert_eq!(off.requests.capacity(), 0);
+        assert_eq!(c.summary().ops.iter().map(|o| o.calls).sum::<u64>(), 3);
     }
 
     #[test]

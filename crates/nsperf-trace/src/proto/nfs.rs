@@ -12,6 +12,7 @@ use super::inflight::InFlight;
 use super::nfs4::{CompoundOps, Held};
 use super::ops::{OpKey, OpTable};
 use super::pace::{CallMark, Pace};
+use super::requests::{CallInfo, Op, Outcome, Request, RequestLog, file_hash};
 use super::rpc::Record;
 
 /// Calls waiting for their reply, per connection, at most; an older one is then counted as
@@ -33,6 +34,8 @@ struct Pending {
     written: Option<u32>,
     /// A data operation (READ, WRITE).
     data: bool,
+    /// What the request's record needs (only when the log is on).
+    info: CallInfo,
 }
 
 /// The RPC state of one connection.
@@ -59,8 +62,8 @@ pub struct RpcSession {
 }
 
 impl RpcSession {
-    /// One complete record sent by side `from`.
-    pub fn record(&mut self, from: usize, r: &Record<'_>) {
+    /// One complete record sent by side `from`; a matched request goes to `log`.
+    pub fn record(&mut self, from: usize, r: &Record<'_>, log: &mut RequestLog) {
         let moved = self.pace.record(from, r.len, r.first_ns, r.last_ns);
         let mut x = XdrReader::new(r.head);
         let (Ok(xid), Ok(kind)) = (x.u32(), x.u32()) else {
@@ -68,13 +71,13 @@ impl RpcSession {
             return;
         };
         match kind {
-            CALL => self.call(from, xid, r, moved),
-            REPLY => self.reply(from, xid, r, moved),
+            CALL => self.call(from, xid, r, moved, log.on()),
+            REPLY => self.reply(from, xid, r, moved, log),
             _ => self.malformed += 1,
         }
     }
 
-    fn call(&mut self, from: usize, xid: u32, r: &Record<'_>, moved: i64) {
+    fn call(&mut self, from: usize, xid: u32, r: &Record<'_>, moved: i64, logging: bool) {
         let mut x = XdrReader::new(r.head);
         let Ok(h) = rpc::parse_call(&mut x) else {
             self.malformed += 1;
@@ -85,6 +88,13 @@ impl RpcSession {
             vers: h.vers,
             proc_: h.proc_,
         };
+        let mut info = CallInfo {
+            bytes: r.len,
+            ..CallInfo::default()
+        };
+        if logging && h.prog == NFS_PROG && h.vers == 3 {
+            nfs3_call_info(h.proc_, x.clone(), &mut info);
+        }
         // WRITE3args: file handle, offset, count.
         let written = (h.prog == NFS_PROG && h.vers == 3 && h.proc_ == proc3::WRITE)
             .then(|| {
@@ -97,7 +107,8 @@ impl RpcSession {
                 len: r.len,
                 tail: r.tail,
             };
-            self.compound.call(&mut x, held);
+            self.compound
+                .call(&mut x, held, logging.then_some(&mut info));
         }
         if h.prog == NFS_PROG && h.vers < 32 {
             self.nfs_versions |= 1 << h.vers;
@@ -130,11 +141,12 @@ impl RpcSession {
             mark,
             written,
             data,
+            info,
         });
         self.in_flight.step(r.last_ns, 1);
     }
 
-    fn reply(&mut self, from: usize, xid: u32, r: &Record<'_>, moved: i64) {
+    fn reply(&mut self, from: usize, xid: u32, r: &Record<'_>, moved: i64, log: &mut RequestLog) {
         let Some(i) = self
             .pending
             .iter()
@@ -173,6 +185,27 @@ impl RpcSession {
         let data = p.data.then(|| u64::from(moved_bytes.unwrap_or(0)));
         self.pace
             .reply(from, &p.mark, r.first_ns, r.last_ns, moved, data);
+        if let (true, Some(op)) = (log.on(), p.info.op) {
+            log.push(Request {
+                conn: 0,
+                client: p.from as u8,
+                op,
+                outcome: match status {
+                    Some(0) => Outcome::Ok,
+                    Some(st) => Outcome::Error(st),
+                    None => Outcome::Refused,
+                },
+                call_first_ns: p.mark.first_ns,
+                call_last_ns: p.mark.last_ns,
+                reply_first_ns: r.first_ns,
+                reply_last_ns: r.last_ns,
+                file: p.info.file,
+                offset: p.info.offset,
+                count: moved_bytes.unwrap_or(p.info.count),
+                call_bytes: p.info.bytes,
+                reply_bytes: r.len,
+            });
+        }
     }
 
     /// Requests in flight over time.
@@ -183,5 +216,25 @@ impl RpcSession {
     /// Calls still waiting at the end.
     pub fn waiting(&self) -> usize {
         self.pending.len()
+    }
+}
+
+/// What an NFSv3 call's arguments (`x` just past the RPC header) give its request's record:
+/// every procedure but NULL starts with a file handle; READ, WRITE and COMMIT go on with an
+/// offset and a count.
+fn nfs3_call_info(proc_: u32, mut x: XdrReader<'_>, info: &mut CallInfo) {
+    if proc_ > proc3::COMMIT {
+        return;
+    }
+    info.op = Some(Op::nfs3(proc_ as u16));
+    if proc_ == 0 {
+        return;
+    }
+    if let Ok(fh) = x.opaque(nfs3::FHSIZE3) {
+        info.file = file_hash(fh);
+        if matches!(proc_, proc3::READ | proc3::WRITE | proc3::COMMIT) {
+            info.offset = x.u64().unwrap_or(0);
+            info.count = x.u32().unwrap_or(0);
+        }
     }
 }

@@ -12,8 +12,9 @@ use nsperf_nfs::xdr::{XdrError, XdrReader};
 
 use crate::model::CompoundOp;
 
-/// Operation numbers counted (0..=75: NFSv4.0, 4.1, 4.2 and the extended attributes).
-const OPS: usize = 76;
+pub use super::names::nfs4_op_name as op_name;
+use super::names::{NFS4_NAMES as NAMES, NFS4_OPS as OPS};
+use super::requests::{CallInfo, Op, Protocol, file_hash};
 
 /// Longest name, file handle, owner or other opaque item accepted, bytes.
 const MAX_OPAQUE: usize = 4096;
@@ -23,91 +24,6 @@ const MAX_BITMAP: u32 = 8;
 
 /// Longest array of small items accepted.
 const MAX_ARRAY: u32 = 256;
-
-/// NFSv4 operation names by number (0-2 are not operations).
-const NAMES: [&str; OPS] = [
-    "OP_0",
-    "OP_1",
-    "OP_2",
-    "ACCESS",
-    "CLOSE",
-    "COMMIT",
-    "CREATE",
-    "DELEGPURGE",
-    "DELEGRETURN",
-    "GETATTR",
-    "GETFH",
-    "LINK",
-    "LOCK",
-    "LOCKT",
-    "LOCKU",
-    "LOOKUP",
-    "LOOKUPP",
-    "NVERIFY",
-    "OPEN",
-    "OPENATTR",
-    "OPEN_CONFIRM",
-    "OPEN_DOWNGRADE",
-    "PUTFH",
-    "PUTPUBFH",
-    "PUTROOTFH",
-    "READ",
-    "READDIR",
-    "READLINK",
-    "REMOVE",
-    "RENAME",
-    "RENEW",
-    "RESTOREFH",
-    "SAVEFH",
-    "SECINFO",
-    "SETATTR",
-    "SETCLIENTID",
-    "SETCLIENTID_CONFIRM",
-    "VERIFY",
-    "WRITE",
-    "RELEASE_LOCKOWNER",
-    "BACKCHANNEL_CTL",
-    "BIND_CONN_TO_SESSION",
-    "EXCHANGE_ID",
-    "CREATE_SESSION",
-    "DESTROY_SESSION",
-    "FREE_STATEID",
-    "GET_DIR_DELEGATION",
-    "GETDEVICEINFO",
-    "GETDEVICELIST",
-    "LAYOUTCOMMIT",
-    "LAYOUTGET",
-    "LAYOUTRETURN",
-    "SECINFO_NO_NAME",
-    "SEQUENCE",
-    "SET_SSV",
-    "TEST_STATEID",
-    "WANT_DELEGATION",
-    "DESTROY_CLIENTID",
-    "RECLAIM_COMPLETE",
-    "ALLOCATE",
-    "COPY",
-    "COPY_NOTIFY",
-    "DEALLOCATE",
-    "IO_ADVISE",
-    "LAYOUTERROR",
-    "LAYOUTSTATS",
-    "OFFLOAD_CANCEL",
-    "OFFLOAD_STATUS",
-    "READ_PLUS",
-    "SEEK",
-    "WRITE_SAME",
-    "CLONE",
-    "GETXATTR",
-    "SETXATTR",
-    "LISTXATTRS",
-    "REMOVEXATTR",
-];
-
-/// The name of NFSv4 operation `op`.
-pub fn op_name(op: u32) -> &'static str {
-    NAMES.get(op as usize).copied().unwrap_or("ILLEGAL")
-}
 
 /// Why an operation's arguments could not be walked.
 #[derive(Debug)]
@@ -147,14 +63,24 @@ impl Default for CompoundOps {
 impl CompoundOps {
     /// The arguments of one COMPOUND call: `x` over the record's head, just past the RPC
     /// call header; `held` what else of the record is held.
-    pub fn call<'a>(&mut self, x: &mut XdrReader<'a>, held: Held<'a>) {
+    /// `info`, when given, gets the COMPOUND's main operation ([`MainOp`]).
+    pub fn call<'a>(&mut self, x: &mut XdrReader<'a>, held: Held<'a>, info: Option<&mut CallInfo>) {
         self.calls += 1;
-        if self.walk(x, held).is_err() {
+        let mut main = info.map(|i| (MainOp::default(), i));
+        if self.walk(x, held, main.as_mut().map(|(m, _)| m)).is_err() {
             self.cut += 1;
+        }
+        if let Some((m, info)) = main {
+            m.fill(info);
         }
     }
 
-    fn walk<'a>(&mut self, x: &mut XdrReader<'a>, held: Held<'a>) -> Result<(), Cut> {
+    fn walk<'a>(
+        &mut self,
+        x: &mut XdrReader<'a>,
+        held: Held<'a>,
+        mut main: Option<&mut MainOp>,
+    ) -> Result<(), Cut> {
         x.opaque(MAX_OPAQUE)?; // tag
         x.u32()?; // minor version
         let n = x.u32()?;
@@ -168,6 +94,9 @@ impl CompoundOps {
                 return Err(Cut::NotWalked);
             }
             *c += 1;
+            if let Some(m) = main.as_deref_mut() {
+                m.op(op, x.clone());
+            }
             if op == WRITE {
                 write_args(x, held)?;
             } else {
@@ -189,6 +118,82 @@ impl CompoundOps {
                 calls: *n,
             })
             .collect()
+    }
+}
+
+/// Operations that only set up or read back around a COMPOUND's main operation.
+const PLUMBING: [u32; 8] = [
+    9,  // GETATTR
+    10, // GETFH
+    22, // PUTFH
+    23, // PUTPUBFH
+    24, // PUTROOTFH
+    31, // RESTOREFH
+    32, // SAVEFH
+    53, // SEQUENCE
+];
+
+/// A COMPOUND's main operation, as a request of the replay sees it: the first operation that
+/// is not [`PLUMBING`] (else GETATTR when there is one, else the first); its file the
+/// current file handle then (the last PUTFH's); READ's, WRITE's and COMMIT's offset and
+/// count (READ's as asked).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MainOp {
+    first: Option<u32>,
+    getattr: bool,
+    main: Option<u32>,
+    current_fh: u64,
+    file: u64,
+    offset: u64,
+    count: u32,
+}
+
+impl MainOp {
+    /// Operation `op`, its arguments at `x`.
+    fn op(&mut self, op: u32, mut x: XdrReader<'_>) {
+        self.first.get_or_insert(op);
+        if op == 22 {
+            self.current_fh = x.opaque(MAX_OPAQUE).map_or(0, file_hash);
+        }
+        if op == 9 && self.main.is_none() {
+            self.getattr = true;
+            self.file = self.current_fh;
+        }
+        if self.main.is_some() || PLUMBING.contains(&op) {
+            return;
+        }
+        self.main = Some(op);
+        self.file = self.current_fh;
+        let (offset, count) = match op {
+            // READ, READ_PLUS: stateid, offset, count
+            25 | 68 => (x.skip(16).and_then(|_| x.u64()), x.u32()),
+            // WRITE: stateid, offset, stable, data length
+            WRITE => (
+                x.skip(16).and_then(|_| x.u64()),
+                x.u32().and_then(|_| x.u32()),
+            ),
+            // COMMIT: offset, count
+            5 => (x.u64(), x.u32()),
+            _ => return,
+        };
+        self.offset = offset.unwrap_or(0);
+        self.count = count.unwrap_or(0);
+    }
+
+    /// The main operation into a request's call information.
+    fn fill(&self, info: &mut CallInfo) {
+        let op = self
+            .main
+            .or(self.getattr.then_some(9))
+            .or(self.first)
+            .unwrap_or(0);
+        info.op = Some(Op {
+            protocol: Protocol::Nfs4,
+            code: op as u16,
+        });
+        info.file = self.file;
+        info.offset = self.offset;
+        info.count = self.count;
     }
 }
 
@@ -576,7 +581,7 @@ mod tests {
             },
             5,
         );
-        t.call(&mut XdrReader::new(&b), whole(&b));
+        t.call(&mut XdrReader::new(&b), whole(&b), None);
         let write = |data: usize| {
             compound(
                 |b| {
@@ -593,11 +598,34 @@ mod tests {
             )
         };
         let w = write(100);
-        t.call(&mut XdrReader::new(&w), whole(&w));
+        let mut info = CallInfo::default();
+        t.call(&mut XdrReader::new(&w), whole(&w), Some(&mut info));
         assert_eq!(t.cut, 0);
+        // the main operation: WRITE, on the PUTFH's file, 100 bytes at offset 0
+        assert_eq!(info.op.map(|o| o.to_string()).as_deref(), Some("WRITE"));
+        assert_eq!(
+            (info.file, info.offset, info.count),
+            (file_hash(&[1; 28]), 0, 100)
+        );
+        // SEQUENCE PUTFH GETATTR: GETATTR; SEQUENCE alone: SEQUENCE
+        let g = compound(
+            |b| {
+                seq(b);
+                putfh(b);
+                getattr(b);
+            },
+            3,
+        );
+        let mut info = CallInfo::default();
+        CompoundOps::default().call(&mut XdrReader::new(&g), whole(&g), Some(&mut info));
+        assert_eq!(info.op.map(|o| o.to_string()).as_deref(), Some("GETATTR"));
+        assert_eq!(info.file, file_hash(&[1; 28]));
+        let q = compound(seq, 1);
+        CompoundOps::default().call(&mut XdrReader::new(&q), whole(&q), Some(&mut info));
+        assert_eq!(info.op.map(|o| o.to_string()).as_deref(), Some("SEQUENCE"));
         // the data beyond the head: the GETATTR after it is in the tail
         let w = write(4001);
-        t.call(&mut XdrReader::new(&w[..1024]), whole(&w));
+        t.call(&mut XdrReader::new(&w[..1024]), whole(&w), None);
         assert_eq!(t.cut, 0);
         // nor in the tail: cut
         let tail = &w[w.len() - 8..];
@@ -605,7 +633,7 @@ mod tests {
             len: w.len() as u64,
             tail,
         };
-        t.call(&mut XdrReader::new(&w[..1024]), held);
+        t.call(&mut XdrReader::new(&w[..1024]), held, None);
         assert_eq!(t.cut, 1);
         // GETDEVICEINFO is not walked: the call is cut after it
         let b = compound(
@@ -617,7 +645,7 @@ mod tests {
             },
             3,
         );
-        t.call(&mut XdrReader::new(&b), whole(&b));
+        t.call(&mut XdrReader::new(&b), whole(&b), None);
         let got: Vec<(String, u64)> = t.summary().into_iter().map(|o| (o.op, o.calls)).collect();
         let want = [
             ("GETATTR", 3),
@@ -637,7 +665,7 @@ mod tests {
         assert_eq!(op_name(10044), "ILLEGAL");
         // a bogus count costs nothing: the walk ends where the bytes do
         let b = compound(|_| {}, u32::MAX);
-        t.call(&mut XdrReader::new(&b), whole(&b));
+        t.call(&mut XdrReader::new(&b), whole(&b), None);
         assert_eq!((t.calls, t.cut), (6, 3));
     }
 }

@@ -18,10 +18,12 @@ use super::inflight::InFlight;
 use super::names::SMB2_PROG;
 use super::ops::{OpKey, OpTable};
 use super::pace::{CallMark, Pace};
+use super::requests::{CallInfo, Op, Outcome, Protocol, Request, RequestLog, file_hash};
 use super::stream::Chunk;
 
-/// Bytes kept of each command of a message: its header and the head of its body.
-pub const SLOT: usize = 128;
+/// Bytes kept of each command of a message: its header and the head of its body (as far as
+/// a CREATE response's FileId, at 64 bytes into its body).
+pub const SLOT: usize = 160;
 /// Requests waiting for their response, per connection, at most; an older one is then
 /// counted as unanswered.
 pub const MAX_PENDING: usize = 4096;
@@ -39,6 +41,7 @@ const FLAG_SIGNED: u32 = 0x8;
 const CANCEL: u16 = 12;
 const OPLOCK_BREAK: u16 = 18;
 const NEGOTIATE: u16 = 0;
+const CREATE: u16 = 5;
 const READ: u16 = 8;
 const WRITE: u16 = 9;
 
@@ -348,6 +351,8 @@ struct Pending {
     mark: CallMark,
     /// Bytes a WRITE sent (READ's come with the response).
     written: Option<u32>,
+    /// What the request's record needs (only when the log is on).
+    info: CallInfo,
 }
 
 /// Where a message passed the capture point: its first and last byte, and how long its
@@ -427,8 +432,8 @@ fn le64(b: &[u8], at: usize) -> u64 {
 }
 
 impl SmbSession {
-    /// One complete message sent by side `from`.
-    pub fn message(&mut self, from: usize, m: &Message<'_>) {
+    /// One complete message sent by side `from`; a matched request goes to `log`.
+    pub fn message(&mut self, from: usize, m: &Message<'_>, log: &mut RequestLog) {
         let moved_before = self.pace.record(from, m.len, m.first_ns, m.last_ns);
         let at = Passed {
             first_ns: m.first_ns,
@@ -437,7 +442,7 @@ impl SmbSession {
         };
         let first = m.each().next().map_or(&[][..], |c| c.0);
         match kind(first) {
-            Some(0xFE) => self.chain(from, m, at),
+            Some(0xFE) => self.chain(from, m, at, log),
             Some(0xFD) => {
                 self.readable.encrypted += 1;
                 self.readable.encrypted_bytes += m.len;
@@ -449,7 +454,7 @@ impl SmbSession {
     }
 
     /// The SMB2 headers of one message: one, or a compound chain.
-    fn chain(&mut self, from: usize, m: &Message<'_>, at: Passed) {
+    fn chain(&mut self, from: usize, m: &Message<'_>, at: Passed, log: &mut RequestLog) {
         if m.cut {
             self.readable.chain_cut += 1;
         }
@@ -462,13 +467,21 @@ impl SmbSession {
             if n == 1 && flags & FLAG_RESPONSE == 0 {
                 self.readable.compound_requests += 1;
             }
-            self.command(from, h, &h[HDR..], len, at);
+            self.command(from, h, &h[HDR..], len, at, log);
         }
     }
 
     /// One SMB2 header `h` (its body `body`, `len` bytes in all) of a message that passed
     /// as `at` says.
-    fn command(&mut self, from: usize, h: &[u8], body: &[u8], len: u64, at: Passed) {
+    fn command(
+        &mut self,
+        from: usize,
+        h: &[u8],
+        body: &[u8],
+        len: u64,
+        at: Passed,
+        log: &mut RequestLog,
+    ) {
         let r = &mut self.readable;
         let cmd = le16(h, 12);
         let flags = le32(h, 16).unwrap_or(0);
@@ -484,7 +497,12 @@ impl SmbSession {
         };
         if flags & FLAG_RESPONSE == 0 {
             r.credits_requested += u64::from(le16(h, 14));
-            self.request(from, key, msg_id, body, len, at);
+            let info = if log.on() {
+                request_info(cmd, body, len)
+            } else {
+                CallInfo::default()
+            };
+            self.request(from, key, msg_id, (info, len), at, body);
         } else {
             r.credits_granted += u64::from(le16(h, 14));
             let status = le32(h, 8).unwrap_or(0);
@@ -496,11 +514,19 @@ impl SmbSession {
             if cmd == NEGOTIATE && status == 0 {
                 r.dialect = Some(le16(body, 4));
             }
-            self.response(from, h, body, len, at);
+            self.response(from, h, body, len, at, log);
         }
     }
 
-    fn request(&mut self, from: usize, key: OpKey, msg_id: u64, body: &[u8], len: u64, at: Passed) {
+    fn request(
+        &mut self,
+        from: usize,
+        key: OpKey,
+        msg_id: u64,
+        (info, len): (CallInfo, u64),
+        at: Passed,
+        body: &[u8],
+    ) {
         let (cmd, t) = (key.proc_ as u16, at.last_ns);
         self.calls_by_side[from] += 1;
         let s = self.ops.get(key);
@@ -536,13 +562,22 @@ impl SmbSession {
             t,
             mark,
             written,
+            info,
         });
         self.in_flight.step(t, 1);
     }
 
     /// The final response `h` (its body `body`, `len` bytes) of a message that passed as
     /// `at` says.
-    fn response(&mut self, from: usize, h: &[u8], body: &[u8], len: u64, at: Passed) {
+    fn response(
+        &mut self,
+        from: usize,
+        h: &[u8],
+        body: &[u8],
+        len: u64,
+        at: Passed,
+        log: &mut RequestLog,
+    ) {
         let t = at.last_ns;
         let msg_id = le64(h, 24);
         let status = le32(h, 8).unwrap_or(0);
@@ -589,11 +624,63 @@ impl SmbSession {
             at.moved_before,
             data,
         );
+        if let (true, Some(op)) = (log.on(), p.info.op) {
+            let file = match p.cmd {
+                // CREATE names its file by the FileId of its response.
+                CREATE if status == 0 => body.get(64..80).map_or(0, file_hash),
+                _ => p.info.file,
+            };
+            log.push(Request {
+                conn: 0,
+                client: p.from as u8,
+                op,
+                outcome: if status == 0 {
+                    Outcome::Ok
+                } else {
+                    Outcome::Error(status)
+                },
+                call_first_ns: p.mark.first_ns,
+                call_last_ns: p.mark.last_ns,
+                reply_first_ns: at.first_ns,
+                reply_last_ns: at.last_ns,
+                file,
+                offset: p.info.offset,
+                count: moved_bytes.unwrap_or(p.info.count),
+                call_bytes: p.info.bytes,
+                reply_bytes: len,
+            });
+        }
     }
 
     /// Requests still waiting at the end.
     pub fn waiting(&self) -> usize {
         self.pending.len()
+    }
+}
+
+/// What an SMB2 request (command `cmd`, its body `body`, `len` bytes) gives its request's
+/// record: the command, the FileId it names (READ, WRITE, CLOSE, FLUSH, IOCTL,
+/// QUERY_DIRECTORY, QUERY_INFO, SET_INFO; CREATE's comes with its response), READ's and
+/// WRITE's offset and length.
+fn request_info(cmd: u16, body: &[u8], len: u64) -> CallInfo {
+    let file_at = match cmd {
+        READ | WRITE | 17 => Some(16),
+        6 | 7 | 11 | 14 => Some(8),
+        16 => Some(24),
+        _ => None,
+    };
+    let rw = matches!(cmd, READ | WRITE);
+    CallInfo {
+        op: (cmd < 19).then_some(Op {
+            protocol: Protocol::Smb2,
+            code: cmd,
+        }),
+        file: file_at
+            .and_then(|a| body.get(a..a + 16))
+            .map_or(0, file_hash),
+        offset: if rw { le64(body, 8) } else { 0 },
+        count: if rw { le32(body, 4).unwrap_or(0) } else { 0 },
+        bytes: len,
     }
 }
 
@@ -676,6 +763,16 @@ mod tests {
     /// Feeds (direction, bytes, time ms) cut into segments of `mss`, after a handshake, with
     /// the round trips `rtt` from the capture point to each side.
     fn conn(script: &[(usize, Vec<u8>, i64)], mss: usize, rtt: RoundTrips) -> ProtoState {
+        conn_logged(script, mss, rtt, &mut RequestLog::new(10_000))
+    }
+
+    /// [`conn`], the requests matched into `log`.
+    fn conn_logged(
+        script: &[(usize, Vec<u8>, i64)],
+        mss: usize,
+        rtt: RoundTrips,
+        log: &mut RequestLog,
+    ) -> ProtoState {
         let mut c = ProtoState::default();
         let mut seq = [100u32, 900u32];
         let mut seg = |c: &mut ProtoState, dir: usize, p: &[u8], syn: bool, ms: i64| {
@@ -694,7 +791,7 @@ mod tests {
                 payload_at: 0,
                 payload_captured: p.len() as u32,
             };
-            c.segment(dir, &s, p, ms * 1_000_000, rtt);
+            c.segment(dir, &s, p, (ms * 1_000_000, rtt), log);
             seq[dir] = seq[dir].wrapping_add(p.len() as u32);
         };
         seg(&mut c, 0, &[], true, 0);
@@ -719,6 +816,58 @@ mod tests {
             .iter()
             .find(|o| o.op == name)
             .unwrap_or_else(|| panic!("{name} in {:?}", s.ops))
+    }
+
+    /// The request stream: a CREATE whose response names the FileId, a READ and a WRITE of
+    /// it with their offsets and lengths, a CLOSE, an error.
+    #[test]
+    fn requests_logged_with_file_offset_and_length() {
+        let fid = [7u8; 16];
+        let with_fid = |mut b: Vec<u8>, at: usize| {
+            b[at..at + 16].copy_from_slice(&fid);
+            b
+        };
+        let rw_at = |len: u32, off: u64, data: usize| {
+            let mut b = with_fid(rw(len, data), 16);
+            b[8..16].copy_from_slice(&off.to_le_bytes());
+            b
+        };
+        let mut create_resp = vec![0u8; 88];
+        create_resp[..2].copy_from_slice(&89u16.to_le_bytes());
+        let create_resp = with_fid(create_resp, 64);
+        let script = vec![
+            (0, nbss(&hdr(5, 1, 0, 0, 0, &[0x39, 0])), 0),
+            (1, nbss(&hdr(5, 1, RESP, 0, 0, &create_resp)), 2),
+            (0, nbss(&hdr(8, 2, 0, 0, 0, &rw_at(4096, 8192, 0))), 3),
+            (1, nbss(&hdr(8, 2, RESP, 0, 0, &rw(4096, 4096))), 5),
+            (0, nbss(&hdr(9, 3, 0, 0, 0, &rw_at(1000, 0, 1000))), 6),
+            (1, nbss(&hdr(9, 3, RESP, 0, 0, &[0x11, 0])), 9),
+            (
+                0,
+                nbss(&hdr(6, 4, 0, 0, 0, &with_fid(vec![0u8; 24], 8))),
+                10,
+            ),
+            (1, nbss(&hdr(6, 4, RESP, 0xC000_0008, 0, &[0x9, 0])), 11),
+        ];
+        let mut log = RequestLog::new(100);
+        conn_logged(&script, 1448, RoundTrips::default(), &mut log);
+        let got: Vec<_> = log
+            .requests
+            .iter()
+            .map(|r| (r.op.qualified(), r.offset, r.count, r.outcome))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("smb2:CREATE".to_string(), 0, 0, Outcome::Ok),
+                ("smb2:READ".to_string(), 8192, 4096, Outcome::Ok),
+                ("smb2:WRITE".to_string(), 0, 1000, Outcome::Ok),
+                ("smb2:CLOSE".to_string(), 0, 0, Outcome::Error(0xC000_0008)),
+            ]
+        );
+        assert!(log.requests.iter().all(|r| r.file == file_hash(&fid)));
+        assert_eq!(log.requests[1].call_first_ns, 3_000_000);
+        assert_eq!(log.requests[1].reply_last_ns, 5_000_000);
     }
 
     /// A compound request (CREATE + READ + CLOSE, related) and its compound response; a

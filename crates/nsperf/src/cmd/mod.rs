@@ -12,6 +12,7 @@ pub mod lab;
 pub mod lab_report;
 pub mod lab_serve;
 pub mod net;
+pub mod replay;
 pub mod report;
 pub mod results;
 pub mod run;

@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod replay;
 mod trace;
 mod trace_live;
 mod trace_proto;

@@ -1,0 +1,272 @@
+//! The workload and the model on synthetic streams whose answers are computable by hand.
+
+use super::model::{self, Bound, Conditions};
+use super::*;
+use crate::proto::requests::{Op, Outcome, Request, RequestConn};
+
+const MS: i64 = 1_000_000;
+const US: i64 = 1_000;
+const MIB: u32 = 1 << 20;
+/// Bytes of a READ call and of a READ reply's header (before its data), about NFSv3's.
+const CALL: u64 = 140;
+const REPLY_HEAD: u64 = 120;
+
+fn read(i: u64, call: i64, reply_first: i64, reply_last: i64) -> Request {
+    Request {
+        conn: 1,
+        client: 0,
+        op: Op::nfs3(6),
+        outcome: Outcome::Ok,
+        call_first_ns: call,
+        call_last_ns: call,
+        reply_first_ns: reply_first,
+        reply_last_ns: reply_last,
+        file: 42,
+        offset: i * u64::from(MIB),
+        count: MIB,
+        call_bytes: CALL,
+        reply_bytes: u64::from(MIB) + REPLY_HEAD,
+    }
+}
+
+/// Captured at the client on a 1 ms path: the server's round trip 1 ms, the client's 0.
+fn conn(window: Option<u64>) -> RequestConn {
+    RequestConn {
+        id: 1,
+        a: "10.0.0.1:800".into(),
+        b: "10.0.0.2:2049".into(),
+        rtt_a_ns: 0,
+        rtt_b_ns: MS as u64,
+        window_a_bytes: window,
+        window_b_bytes: window,
+    }
+}
+
+/// 100 dependent 1 MiB READs: 1 ms RTT, 1 ms service, the reply passing in `pass`, the
+/// next call `think` after the reply.
+fn dependent_reads(pass: i64, think: i64) -> Vec<Request> {
+    let mut t = 0;
+    (0..100)
+        .map(|i| {
+            let r = read(i, t, t + 2 * MS, t + 2 * MS + pass);
+            t = r.reply_last_ns + think;
+            r
+        })
+        .collect()
+}
+
+/// 100 1 MiB READs four at a time: each round's four calls 1 µs apart, their replies all
+/// in 2 ms later (1 ms RTT, 1 ms service), the next round right after the last reply.
+fn rounds_of_four() -> Vec<Request> {
+    let mut t = 0;
+    let mut v = Vec::new();
+    for round in 0..25 {
+        for k in 0..4 {
+            let c = t + k * US;
+            v.push(read(round * 4 + k as u64, c, c + 2 * MS, c + 2 * MS));
+        }
+        t += 2 * MS + 3 * US;
+    }
+    v
+}
+
+fn one(requests: &[Request], window: Option<u64>) -> Workload {
+    let mut w = workloads(requests, &[conn(window)]);
+    assert_eq!(w.len(), 1);
+    w.remove(0)
+}
+
+#[test]
+fn dependent_chain_extracted() {
+    let w = one(&dependent_reads(MS, MS / 2), None);
+    assert_eq!(w.steps.len(), 100);
+    assert_eq!((w.in_flight_max(), w.in_flight_mean()), (1, 1.0));
+    assert_eq!(w.dependent(), 99);
+    assert_eq!(w.think_mean_ns(), (MS / 2) as f64);
+    assert_eq!((w.rtt_client_ns, w.rtt_server_ns), (0, MS));
+    assert!(w.steps.iter().all(|s| s.service_ns == MS));
+    assert_eq!(w.ops.len(), 1);
+    let o = &w.ops[0];
+    assert_eq!((o.op.as_str(), o.requests, o.errors), ("nfs3:READ", 100, 0));
+    assert_eq!(o.data_bytes, 100 * u64::from(MIB));
+    assert_eq!((o.service_mean_ms, o.service_max_ms), (1.0, 1.0));
+    assert_eq!(w.data_bytes(), (100 * u64::from(MIB), 0));
+    assert_eq!(w.file_count, 1);
+    assert_eq!(w.files[0].extent_bytes, 100 * u64::from(MIB));
+    assert_eq!(w.files[0].read_bytes, 100 * u64::from(MIB));
+    // captured: 100 × (2 ms + 1 ms pass) + 99 × 0.5 ms think
+    assert_eq!(w.captured_ns(), 100 * 3 * MS + 99 * MS / 2);
+}
+
+#[test]
+fn concurrency_extracted() {
+    let w = one(&rounds_of_four(), None);
+    assert_eq!(w.in_flight_max(), 4);
+    assert_eq!(w.in_flight_mean(), 2.5);
+    // each round's first call waited for the last reply with nothing outstanding
+    assert_eq!(w.dependent(), 24);
+    assert!(matches!(w.steps[1].trigger, Trigger::Call { index: 0, delay_ns } if delay_ns == US));
+    // the next round's first call: after the first reply of the round before (the one
+    // that freed a slot), 3 µs later
+    assert_eq!(
+        w.steps[4].trigger,
+        Trigger::Reply {
+            index: 0,
+            delay_ns: 3 * US,
+            dependent: true
+        }
+    );
+    // its think time: from the last reply (no gap)
+    assert_eq!(w.steps[4].think_ns, Some(0));
+}
+
+/// The hand computation of the brief: 100 dependent 1 MiB READs, 1 ms service, at 50 ms
+/// RTT and 100 Mbit/s: each costs its call's and its reply's serialisation (headers of 66
+/// bytes per 1448-byte segment on the wire), 50 ms and 1 ms; think time 0.
+#[test]
+fn dependent_reads_at_50ms_and_100mbit_by_hand() {
+    let w = one(&dependent_reads(MS, 0), None);
+    let c = Conditions {
+        rtt_ns: 50 * MS,
+        rate_bps: Some(100e6),
+        call_window: None,
+        reply_window: None,
+    };
+    let wire = |n: u64| (n + n.div_ceil(1448) * 66) as f64 * 8.0 / 100e6 * 1e9;
+    let per = wire(CALL) + wire(u64::from(MIB) + REPLY_HEAD) + 51e6;
+    let got = model::predict(&w.steps, &c) as f64;
+    assert!(
+        (got - 100.0 * per).abs() < 100.0,
+        "{got} vs {}",
+        100.0 * per
+    );
+    // about 13.9 s: 87.7 ms of serialisation, 50 ms RTT, 1 ms service each
+    assert!((13.8e9..13.95e9).contains(&got), "{got}");
+    // a 256 KiB window: the reply (1 MiB and 120 bytes) takes 4 round trips more, its
+    // last 120 bytes after them
+    let c = Conditions {
+        reply_window: Some(256 * 1024),
+        ..c
+    };
+    let per = wire(CALL) + 4.0 * 50e6 + wire(REPLY_HEAD) + 51e6;
+    let got = model::predict(&w.steps, &c) as f64;
+    assert!(
+        (got - 100.0 * per).abs() < 100.0,
+        "{got} vs {}",
+        100.0 * per
+    );
+    // a window of 2 MiB holds a reply whole: no round trip more
+    let c = Conditions {
+        reply_window: Some(2 << 20),
+        ..c
+    };
+    let got = model::predict(&w.steps, &c) as f64;
+    let per = wire(CALL) + wire(u64::from(MIB) + REPLY_HEAD) + 51e6;
+    assert!(
+        (got - 100.0 * per).abs() < 100.0,
+        "{got} vs {}",
+        100.0 * per
+    );
+}
+
+/// At the capture's own conditions the model gives the captured duration back.
+#[test]
+fn captured_conditions_give_the_captured_duration() {
+    for reqs in [
+        dependent_reads(MS, MS / 2),
+        dependent_reads(0, 0),
+        rounds_of_four(),
+    ] {
+        let w = one(&reqs, None);
+        let got = model::predict(&w.steps, &Conditions::captured(&w));
+        assert_eq!(got, w.captured_ns());
+    }
+}
+
+/// Four in flight at 50 ms, transfers as captured (instant): 25 rounds of 3 µs of calls,
+/// 50 ms and 1 ms; with 100 Mbit/s the link carries the 100 MiB one after the other.
+#[test]
+fn concurrency_bounds_and_the_link_shares() {
+    let w = one(&rounds_of_four(), None);
+    let c = Conditions {
+        rtt_ns: 50 * MS,
+        rate_bps: None,
+        call_window: None,
+        reply_window: None,
+    };
+    assert_eq!(model::predict(&w.steps, &c), 25 * (3 * US + 51 * MS));
+    let c = Conditions {
+        rate_bps: Some(100e6),
+        ..c
+    };
+    // the next round's calls go as the first replies come in (four slots): the link is
+    // busy from the first reply on, the 100 replies one after the other
+    let wire = |n: u64| (n + n.div_ceil(1448) * 66) as f64 * 8.0 / 100e6 * 1e9;
+    let want = wire(CALL) + 51e6 + 100.0 * wire(u64::from(MIB) + REPLY_HEAD);
+    let got = model::predict(&w.steps, &c) as f64;
+    assert!((got - want).abs() < 100.0, "{got} vs {want}");
+}
+
+/// Four 1 MiB replies in flight at 50 ms: a window of 5 MiB holds them all (the rounds as
+/// without a window); one of 2 MiB holds one (each reply is 120 bytes over 1 MiB): a reply
+/// every round trip from the first on.
+#[test]
+fn window_bounds_the_bytes_in_flight() {
+    let w = one(&rounds_of_four(), None);
+    let c = |win: u64| Conditions {
+        rtt_ns: 50 * MS,
+        rate_bps: None,
+        call_window: None,
+        reply_window: Some(win),
+    };
+    assert_eq!(
+        model::predict(&w.steps, &c(5 << 20)),
+        25 * (3 * US + 51 * MS)
+    );
+    assert_eq!(
+        model::predict(&w.steps, &c(2 << 20)),
+        51 * MS + 99 * 50 * MS
+    );
+}
+
+/// The table: server-bound at no RTT, latency-bound from the RTT where 100 round trips
+/// outweigh 100 ms of service.
+#[test]
+fn table_marks_where_latency_takes_over() {
+    let w = one(&dependent_reads(MS / 10, MS / 10), None);
+    let t = model::table(&w, &[0.0, 0.5, 2.0, 5.0], None, None);
+    let bounds: Vec<Bound> = t.iter().map(|p| p.bound).collect();
+    assert_eq!(
+        bounds,
+        [Bound::Server, Bound::Server, Bound::Latency, Bound::Latency]
+    );
+    assert_eq!(model::latency_bound_from(&t), Some(2.0));
+    for p in &t {
+        let sum = p.latency_s + p.link_s + p.server_s + p.client_s;
+        assert!((sum - p.duration_s).abs() < 1e-9, "{p:?}");
+        let bytes = 100.0 * f64::from(MIB) * 8.0;
+        assert!((p.throughput_bps - bytes / p.duration_s).abs() < 1e-3);
+    }
+    // 100 × (0.1 ms pass + 1 ms service) + 99 × 0.1 ms think at no RTT
+    assert!(
+        (t[0].duration_s - 0.1199).abs() < 1e-9,
+        "{}",
+        t[0].duration_s
+    );
+    assert!((t[0].server_s - 0.1).abs() < 1e-9);
+}
+
+#[test]
+fn connections_apart_and_empty() {
+    let mut reqs = dependent_reads(MS, 0);
+    for r in reqs.iter_mut().skip(50) {
+        r.conn = 2;
+    }
+    let w = workloads(&reqs, &[conn(None)]);
+    assert_eq!(w.len(), 2);
+    assert_eq!((w[0].steps.len(), w[1].steps.len()), (50, 50));
+    // the second connection is unknown to the list: no round trips known
+    assert_eq!(w[1].rtt_server_ns, 0);
+    assert!(workloads(&[], &[]).is_empty());
+    assert_eq!(model::predict(&[], &Conditions::captured(&w[0])), 0);
+}

@@ -1,0 +1,212 @@
+//! `nsperf replay CAPTURE`: the storage workload a capture holds, per client connection, and
+//! the model's prediction of it over an RTT axis (issue 25 items 1 and 3; the replay through
+//! a lab, items 2 and 4, is not built yet and the report says so). Arguments and printing
+//! only; the extraction and the model are `nsperf_trace::replay`'s.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use nsperf_core::Failure;
+use nsperf_core::Report;
+use nsperf_core::report::Command;
+use nsperf_core::table::Table;
+use nsperf_core::units::{BitRate, Bytes};
+use nsperf_lab::config::parse_rate;
+use nsperf_trace::proto::requests::DEFAULT_MAX_REQUESTS;
+use nsperf_trace::replay::report::{ClientReport, ReplaySpec, ReplaySummary, summary};
+use nsperf_trace::{DEFAULT_IDLE_NS, TraceConfig};
+
+use crate::exit::classified;
+use crate::output::print_json;
+
+/// A rate or `None` for unlimited (a newtype: clap treats `Option<Option<_>>` specially).
+#[derive(Debug, Clone, Copy)]
+struct RateArg(Option<f64>);
+
+/// Arguments of `nsperf replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The capture: pcap or pcapng, plain or compressed (gzip, zstd, xz); `-` for stdin.
+    pub capture: PathBuf,
+    /// Round-trip times to predict at, ms, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0,1,2,5,10,20,50,100,200",
+        value_parser = parse_rtt_ms
+    )]
+    pub rtt: Vec<f64>,
+    /// Link rate each way, as `lab up --rate` takes it (`45mbit`, `1g`); default: each
+    /// transfer as long as it was in the capture.
+    #[arg(long, value_parser = |s: &str| parse_rate(s).map(RateArg))]
+    rate: Option<RateArg>,
+    /// TCP window bounding the bytes in flight each way (`64k`, `4m`); default: each
+    /// connection's largest advertised windows in the capture.
+    #[arg(long)]
+    pub window: Option<Bytes>,
+    /// Print the report as JSON (docs/schema.md) and nothing else.
+    #[arg(long, short = 'J')]
+    pub json: bool,
+}
+
+/// An RTT in ms: a number from 0 to 60000.
+fn parse_rtt_ms(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (0.0..=60_000.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is no RTT in ms from 0 to 60000")),
+    }
+}
+
+/// Runs `nsperf replay`.
+pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
+    if args.window.is_some_and(|w| w.0 == 0) {
+        return Err(classified(
+            Failure::Usage,
+            "replay: --window 0 holds no byte",
+        ));
+    }
+    let t0 = std::time::Instant::now();
+    let name = args.capture.display().to_string();
+    let cfg = TraceConfig {
+        idle_ns: DEFAULT_IDLE_NS,
+        ..TraceConfig::default()
+    };
+    let (_, stream) = nsperf_trace::requests_file(&args.capture, cfg, DEFAULT_MAX_REQUESTS)
+        .with_context(|| format!("replay {name}"))?;
+    if stream.dropped > 0 {
+        return Err(classified(
+            Failure::Refused,
+            format!(
+                "replay {name}: the capture holds more than {DEFAULT_MAX_REQUESTS} storage requests, the most replay keeps in memory; cut it (editcap -c) into parts"
+            ),
+        ));
+    }
+    if stream.requests.is_empty() {
+        return Err(classified(
+            Failure::NotFound,
+            format!("replay {name}: no NFS or SMB2 request matched to its reply in the capture"),
+        ));
+    }
+    let spec = ReplaySpec {
+        capture: name,
+        rtt_axis_ms: args.rtt.clone(),
+        rate_bps: args.rate.and_then(|r| r.0),
+        window_bytes: args.window.map(|w| w.0),
+    };
+    let sum = summary(&spec, &stream);
+    let mut r: ReplayReport = Report::new(Command::Replay, spec, sum);
+    r.duration_ns = t0.elapsed().as_nanos() as u64;
+    if args.json {
+        return print_json(&r);
+    }
+    print!("{}", human(&r));
+    Ok(())
+}
+
+/// The `--json` document: the envelope of every command around the replay's spec and
+/// summary (no intervals).
+type ReplayReport = Report<ReplaySpec, (), ReplaySummary>;
+
+/// The report for a person.
+fn human(r: &ReplayReport) -> String {
+    let (spec, s) = (&r.spec, &r.summary);
+    let link = match (spec.rate_bps, spec.window_bytes) {
+        (Some(b), Some(w)) => format!("{} each way, window {}", BitRate(b), Bytes(w)),
+        (Some(b), None) => format!("{} each way, the captured windows", BitRate(b)),
+        (None, Some(w)) => format!("transfers as captured, window {}", Bytes(w)),
+        (None, None) => "transfers as captured, the captured windows".to_string(),
+    };
+    let mut out = format!(
+        "replay {}: {} storage requests on {} client connection(s); model: {link}\n",
+        spec.capture,
+        s.requests,
+        s.clients.len()
+    );
+    for c in &s.clients {
+        out.push('\n');
+        out.push_str(&client(c));
+    }
+    out.push_str(&format!("\nnote: {}.\n", s.not_built));
+    out
+}
+
+fn client(c: &ClientReport) -> String {
+    let win = |w: Option<u64>| w.map_or("unknown".to_string(), |w| Bytes(w).to_string());
+    let mut out = format!(
+        "client {} -> server {} (connection {})\n  {} requests: read {}, written {}; in flight max {}, mean {:.2}; dependent {:.0} %, think time {:.3} ms mean\n  captured: {:.3} s at RTT {:.3} ms (capture point to client {:.3} ms, to server {:.3} ms); windows: client {}, server {}; {} file(s)\n",
+        c.client,
+        c.server,
+        c.connection,
+        c.requests,
+        Bytes(c.read_bytes),
+        Bytes(c.written_bytes),
+        c.in_flight_max,
+        c.in_flight_mean,
+        c.dependent_fraction * 100.0,
+        c.think_mean_ms,
+        c.captured_duration_s,
+        c.captured_rtt_ms,
+        c.rtt_client_ms,
+        c.rtt_server_ms,
+        win(c.window_client_bytes),
+        win(c.window_server_bytes),
+        c.file_count,
+    );
+    let mut ops = Table::new([
+        "op",
+        "requests",
+        "errors",
+        "data",
+        "service mean ms",
+        "max ms",
+    ]);
+    for o in &c.ops {
+        ops.row([
+            o.op.clone(),
+            o.requests.to_string(),
+            o.errors.to_string(),
+            Bytes(o.data_bytes).to_string(),
+            format!("{:.3}", o.service_mean_ms),
+            format!("{:.3}", o.service_max_ms),
+        ]);
+    }
+    out.push_str(&indent(&ops.render()));
+    out.push_str(&format!(
+        "  model at the capture's own RTT and transfers: {:.3} s ({:+.1} % from the captured {:.3} s)\n",
+        c.model_at_capture_s, c.model_error_pct, c.captured_duration_s
+    ));
+    let mut t = Table::new([
+        "RTT ms",
+        "predicted s",
+        "throughput",
+        "latency s",
+        "link s",
+        "server s",
+        "client s",
+        "bound",
+    ]);
+    for p in &c.predictions {
+        let mark = if Some(p.rtt_ms) == c.latency_bound_from_ms {
+            " <- latency-bound from here"
+        } else {
+            ""
+        };
+        t.row([
+            format!("{}", p.rtt_ms),
+            format!("{:.3}", p.duration_s),
+            BitRate(p.throughput_bps).to_string(),
+            format!("{:.3}", p.latency_s),
+            format!("{:.3}", p.link_s),
+            format!("{:.3}", p.server_s),
+            format!("{:.3}", p.client_s),
+            format!("{}{mark}", p.bound),
+        ]);
+    }
+    out.push_str(&indent(&t.render()));
+    out
+}
+
+fn indent(s: &str) -> String {
+    s.lines().map(|l| format!("  {l}\n")).collect()
+}
