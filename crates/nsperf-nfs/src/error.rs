@@ -62,6 +62,16 @@ pub enum NfsError {
         /// The status.
         stat: NfsStat,
     },
+    /// An NFSv4 operation failed (its status shown with NFSv4's names).
+    #[error("NFSv4 {op} {path}: {}", stat.v4())]
+    Nfs4 {
+        /// The operation.
+        op: &'static str,
+        /// What it was done on (path relative to the export, or a file name).
+        path: String,
+        /// The status.
+        stat: NfsStat,
+    },
     /// The path exists but is not a directory.
     #[error("{0} is not a directory on the server")]
     NotADirectory(String),
@@ -88,10 +98,29 @@ impl NfsError {
         }
     }
 
+    /// An NFSv4 status error on `path`.
+    pub fn nfs4(op: &'static str, path: &str, stat: NfsStat) -> NfsError {
+        NfsError::Nfs4 {
+            op,
+            path: path.to_string(),
+            stat,
+        }
+    }
+
+    /// The NFS status of an NFS error (either version), `None` for other errors.
+    pub fn status(&self) -> Option<NfsStat> {
+        match self {
+            NfsError::Nfs { stat, .. } | NfsError::Nfs4 { stat, .. } => Some(*stat),
+            _ => None,
+        }
+    }
+
     /// The `errno` closest to this error, for engines that report errors as `io::Error`.
     pub fn errno(&self) -> i32 {
         match self {
-            NfsError::Nfs { stat, .. } | NfsError::Mount { stat, .. } => match *stat {
+            NfsError::Nfs { stat, .. }
+            | NfsError::Nfs4 { stat, .. }
+            | NfsError::Mount { stat, .. } => match *stat {
                 NfsStat::PERM => libc::EPERM,
                 NfsStat::NOENT => libc::ENOENT,
                 NfsStat::ACCES => libc::EACCES,
@@ -127,7 +156,9 @@ impl Classify for NfsError {
                 RpcError::Denied(_) => Failure::Permission,
                 _ => Failure::Protocol,
             },
-            NfsError::Mount { stat, .. } | NfsError::Nfs { stat, .. } => status_class(*stat),
+            NfsError::Mount { stat, .. }
+            | NfsError::Nfs { stat, .. }
+            | NfsError::Nfs4 { stat, .. } => status_class(*stat),
             NfsError::NotADirectory(_) => Failure::NotFound,
             NfsError::Lost { .. } => Failure::PeerLost,
             NfsError::Interrupted => Failure::Interrupted,

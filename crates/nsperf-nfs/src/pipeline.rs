@@ -512,7 +512,7 @@ impl Pipeline {
             Dialect::V4(v) => {
                 let mut res = Results::begin(&mut r, "COMMIT")?;
                 if let Some(stat) = v.sequence_done(&mut res, 0)? {
-                    return Err(NfsError::nfs("SEQUENCE", "", stat));
+                    return Err(NfsError::nfs4("SEQUENCE", "", stat));
                 }
                 res.next(op::PUTFH, "")?;
                 res.next(op::COMMIT, "")?;

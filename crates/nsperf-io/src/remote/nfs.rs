@@ -224,7 +224,7 @@ fn io_err(e: NfsError) -> IoError {
 
 /// True for an NFS status saying the object is not there (any more).
 fn gone(e: &NfsError) -> bool {
-    matches!(e, NfsError::Nfs { stat, .. } if *stat == NfsStat::NOENT || *stat == NfsStat::STALE)
+    matches!(e.status(), Some(NfsStat::NOENT | NfsStat::STALE))
 }
 
 impl crate::stale::Listing for NfsDir<'_> {

@@ -231,7 +231,7 @@ impl Control {
 /// NFSv4.1, or 4.0 when the server speaks no 4.1.
 fn newest_v4(url: &NfsUrl, t: Timeouts) -> Result<Control, NfsError> {
     match Client4::connect(url, t, 1) {
-        Err(NfsError::Nfs { stat, .. }) if stat == MINOR_VERS_MISMATCH => {
+        Err(NfsError::Nfs4 { stat, .. }) if stat == MINOR_VERS_MISMATCH => {
             Client4::connect(url, t, 0).map(Control::V4)
         }
         r => r.map(Control::V4),

@@ -198,11 +198,7 @@ impl Client4 {
             )? {
                 NfsStat::OK | wire::stat::COMPLETE_ALREADY => {}
                 stat => {
-                    return Err(NfsError::Nfs {
-                        op: "RECLAIM_COMPLETE",
-                        path: String::new(),
-                        stat,
-                    });
+                    return Err(NfsError::nfs4("RECLAIM_COMPLETE", "", stat));
                 }
             }
         }

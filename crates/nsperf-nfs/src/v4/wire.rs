@@ -2,7 +2,7 @@
 //! client sends, encoded into a reused buffer, and a checked reader of the results in order.
 //!
 //! A reply is read operation by operation: [`Results::next`] checks that the next result is
-//! of the operation asked for and turns a failed status into an [`NfsError::Nfs`] naming the
+//! of the operation asked for and turns a failed status into an [`NfsError::Nfs4`] naming the
 //! operation (a COMPOUND stops at its first failure, so the failed one is the last result).
 
 use crate::error::NfsError;
@@ -467,11 +467,7 @@ impl<'a, 'b> Results<'a, 'b> {
     pub fn next(&mut self, op: u32, path: &str) -> Result<&mut XdrReader<'a>, NfsError> {
         match self.status_of(op)? {
             NfsStat::OK => Ok(&mut *self.r),
-            stat => Err(NfsError::Nfs {
-                op: op_name(op),
-                path: path.to_string(),
-                stat,
-            }),
+            stat => Err(NfsError::nfs4(op_name(op), path, stat)),
         }
     }
 
@@ -499,11 +495,7 @@ impl<'a, 'b> Results<'a, 'b> {
         if st == NfsStat::OK {
             Ok(&mut *self.r)
         } else {
-            Err(NfsError::Nfs {
-                op: op_name(op),
-                path: path.to_string(),
-                stat: st,
-            })
+            Err(NfsError::nfs4(op_name(op), path, st))
         }
     }
 

@@ -22,12 +22,20 @@ pub fn program_name(prog: u32) -> &'static str {
     }
 }
 
-/// The protocol's name of a status.
-pub fn status_name(prog: u32, st: u32) -> String {
+/// The protocol's name of a status, in the program version's names (NFSv4's statuses are
+/// `NFS4ERR_…`, NFSv3's and MOUNT's `NFS3ERR_…`).
+pub fn status_name(prog: u32, vers: u32, st: u32) -> String {
     match prog {
         nsperf_nfs::proto::NFS_PROG | nsperf_nfs::proto::MOUNT_PROG => {
-            let d = nsperf_nfs::NfsStat(st).describe();
-            d.split(' ').next().unwrap_or(d).to_string()
+            let v = if prog == nsperf_nfs::proto::NFS_PROG {
+                vers
+            } else {
+                3
+            };
+            match nsperf_nfs::NfsStat(st).name(v) {
+                Some(n) => n.to_string(),
+                None => format!("unknown NFS status {st}"),
+            }
         }
         SMB2_PROG => nt_status_name(st),
         _ => format!("status {st}"),
@@ -231,4 +239,21 @@ pub const NFS4_NAMES: [&str; NFS4_OPS] = [
 /// The name of NFSv4 operation `op`.
 pub fn nfs4_op_name(op: u32) -> &'static str {
     NFS4_NAMES.get(op as usize).copied().unwrap_or("ILLEGAL")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nsperf_nfs::proto::{MOUNT_PROG, NFS_PROG};
+
+    #[test]
+    fn nfs_statuses_take_the_names_of_their_version() {
+        assert_eq!(status_name(NFS_PROG, 3, 2), "NFS3ERR_NOENT");
+        assert_eq!(status_name(NFS_PROG, 4, 2), "NFS4ERR_NOENT");
+        assert_eq!(status_name(NFS_PROG, 4, 10013), "NFS4ERR_GRACE");
+        assert_eq!(status_name(NFS_PROG, 4, 10008), "NFS4ERR_DELAY");
+        // MOUNT speaks v3's statuses whatever its own version number.
+        assert_eq!(status_name(MOUNT_PROG, 3, 13), "NFS3ERR_ACCES");
+        assert_eq!(status_name(NFS_PROG, 3, 10013), "unknown NFS status 10013");
+    }
 }

@@ -125,7 +125,7 @@ impl OpTable {
                         .iter()
                         .map(|&(status, count)| OpError {
                             status,
-                            name: status_name(k.prog, status),
+                            name: status_name(k.prog, k.vers, status),
                             count,
                         })
                         .collect(),

@@ -462,6 +462,13 @@ fn lab_serve_embedded_and_ganesha_every_workload_and_a_kill() {
         let r = run(&a);
         assert_ne!(r.code, Some(0), "{}", r.stdout);
         assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+        // A missing path through NFSv4 is named with NFSv4's status names.
+        let mut a = site_a.to_vec();
+        let missing = format!("{url4}/missing");
+        a.extend_from_slice(&["io", "run", &missing, "-w", "seqwrite", "-s", "4m"]);
+        let r = run(&a);
+        assert_eq!(r.code, Some(11), "{}", r.stderr);
+        assert!(r.stderr.contains("NFS4ERR_NOENT"), "{}", r.stderr);
         assert!(dir4.leftovers().is_empty(), "{:?}", dir4.leftovers());
     }
     run(&["lab", "down", &lab]).ok();
