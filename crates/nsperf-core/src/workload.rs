@@ -61,51 +61,6 @@ impl Workload {
         Workload::Meta,
     ];
 
-    /// The name used on the command line and in JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Workload::SeqWrite => "seqwrite",
-            Workload::Rewrite => "rewrite",
-            Workload::SeqRead => "seqread",
-            Workload::Reread => "reread",
-            Workload::RandRead => "randread",
-            Workload::RandWrite => "randwrite",
-            Workload::RandRw => "randrw",
-            Workload::SeqRw => "seqrw",
-            Workload::BkwdRead => "bkwdread",
-            Workload::StrideRead => "strideread",
-            Workload::RecRewrite => "recrewrite",
-            Workload::CharWrite => "charwrite",
-            Workload::CharRead => "charread",
-            Workload::Seeks => "seeks",
-            Workload::Meta => "meta",
-        }
-    }
-
-    /// Parses a name; also accepts the iozone and fio spellings (`write`, `read`, `randrw`,
-    /// `mixed`, `backward`, …). fio's `rw` and `readwrite` are *sequential* mixed I/O.
-    pub fn parse(s: &str) -> Option<Workload> {
-        let s = s.to_ascii_lowercase();
-        Some(match s.as_str() {
-            "seqwrite" | "write" => Workload::SeqWrite,
-            "rewrite" => Workload::Rewrite,
-            "seqread" | "read" => Workload::SeqRead,
-            "reread" => Workload::Reread,
-            "randread" => Workload::RandRead,
-            "randwrite" => Workload::RandWrite,
-            "randrw" | "mixed" => Workload::RandRw,
-            "seqrw" | "rw" | "readwrite" => Workload::SeqRw,
-            "bkwdread" | "backward" | "backread" => Workload::BkwdRead,
-            "strideread" | "stride" => Workload::StrideRead,
-            "recrewrite" | "record-rewrite" => Workload::RecRewrite,
-            "charwrite" | "putc" => Workload::CharWrite,
-            "charread" | "getc" => Workload::CharRead,
-            "seeks" | "seek" => Workload::Seeks,
-            "meta" | "metadata" => Workload::Meta,
-            _ => return None,
-        })
-    }
-
     /// True when the measured pass writes (entirely or partly).
     pub fn writes(self) -> bool {
         matches!(
@@ -161,16 +116,52 @@ impl Workload {
     }
 }
 
+/// Parses a name; also accepts the iozone and fio spellings (`write`, `read`, `randrw`,
+/// `mixed`, `backward`, …), in any case. fio's `rw` and `readwrite` are *sequential* mixed I/O.
 impl std::str::FromStr for Workload {
     type Err = UnknownWorkload;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Workload::parse(s).ok_or_else(|| UnknownWorkload(s.to_string()))
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "seqwrite" | "write" => Workload::SeqWrite,
+            "rewrite" => Workload::Rewrite,
+            "seqread" | "read" => Workload::SeqRead,
+            "reread" => Workload::Reread,
+            "randread" => Workload::RandRead,
+            "randwrite" => Workload::RandWrite,
+            "randrw" | "mixed" => Workload::RandRw,
+            "seqrw" | "rw" | "readwrite" => Workload::SeqRw,
+            "bkwdread" | "backward" | "backread" => Workload::BkwdRead,
+            "strideread" | "stride" => Workload::StrideRead,
+            "recrewrite" | "record-rewrite" => Workload::RecRewrite,
+            "charwrite" | "putc" => Workload::CharWrite,
+            "charread" | "getc" => Workload::CharRead,
+            "seeks" | "seek" => Workload::Seeks,
+            "meta" | "metadata" => Workload::Meta,
+            _ => return Err(UnknownWorkload(s.to_string())),
+        })
     }
 }
 
+/// The name used on the command line and in JSON (serde's name); pads to a width.
 impl std::fmt::Display for Workload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.pad(match self {
+            Workload::SeqWrite => "seqwrite",
+            Workload::Rewrite => "rewrite",
+            Workload::SeqRead => "seqread",
+            Workload::Reread => "reread",
+            Workload::RandRead => "randread",
+            Workload::RandWrite => "randwrite",
+            Workload::RandRw => "randrw",
+            Workload::SeqRw => "seqrw",
+            Workload::BkwdRead => "bkwdread",
+            Workload::StrideRead => "strideread",
+            Workload::RecRewrite => "recrewrite",
+            Workload::CharWrite => "charwrite",
+            Workload::CharRead => "charread",
+            Workload::Seeks => "seeks",
+            Workload::Meta => "meta",
+        })
     }
 }
 
@@ -181,34 +172,59 @@ pub struct UnknownWorkload(pub String);
 
 /// The names of every workload, comma-separated, in the order of `--help`.
 fn names() -> String {
-    Workload::ALL.map(Workload::name).join(", ")
+    Workload::ALL.map(|w| w.to_string()).join(", ")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Every workload's text, as `name()` wrote it before Display/FromStr took its place.
+    const NAMES: [(Workload, &str); 15] = [
+        (Workload::SeqWrite, "seqwrite"),
+        (Workload::Rewrite, "rewrite"),
+        (Workload::SeqRead, "seqread"),
+        (Workload::Reread, "reread"),
+        (Workload::RandRead, "randread"),
+        (Workload::RandWrite, "randwrite"),
+        (Workload::RandRw, "randrw"),
+        (Workload::SeqRw, "seqrw"),
+        (Workload::BkwdRead, "bkwdread"),
+        (Workload::StrideRead, "strideread"),
+        (Workload::RecRewrite, "recrewrite"),
+        (Workload::CharWrite, "charwrite"),
+        (Workload::CharRead, "charread"),
+        (Workload::Seeks, "seeks"),
+        (Workload::Meta, "meta"),
+    ];
+
+    #[test]
+    fn names_match_display_and_from_str() {
+        assert_eq!(NAMES.map(|(w, _)| w), Workload::ALL);
+        for (w, name) in NAMES {
+            assert_eq!(w.to_string(), name);
+            assert_eq!(name.parse::<Workload>(), Ok(w));
+            assert_eq!(
+                format!("{w:>12}|{w:<12}|"),
+                format!("{name:>12}|{name:<12}|")
+            );
+        }
+    }
+
     #[test]
     fn names_round_trip() {
-        for w in Workload::ALL {
-            assert_eq!(Workload::parse(w.name()), Some(w));
-        }
-        assert_eq!(Workload::parse("mixed"), Some(Workload::RandRw));
+        assert_eq!("mixed".parse(), Ok(Workload::RandRw));
         // fio: rw and readwrite are sequential mixed I/O, not random.
-        assert_eq!(Workload::parse("rw"), Some(Workload::SeqRw));
-        assert_eq!(Workload::parse("readwrite"), Some(Workload::SeqRw));
-        assert_eq!(Workload::parse("trim"), None);
-        assert_eq!(Workload::parse("nope"), None);
+        assert_eq!("rw".parse(), Ok(Workload::SeqRw));
+        assert_eq!("readwrite".parse(), Ok(Workload::SeqRw));
+        assert!("trim".parse::<Workload>().is_err());
+        assert!("nope".parse::<Workload>().is_err());
     }
 
     #[test]
     fn serde_and_display_are_the_name() {
         for w in Workload::ALL {
-            assert_eq!(
-                serde_json::to_string(&w).unwrap(),
-                format!("\"{}\"", w.name())
-            );
-            assert_eq!(w.to_string(), w.name());
+            assert_eq!(serde_json::to_string(&w).unwrap(), format!("\"{w}\""));
             let back: Workload = serde_json::from_str(&format!("\"{w}\"")).unwrap();
             assert_eq!(back, w);
         }

@@ -202,7 +202,7 @@ pub fn run_bonnie_observed(
         let meta = w == Workload::Meta;
         rep.summary.rows.push(BonnieRow {
             test: name.into(),
-            workload: w.name().into(),
+            workload: w.to_string(),
             throughput_bytes_per_s: if meta || w == Workload::Seeks {
                 0.0
             } else {

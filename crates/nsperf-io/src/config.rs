@@ -72,32 +72,31 @@ pub enum FsyncMode {
     Each,
 }
 
-impl FsyncMode {
-    /// Parses `none`, `end`, `each`.
-    pub fn parse(s: &str) -> Option<FsyncMode> {
-        Some(match s.to_ascii_lowercase().as_str() {
-            "none" | "no" => FsyncMode::None,
-            "end" => FsyncMode::End,
-            "each" | "always" => FsyncMode::Each,
-            _ => return None,
-        })
-    }
-
-    /// The name.
-    pub fn name(self) -> &'static str {
-        match self {
+/// `none`, `end`, `each` (serde's names); pads to a width.
+impl std::fmt::Display for FsyncMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(match self {
             FsyncMode::None => "none",
             FsyncMode::End => "end",
             FsyncMode::Each => "each",
-        }
+        })
     }
 }
 
+/// Parses `none`, `end`, `each` (any case; `no` and `always` too).
 impl std::str::FromStr for FsyncMode {
     type Err = IoError;
     fn from_str(s: &str) -> Result<Self, IoError> {
-        FsyncMode::parse(s)
-            .ok_or_else(|| IoError::Config(format!("unknown fsync mode '{s}' (none, end, each)")))
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "none" | "no" => FsyncMode::None,
+            "end" => FsyncMode::End,
+            "each" | "always" => FsyncMode::Each,
+            _ => {
+                return Err(IoError::Config(format!(
+                    "unknown fsync mode '{s}' (none, end, each)"
+                )));
+            }
+        })
     }
 }
 
@@ -523,6 +522,24 @@ impl RunConfig {
 mod tests {
     use super::*;
 
+    #[test]
+    fn fsync_names_match_display_and_from_str() {
+        for (m, name) in [
+            (FsyncMode::None, "none"),
+            (FsyncMode::End, "end"),
+            (FsyncMode::Each, "each"),
+        ] {
+            assert_eq!(m.to_string(), name);
+            assert_eq!(name.parse::<FsyncMode>().ok(), Some(m));
+            assert_eq!(format!("{m:>5}|{m:<5}|"), format!("{name:>5}|{name:<5}|"));
+        }
+        assert_eq!("ALWAYS".parse::<FsyncMode>().ok(), Some(FsyncMode::Each));
+        assert_eq!(
+            "sometimes".parse::<FsyncMode>().unwrap_err().to_string(),
+            "unknown fsync mode 'sometimes' (none, end, each)"
+        );
+    }
+
     fn cfg() -> RunConfig {
         RunConfig::new(
             Target::Dir {
@@ -558,7 +575,7 @@ mod tests {
         c.drop_caches = true;
         assert!(c.validate().is_err());
         assert_eq!("COLD".parse::<CacheMode>().ok(), Some(CacheMode::Cold));
-        assert_eq!(FsyncMode::parse("end"), Some(FsyncMode::End));
+        assert_eq!("end".parse::<FsyncMode>().ok(), Some(FsyncMode::End));
     }
 
     #[test]

@@ -241,7 +241,7 @@ impl Builder {
                 }
                 let w = match o.value.as_str() {
                     "read" | "write" | "randread" | "randwrite" | "rw" | "readwrite" | "randrw" => {
-                        Workload::parse(&o.value)
+                        o.value.parse::<Workload>().ok()
                     }
                     _ => None,
                 };

@@ -166,7 +166,7 @@ fn open_files(
         Target::Dir { path } => {
             let mut g = CreatedFiles::new(path)?;
             for _ in 0..place.files {
-                let (file, p) = g.create(cfg.workload.name())?;
+                let (file, p) = g.create(&cfg.workload.to_string())?;
                 files.push(RunFile {
                     file,
                     path: p,

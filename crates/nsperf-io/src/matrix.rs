@@ -253,8 +253,8 @@ pub fn run_matrix_observed(
     });
     let t0 = Instant::now();
     let mut s = MatrixSummary {
-        engine: engine.name().into(),
-        tests: cfg.tests.iter().map(|t| t.name().to_string()).collect(),
+        engine: engine.to_string(),
+        tests: cfg.tests.iter().map(|t| t.to_string()).collect(),
         file_sizes_bytes: cfg.file_sizes(),
         record_sizes_bytes: cfg.records_bytes.clone(),
         mem_available_bytes: mem,
@@ -408,7 +408,7 @@ fn cells<E: IoEngine>(
                 let el = end.duration_since(start).as_secs_f64().max(1e-9);
                 let l = o.hist().summary();
                 s.cells.push(MatrixCell {
-                    test: test.name().into(),
+                    test: test.to_string(),
                     file_bytes: len,
                     record_bytes: rec,
                     throughput_bytes_per_s: (o.read_bytes + o.write_bytes) as f64 / el,
@@ -599,7 +599,9 @@ fn short_cells(s: &MatrixSummary, out: &mut Vec<Finding>) {
 pub fn iozone_csv(s: &MatrixSummary) -> String {
     let mut w = nsperf_core::csv::CsvWriter::new();
     for test in &s.tests {
-        let Some(title) = Workload::parse(test)
+        let Some(title) = test
+            .parse::<Workload>()
+            .ok()
             .and_then(|w| TESTS.iter().find(|t| t.0 == w))
             .map(|t| t.1)
         else {

@@ -110,31 +110,6 @@ impl EngineKind {
         EngineKind::Smb,
     ];
 
-    /// The name used on the command line and in JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            EngineKind::Psync => "psync",
-            EngineKind::Uring => "uring",
-            EngineKind::Mmap => "mmap",
-            EngineKind::Null => "null",
-            EngineKind::Nfs => "nfs",
-            EngineKind::Smb => "smb",
-        }
-    }
-
-    /// Parses a name (`io_uring` is accepted for `uring`).
-    pub fn parse(s: &str) -> Option<EngineKind> {
-        Some(match s.to_ascii_lowercase().as_str() {
-            "psync" | "sync" | "pread" => EngineKind::Psync,
-            "uring" | "io_uring" | "io-uring" => EngineKind::Uring,
-            "mmap" => EngineKind::Mmap,
-            "null" => EngineKind::Null,
-            "nfs" | "nfs3" | "libnfs" => EngineKind::Nfs,
-            "smb" | "smb2" | "smb3" | "cifs" => EngineKind::Smb,
-            _ => return None,
-        })
-    }
-
     /// The capabilities of this engine.
     pub fn caps(self) -> Caps {
         match self {
@@ -148,20 +123,38 @@ impl EngineKind {
     }
 }
 
+/// Parses a name, in any case (`io_uring` is accepted for `uring`, `sync`/`pread` for
+/// `psync`, `nfs3`/`libnfs` for `nfs`, `smb2`/`smb3`/`cifs` for `smb`).
 impl std::str::FromStr for EngineKind {
     type Err = crate::IoError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        EngineKind::parse(s).ok_or_else(|| {
-            crate::IoError::Config(format!(
-                "unknown engine '{s}' (psync, uring, mmap, null, nfs, smb)"
-            ))
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "psync" | "sync" | "pread" => EngineKind::Psync,
+            "uring" | "io_uring" | "io-uring" => EngineKind::Uring,
+            "mmap" => EngineKind::Mmap,
+            "null" => EngineKind::Null,
+            "nfs" | "nfs3" | "libnfs" => EngineKind::Nfs,
+            "smb" | "smb2" | "smb3" | "cifs" => EngineKind::Smb,
+            _ => {
+                return Err(crate::IoError::Config(format!(
+                    "unknown engine '{s}' (psync, uring, mmap, null, nfs, smb)"
+                )));
+            }
         })
     }
 }
 
+/// The name used on the command line and in JSON (serde's name); pads to a width.
 impl std::fmt::Display for EngineKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.pad(match self {
+            EngineKind::Psync => "psync",
+            EngineKind::Uring => "uring",
+            EngineKind::Mmap => "mmap",
+            EngineKind::Null => "null",
+            EngineKind::Nfs => "nfs",
+            EngineKind::Smb => "smb",
+        })
     }
 }
 
@@ -185,13 +178,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_and_caps() {
-        for k in EngineKind::ALL {
-            assert_eq!(EngineKind::parse(k.name()), Some(k));
+    fn names_match_display_and_from_str() {
+        let names = [
+            (EngineKind::Psync, "psync"),
+            (EngineKind::Uring, "uring"),
+            (EngineKind::Mmap, "mmap"),
+            (EngineKind::Null, "null"),
+            (EngineKind::Nfs, "nfs"),
+            (EngineKind::Smb, "smb"),
+        ];
+        assert_eq!(names.map(|(k, _)| k), EngineKind::ALL);
+        for (k, name) in names {
+            assert_eq!(k.to_string(), name);
+            assert_eq!(name.parse::<EngineKind>().ok(), Some(k));
+            assert_eq!(format!("{k:>6}|{k:<6}|"), format!("{name:>6}|{name:<6}|"));
         }
+        assert_eq!(
+            "aio".parse::<EngineKind>().unwrap_err().to_string(),
+            "unknown engine 'aio' (psync, uring, mmap, null, nfs, smb)"
+        );
+    }
+
+    #[test]
+    fn names_and_caps() {
         assert!(EngineKind::Uring.caps().queued);
         assert!(!EngineKind::Mmap.caps().direct);
         assert!(!EngineKind::Null.caps().does_io);
-        assert_eq!(EngineKind::parse("io_uring"), Some(EngineKind::Uring));
+        assert_eq!(
+            "io_uring".parse::<EngineKind>().ok(),
+            Some(EngineKind::Uring)
+        );
     }
 }

@@ -55,7 +55,7 @@ where
     let per_file = place.per_file;
     let mut handles = Vec::with_capacity(place.files);
     for _ in 0..place.files {
-        handles.push(files.create_file(cfg.workload.name())?);
+        handles.push(files.create_file(&cfg.workload.to_string())?);
     }
     let reads = cfg.workload.needs_layout() && cfg.workload != Workload::Rewrite;
     let read_back =

@@ -201,15 +201,12 @@ pub(super) fn parse_fsync(s: &str) -> Result<FsyncMode, String> {
     match s {
         "0" => Ok(FsyncMode::None),
         "1" => Ok(FsyncMode::Each),
-        _ => {
-            FsyncMode::parse(s).ok_or_else(|| format!("unknown fsync mode '{s}' (none, end, each)"))
-        }
+        _ => s.parse::<FsyncMode>().map_err(|e| e.to_string()),
     }
 }
 
 pub(super) fn parse_engine(s: &str) -> Result<EngineKind, String> {
-    EngineKind::parse(s)
-        .ok_or_else(|| format!("unknown engine '{s}' (psync, uring, mmap, null, nfs, smb)"))
+    s.parse::<EngineKind>().map_err(|e| e.to_string())
 }
 
 /// `R[,W]` for fio's rate options: one value for both directions, or each apart (empty:

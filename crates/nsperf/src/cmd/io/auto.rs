@@ -69,7 +69,9 @@ pub fn config(a: &AutoArgs) -> anyhow::Result<MatrixConfig> {
     if !all {
         let mut tests = Vec::new();
         for t in &a.tests {
-            let w = Workload::parse(t.trim())
+            let w = t.trim()
+                .parse::<Workload>()
+                .ok()
                 .filter(|w| TESTS.iter().any(|x| x.0 == *w))
                 .ok_or_else(|| {
                     usage(format!(
@@ -182,7 +184,7 @@ pub fn human(r: &MatrixReport) -> String {
         s.record_sizes_bytes.len(),
         s.engine,
         r.spec.cache,
-        r.spec.fsync.name()
+        r.spec.fsync
     );
     for test in &s.tests {
         o += &format!("\n{test} (MiB/s)\n");

@@ -126,7 +126,7 @@ pub fn human(r: &BonnieReport) -> String {
         Bytes(c.size_bytes),
         Bytes(c.chunk_bytes),
         c.cache,
-        c.fsync.name(),
+        c.fsync,
         c.files
     );
     let mut t = Table::new(["test", "throughput", "ops/s", "p99 latency", "%CPU"]);

@@ -232,7 +232,7 @@ fn header(r: &IoReport, resident: &str) -> String {
         },
         s.cache,
         resident,
-        c.fsync.name(),
+        c.fsync,
         s.remote.as_ref().map(remote_line).unwrap_or_default()
     )
 }
