@@ -83,7 +83,7 @@ fn main() {
             let d = &cn.diagnosis;
             println!(
                 "{name:9} v={v:.1} {:15} rw {:4.0} loss {:4.0} cg {:4.0} app {:4.0} unk {:3.0} | {:?} path {:.1}/{:.1} ms up {:.1}({}) down {:.1} | gp {:.1} Mb/s ceil {:?} lost {} rex {} zwp {} ifl {} zw {}",
-                d.limit.name(),
+                d.limit,
                 d.receiver_window_pct,
                 d.loss_pct,
                 d.congestion_pct,

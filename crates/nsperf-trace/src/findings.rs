@@ -107,9 +107,9 @@ pub fn findings<S: ConnectionStore>(
             .with("used_s", b.used_s),
         );
     }
-    let mut verdicts: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut verdicts: BTreeMap<String, u64> = BTreeMap::new();
     s.connections.each(&mut |c| {
-        *verdicts.entry(c.diagnosis.limit.name()).or_default() += 1;
+        *verdicts.entry(c.diagnosis.limit.to_string()).or_default() += 1;
     })?;
     for c in largest(s, top)? {
         if let Some(f) = connection_finding(&c) {

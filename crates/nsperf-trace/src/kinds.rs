@@ -71,9 +71,16 @@ impl Limit {
         Limit::None,
     ];
 
-    /// The stable name (as in JSON).
-    pub fn name(self) -> &'static str {
-        match self {
+    /// True when the limit is a verdict about the connection (not "too short" or "none").
+    pub fn is_verdict(self) -> bool {
+        !matches!(self, Limit::TooShort | Limit::None)
+    }
+}
+
+/// The stable name (serde's, as in JSON); pads to a width.
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(match self {
             Limit::ReceiverWindow => "receiver_window",
             Limit::Loss => "loss",
             Limit::Congestion => "congestion",
@@ -81,18 +88,7 @@ impl Limit {
             Limit::WindowUnknown => "window_unknown",
             Limit::TooShort => "too_short",
             Limit::None => "none",
-        }
-    }
-
-    /// True when the limit is a verdict about the connection (not "too short" or "none").
-    pub fn is_verdict(self) -> bool {
-        !matches!(self, Limit::TooShort | Limit::None)
-    }
-}
-
-impl fmt::Display for Limit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        })
     }
 }
 
@@ -101,7 +97,7 @@ impl FromStr for Limit {
     fn from_str(s: &str) -> Result<Limit, String> {
         Limit::ALL
             .into_iter()
-            .find(|l| l.name() == s)
+            .find(|l| l.to_string() == s)
             .ok_or_else(|| format!("unknown limit '{s}'"))
     }
 }
@@ -129,5 +125,37 @@ impl fmt::Display for Vantage {
             Vantage::Middle => "middle",
             Vantage::Unknown => "unknown",
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_names_match_display_and_from_str() {
+        let names = [
+            (Limit::ReceiverWindow, "receiver_window"),
+            (Limit::Loss, "loss"),
+            (Limit::Congestion, "congestion"),
+            (Limit::Application, "application"),
+            (Limit::WindowUnknown, "window_unknown"),
+            (Limit::TooShort, "too_short"),
+            (Limit::None, "none"),
+        ];
+        assert_eq!(names.map(|(l, _)| l), Limit::ALL);
+        for (l, name) in names {
+            assert_eq!(l.to_string(), name);
+            assert_eq!(name.parse::<Limit>(), Ok(l));
+            assert_eq!(serde_json::to_string(&l).unwrap(), format!("\"{name}\""));
+            assert_eq!(
+                format!("{l:>16}|{l:<16}|"),
+                format!("{name:>16}|{name:<16}|")
+            );
+        }
+        assert_eq!(
+            "slow".parse::<Limit>().unwrap_err().to_string(),
+            "unknown limit 'slow'"
+        );
     }
 }

@@ -260,22 +260,18 @@ impl ProtocolLimit {
         ProtocolLimit::Transfer,
         ProtocolLimit::TooShort,
     ];
+}
 
-    /// The stable name (as in JSON).
-    pub fn name(self) -> &'static str {
-        match self {
+/// The stable name (serde's, as in JSON); pads to a width.
+impl std::fmt::Display for ProtocolLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(match self {
             ProtocolLimit::RequestsInFlight => "requests_in_flight",
             ProtocolLimit::Server => "server",
             ProtocolLimit::Client => "client",
             ProtocolLimit::Transfer => "transfer",
             ProtocolLimit::TooShort => "too_short",
-        }
-    }
-}
-
-impl std::fmt::Display for ProtocolLimit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        })
     }
 }
 
@@ -284,7 +280,7 @@ impl std::str::FromStr for ProtocolLimit {
     fn from_str(s: &str) -> Result<ProtocolLimit, String> {
         ProtocolLimit::ALL
             .into_iter()
-            .find(|l| l.name() == s)
+            .find(|l| l.to_string() == s)
             .ok_or_else(|| format!("unknown protocol limit '{s}'"))
     }
 }
@@ -713,4 +709,34 @@ pub struct LiveConnection {
     /// Its sentence.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
+}
+
+#[cfg(test)]
+mod protocol_limit_tests {
+    use super::*;
+
+    #[test]
+    fn protocol_limit_names_match_display_and_from_str() {
+        let names = [
+            (ProtocolLimit::RequestsInFlight, "requests_in_flight"),
+            (ProtocolLimit::Server, "server"),
+            (ProtocolLimit::Client, "client"),
+            (ProtocolLimit::Transfer, "transfer"),
+            (ProtocolLimit::TooShort, "too_short"),
+        ];
+        assert_eq!(names.map(|(l, _)| l), ProtocolLimit::ALL);
+        for (l, name) in names {
+            assert_eq!(l.to_string(), name);
+            assert_eq!(name.parse::<ProtocolLimit>(), Ok(l));
+            assert_eq!(serde_json::to_string(&l).unwrap(), format!("\"{name}\""));
+            assert_eq!(
+                format!("{l:>20}|{l:<20}|"),
+                format!("{name:>20}|{name:<20}|")
+            );
+        }
+        assert_eq!(
+            "disk".parse::<ProtocolLimit>().unwrap_err().to_string(),
+            "unknown protocol limit 'disk'"
+        );
+    }
 }

@@ -433,7 +433,7 @@ mod tests {
         assert_eq!(d.limit, ProtocolLimit::TooShort);
         for l in ProtocolLimit::ALL {
             assert_eq!(l.to_string().parse::<ProtocolLimit>(), Ok(l));
-            assert_eq!(serde_json::to_value(l).unwrap(), l.name());
+            assert_eq!(serde_json::to_value(l).unwrap(), l.to_string());
         }
     }
 }

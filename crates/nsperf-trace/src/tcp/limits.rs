@@ -365,7 +365,7 @@ mod tests {
         assert!((d.receiver_window_pct - 60.0).abs() < 1e-9);
         for l in Limit::ALL {
             assert_eq!(l.to_string().parse::<Limit>(), Ok(l));
-            assert_eq!(serde_json::to_value(l).unwrap(), l.name());
+            assert_eq!(serde_json::to_value(l).unwrap(), l.to_string());
         }
         assert!("sender".parse::<Limit>().is_err());
     }
