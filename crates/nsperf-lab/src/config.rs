@@ -30,9 +30,10 @@ pub enum QueueLimit {
     Bytes(u64),
 }
 
-impl QueueLimit {
-    /// Parses `1000` (packets) or a size with a unit, `256k`, `1500b`, `1m` (bytes).
-    pub fn parse(s: &str) -> Result<QueueLimit, LabError> {
+/// Parses `1000` (packets) or a size with a unit, `256k`, `1500b`, `1m` (bytes).
+impl std::str::FromStr for QueueLimit {
+    type Err = LabError;
+    fn from_str(s: &str) -> Result<QueueLimit, LabError> {
         let t = s.trim();
         if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) {
             let n: u64 = t
@@ -64,9 +65,21 @@ pub enum JitterDist {
     Pareto,
 }
 
-impl JitterDist {
-    /// Parses `uniform`, `normal` or `pareto`.
-    pub fn parse(s: &str) -> Result<JitterDist, LabError> {
+/// `uniform`, `normal` or `pareto` (serde's names); pads to a width.
+impl std::fmt::Display for JitterDist {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(match self {
+            JitterDist::Uniform => "uniform",
+            JitterDist::Normal => "normal",
+            JitterDist::Pareto => "pareto",
+        })
+    }
+}
+
+/// Parses `uniform`, `normal` or `pareto` (surrounding blanks ignored).
+impl std::str::FromStr for JitterDist {
+    type Err = LabError;
+    fn from_str(s: &str) -> Result<JitterDist, LabError> {
         match s.trim() {
             "uniform" => Ok(JitterDist::Uniform),
             "normal" => Ok(JitterDist::Normal),
@@ -106,10 +119,11 @@ pub enum LossModel {
     },
 }
 
-impl LossModel {
-    /// Parses `1%`, `0`, or `ge:P%,R%[,BAD%[,GOOD%]]` (Gilbert–Elliott; bad-state loss
-    /// defaults to 100 %, good-state loss to 0 %).
-    pub fn parse(s: &str) -> Result<LossModel, LabError> {
+/// Parses `1%`, `0`, or `ge:P%,R%[,BAD%[,GOOD%]]` (Gilbert–Elliott; bad-state loss
+/// defaults to 100 %, good-state loss to 0 %).
+impl std::str::FromStr for LossModel {
+    type Err = LabError;
+    fn from_str(s: &str) -> Result<LossModel, LabError> {
         let t = s.trim();
         if let Some(rest) = t.strip_prefix("ge:") {
             let parts: Vec<&str> = rest.split(',').collect();
@@ -146,7 +160,9 @@ impl LossModel {
             LossModel::Bernoulli { p }
         })
     }
+}
 
+impl LossModel {
     /// True when this model can drop anything.
     pub fn is_active(&self) -> bool {
         match *self {
@@ -384,14 +400,14 @@ impl LinkChange {
                 let v = need(value)?;
                 self.rate_bps = Some(parse_rate(v)?.unwrap_or(0.0));
             }
-            "queue" => self.queue = Some(QueueLimit::parse(need(value)?)?),
+            "queue" => self.queue = Some(need(value)?.parse()?),
             "delay" => self.delay_ns = Some(parse_delay("delay", need(value)?)?),
             "rtt" => self.delay_ns = Some(parse_delay("rtt", need(value)?)? / 2),
             "jitter" => self.jitter_ns = Some(parse_delay("jitter", need(value)?)?),
-            "jitter-dist" => self.jitter_dist = Some(JitterDist::parse(need(value)?)?),
+            "jitter-dist" => self.jitter_dist = Some(need(value)?.parse()?),
             "jitter-reorder" => self.jitter_reorder = Some(true),
             "no-jitter-reorder" => self.jitter_reorder = Some(false),
-            "loss" => self.loss = Some(LossModel::parse(need(value)?)?),
+            "loss" => self.loss = Some(need(value)?.parse()?),
             "reorder" => self.reorder = Some(parse_probability("reorder", need(value)?)?),
             "duplicate" => self.duplicate = Some(parse_probability("duplicate", need(value)?)?),
             "corrupt" => self.corrupt = Some(parse_probability("corrupt", need(value)?)?),
@@ -554,18 +570,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn jitter_names_match_display_and_from_str() {
+        for (d, name) in [
+            (JitterDist::Uniform, "uniform"),
+            (JitterDist::Normal, "normal"),
+            (JitterDist::Pareto, "pareto"),
+        ] {
+            assert_eq!(d.to_string(), name);
+            assert_eq!(name.parse::<JitterDist>().ok(), Some(d));
+            assert_eq!(serde_json::to_string(&d).unwrap(), format!("\"{name}\""));
+        }
+    }
+
+    #[test]
     fn values_parse() {
-        assert_eq!(QueueLimit::parse("100").unwrap(), QueueLimit::Packets(100));
-        assert_eq!(QueueLimit::parse("64k").unwrap(), QueueLimit::Bytes(65536));
-        assert!(QueueLimit::parse("0").is_err());
-        assert!(QueueLimit::parse("x").is_err());
+        assert_eq!(
+            "100".parse::<QueueLimit>().unwrap(),
+            QueueLimit::Packets(100)
+        );
+        assert_eq!(
+            "64k".parse::<QueueLimit>().unwrap(),
+            QueueLimit::Bytes(65536)
+        );
+        assert!("0".parse::<QueueLimit>().is_err());
+        assert!("x".parse::<QueueLimit>().is_err());
         assert_eq!(parse_probability("loss", "1%").unwrap(), 0.01);
         assert_eq!(parse_probability("loss", "0").unwrap(), 0.0);
         assert!(parse_probability("loss", "1").is_err());
         assert!(parse_probability("loss", "101%").is_err());
         assert!(parse_probability("loss", "-1%").is_err());
         assert_eq!(
-            LossModel::parse("ge:1%,30%").unwrap(),
+            "ge:1%,30%".parse::<LossModel>().unwrap(),
             LossModel::GilbertElliott {
                 p: 0.01,
                 r: 0.3,
@@ -573,8 +608,8 @@ mod tests {
                 good_loss: 0.0
             }
         );
-        assert_eq!(LossModel::parse("0%").unwrap(), LossModel::None);
-        assert!(LossModel::parse("ge:1%").is_err());
+        assert_eq!("0%".parse::<LossModel>().unwrap(), LossModel::None);
+        assert!("ge:1%".parse::<LossModel>().is_err());
         assert_eq!(parse_rate("45mbit").unwrap(), Some(45e6));
         assert_eq!(parse_rate("0").unwrap(), None);
         assert!(parse_rate("1bit").is_err());

@@ -74,7 +74,7 @@ pub struct LinkFlags {
     #[arg(long, value_parser = |s: &str| parse_rate(s).map(RateArg))]
     rate: Option<RateArg>,
     /// Bottleneck queue: `1000` packets, or bytes with a unit (`256k`); drop-tail.
-    #[arg(long, value_parser = QueueLimit::parse)]
+    #[arg(long)]
     queue: Option<QueueLimit>,
     /// One-way delay per direction (`25ms`).
     #[arg(long, value_parser = |s: &str| parse_delay("delay", s), conflicts_with = "rtt")]
@@ -86,13 +86,13 @@ pub struct LinkFlags {
     #[arg(long, value_parser = |s: &str| parse_delay("jitter", s))]
     jitter: Option<u64>,
     /// Jitter distribution: uniform, normal or pareto.
-    #[arg(long, value_parser = JitterDist::parse)]
+    #[arg(long)]
     jitter_dist: Option<JitterDist>,
     /// Let jitter reorder packets.
     #[arg(long)]
     jitter_reorder: bool,
     /// Random loss: `1%`, or Gilbert-Elliott bursts `ge:P%,R%[,BAD%[,GOOD%]]`; `0` for none.
-    #[arg(long, value_parser = LossModel::parse)]
+    #[arg(long)]
     loss: Option<LossModel>,
     /// Share of packets that skip the delay, overtaking earlier ones (`1%`).
     #[arg(long, value_parser = |s: &str| parse_probability("reorder", s))]
@@ -123,7 +123,7 @@ pub struct AccessFlags {
     #[arg(long, value_parser = |s: &str| parse_rate(s).map(RateArg))]
     access_rate: Option<RateArg>,
     /// Queue of every access link (`1000` packets or `256k`).
-    #[arg(long, value_parser = QueueLimit::parse)]
+    #[arg(long)]
     access_queue: Option<QueueLimit>,
     /// One-way delay of every access link (`1ms`).
     #[arg(long, value_parser = |s: &str| parse_delay("delay", s))]
