@@ -73,21 +73,18 @@ impl StepClass {
             StepSpec::Exec { .. } | StepSpec::Service { .. } => StepClass::Exec,
         }
     }
+}
 
-    fn name(self) -> &'static str {
-        match self {
+/// `net`, `server`, `io`, `capture`, `exec`; pads to a width.
+impl std::fmt::Display for StepClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(match self {
             StepClass::Net => "net",
             StepClass::Server => "server",
             StepClass::Io => "io",
             StepClass::Capture => "capture",
             StepClass::Exec => "exec",
-        }
-    }
-}
-
-impl std::fmt::Display for StepClass {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        })
     }
 }
 
@@ -96,7 +93,7 @@ impl std::str::FromStr for StepClass {
     fn from_str(s: &str) -> Result<Self, String> {
         StepClass::ALL
             .into_iter()
-            .find(|c| c.name() == s)
+            .find(|c| c.to_string() == s)
             .ok_or_else(|| {
                 format!("unknown step class \"{s}\" (use net, server, io, capture or exec)")
             })
@@ -467,6 +464,23 @@ mod tests {
             d.next::<ToAgent>(),
             Err(AgentProtoError::BadBody(_))
         ));
+    }
+
+    #[test]
+    fn class_names_match_display_and_from_str() {
+        let names = [
+            (StepClass::Net, "net"),
+            (StepClass::Server, "server"),
+            (StepClass::Io, "io"),
+            (StepClass::Capture, "capture"),
+            (StepClass::Exec, "exec"),
+        ];
+        assert_eq!(names.map(|(c, _)| c), StepClass::ALL);
+        for (c, name) in names {
+            assert_eq!(c.to_string(), name);
+            assert_eq!(name.parse::<StepClass>(), Ok(c));
+            assert_eq!(format!("{c:>8}|{c:<8}|"), format!("{name:>8}|{name:<8}|"));
+        }
     }
 
     #[test]
