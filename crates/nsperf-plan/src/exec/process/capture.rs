@@ -2,8 +2,8 @@
 //! link, taken around the step, analysed here through the trace library, and kept beside
 //! the store with `--keep-captures`.
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use nsperf_lab::lab;
 
@@ -99,9 +99,19 @@ impl ProcessExecutor {
             file: file.clone(),
             snaplen,
         };
+        let _ = std::fs::remove_file(&file);
         let bg = self.background(&spec, "capture step")?;
-        // tcpdump opens its capture a moment after it starts.
-        std::thread::sleep(Duration::from_millis(500));
+        // tcpdump writes the file's header once its capture is live: the step starts then,
+        // not after a fixed pause (500 ms was too short on a loaded machine, and a plan's
+        // capture of 64 WRITEs held 41).
+        if !capture_opened(&file, CAPTURE_OPEN_WAIT) {
+            bg.interrupt(Duration::from_secs(1));
+            let _ = std::fs::remove_file(&file);
+            return Err(ExecError::DidNotStart {
+                what: format!("tcpdump in site {site}"),
+                why: format!("no capture opened within {} s", CAPTURE_OPEN_WAIT.as_secs()),
+            });
+        }
         Ok(Capture::Site(bg, file))
     }
 
@@ -206,4 +216,53 @@ fn program_on_path(prog: &str) -> bool {
     std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
         .unwrap_or(false)
+}
+
+/// How long tcpdump may take to open its capture.
+const CAPTURE_OPEN_WAIT: Duration = Duration::from_secs(10);
+
+/// Size of a pcap file's header, which tcpdump writes once its capture is live.
+const PCAP_HEADER: u64 = 24;
+
+/// Waits until `file` holds a pcap file header, at most `limit`; whether it came.
+fn capture_opened(file: &Path, limit: Duration) -> bool {
+    let t0 = Instant::now();
+    loop {
+        if std::fs::metadata(file).is_ok_and(|m| m.len() >= PCAP_HEADER) {
+            return true;
+        }
+        if t0.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_capture_is_open_once_its_header_is_written_not_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.pcap");
+        // Nothing yet: false after the limit.
+        let t0 = Instant::now();
+        assert!(!capture_opened(&file, Duration::from_millis(100)));
+        assert!(t0.elapsed() >= Duration::from_millis(100));
+        // Part of a header is not a header.
+        std::fs::write(&file, [0u8; 10]).unwrap();
+        assert!(!capture_opened(&file, Duration::from_millis(60)));
+        // The header written a moment later by another writer: seen as it comes.
+        let f = file.clone();
+        let w = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            std::fs::write(&f, [0u8; 24]).unwrap();
+        });
+        let t0 = Instant::now();
+        assert!(capture_opened(&file, Duration::from_secs(5)));
+        assert!(t0.elapsed() >= Duration::from_millis(140));
+        assert!(t0.elapsed() < Duration::from_secs(4));
+        w.join().unwrap();
+    }
 }
