@@ -3,15 +3,21 @@
 //! from it checked against what was done and against tshark; the model at the capture's own
 //! conditions against the captured duration; and at 50 ms against the hand computation.
 //! Captured with `trace_proto`'s `capture` (tcpdump in immediate mode).
-//! Skipped with a printed reason without root, tcpdump or tshark.
+//! The same checks on real NFSv4.1 (nfs-ganesha) and SMB3 (smbd) reads in a lab, captured at
+//! the client with `trace_proto`'s `capture_whole`.
+//! Skipped with a printed reason without root, tcpdump or tshark (or a lab, ganesha, smbd).
 
 use crate::common;
-use common::servers::{embedded_nfs, url_port};
+use common::lab::lab_name;
+use common::scratch::{Scratch, disk_base};
+use common::servers::{Smbd, embedded_nfs, serve_smb, url_port};
 use common::*;
 
 use std::path::Path;
 
-use crate::trace_proto::{capture, tshark_srt};
+use crate::trace_proto::{
+    capture, capture_whole, lab_up, tshark_smb2_requests, tshark_srt, tshark_v4_ops,
+};
 
 use nsperf_trace::testkit::pcap;
 use nsperf_trace::testkit::sim::{PathSim, simulate};
@@ -205,4 +211,173 @@ fn replay_errors_have_their_exit_codes() {
         let r = run(&a);
         assert_eq!(r.code, Some(2), "{bad:?}: {r:?}");
     }
+}
+
+/// The client of a replay document with the most `op` requests: the measured pass's.
+fn busiest(j: &serde_json::Value, op: &str) -> serde_json::Value {
+    let n = |c: &serde_json::Value| {
+        c["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["op"] == op)
+            .map_or(0, |o| o["requests"].as_u64().unwrap())
+    };
+    j["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by_key(|c| n(c))
+        .expect("a client")
+        .clone()
+}
+
+/// `op`'s requests over every client of a replay document.
+fn all_requests(j: &serde_json::Value, op: &str) -> u64 {
+    j["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["ops"].as_array().unwrap().iter())
+        .filter(|o| o["op"] == op)
+        .map(|o| o["requests"].as_u64().unwrap())
+        .sum()
+}
+
+/// A lab seqread of [`LAB_SIZE`] in 64 KiB blocks, 4 in flight, as `replay` finds it in
+/// `pcap`: `op`'s requests, the bytes read, 4 in flight at most, one file of the size, the
+/// model at the capture within 20 %. Returns the replay document's summary.
+fn check_lab_read(pcap: &Path, op: &str, what: &str) -> serde_json::Value {
+    let j = run(&["replay", pcap.to_str().unwrap(), "--json"])
+        .ok()
+        .json();
+    let j = j["summary"].clone();
+    let c = busiest(&j, op);
+    let read = c["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["op"] == op)
+        .unwrap_or_else(|| panic!("{what}: no {op} in {c}"))
+        .clone();
+    assert_eq!(read["requests"], LAB_SIZE / BLOCK, "{what}: {c}");
+    assert_eq!(read["errors"], 0, "{what}: {c}");
+    assert_eq!(c["read_bytes"], LAB_SIZE, "{what}: {c}");
+    assert_eq!(c["in_flight_max"], 4, "{what}: {c}");
+    assert_eq!(c["file_count"], 1, "{what}: {c}");
+    assert_eq!(c["files"][0]["extent_bytes"], LAB_SIZE, "{what}: {c}");
+    let err = c["model_error_pct"].as_f64().unwrap();
+    let captured = c["captured_duration_s"].as_f64().unwrap();
+    let model = c["model_at_capture_s"].as_f64().unwrap();
+    eprintln!(
+        "{what}: {} {op}, {} bytes, in flight max {} mean {:.2}, captured {captured:.4} s, model {model:.4} s ({err:+.2} %)",
+        read["requests"],
+        c["read_bytes"],
+        c["in_flight_max"],
+        c["in_flight_mean"].as_f64().unwrap()
+    );
+    assert!(
+        err.abs() <= 20.0,
+        "{what}: model at the capture {err} %\n{c}"
+    );
+    j
+}
+
+/// Workload `w` of nsperf's engine from site a of `lab` on `url`: 4 MiB in 64 KiB blocks, 4
+/// in flight, `extra` flags added.
+fn lab_io(lab: &str, url: &str, w: &str, extra: &[&str]) {
+    let mut a = vec![
+        "lab",
+        "exec",
+        lab,
+        "a",
+        "--",
+        nsperf_bin(),
+        "io",
+        "run",
+        url,
+    ];
+    a.extend_from_slice(&["-w", w, "-s", "4m", "-b", "64k", "--iodepth", "4", "-q"]);
+    a.extend_from_slice(extra);
+    run(&a).ok();
+}
+
+/// The file read in the labs: 4 MiB in 64 KiB READs.
+const LAB_SIZE: u64 = 4 * MIB;
+
+/// nsperf's nfs engine reading 4 MiB through NFSv4.1 (`?version=4.1`) from nfs-ganesha in a
+/// lab (2 ms), 64 KiB, 4 in flight, captured at the client (the file written before the
+/// capture): replay finds the READs (COMPOUND main operation READ), the bytes, the depth,
+/// the one file (from PUTFH), the model at the capture within 20 %; its READs equal the
+/// READ operations tshark decodes.
+#[test]
+fn replay_of_an_nfs41_read_through_ganesha() {
+    let what = "replay of an NFSv4.1 capture via nfs-ganesha";
+    if !require_lab(what)
+        || !require_program("tcpdump", what)
+        || !require_program("tshark", what)
+        || !require_program("ganesha.nfsd", what)
+    {
+        return;
+    }
+    let lab = lab_name("rpf");
+    let _g = lab_up(&lab, &["--rtt", "2ms"]);
+    let d = tempfile::tempdir().unwrap();
+    let export = std::fs::canonicalize(d.path()).unwrap().join("export");
+    std::fs::create_dir(&export).unwrap();
+    run(&[
+        "lab",
+        "serve",
+        &lab,
+        "b",
+        "nfs",
+        export.to_str().unwrap(),
+        "--server",
+        "ganesha",
+    ])
+    .ok();
+    let url = format!("nfs://10.77.0.2{}?version=4.1", export.display());
+    let io = |w: &str| lab_io(&lab, &url, w, &[]);
+    io("seqwrite");
+    let pcap = d.path().join("v41.pcap");
+    if !capture_whole(&format!("nsp-{lab}-a"), &pcap, what, || io("seqread")) {
+        return;
+    }
+    let j = check_lab_read(&pcap, "nfs4:READ", "NFSv4.1 seqread");
+    let theirs = tshark_v4_ops(&pcap, 2049).get("25").copied().unwrap_or(0);
+    let ours = all_requests(&j, "nfs4:READ");
+    eprintln!("NFSv4.1 READs: replay {ours}, tshark {theirs}");
+    assert_eq!(ours, theirs, "READs against tshark's nfs.opcode 25");
+}
+
+/// nsperf's smb engine reading 4 MiB through SMB3 from smbd in a lab, 64 KiB, 4 in flight,
+/// captured at the client (the file written before the capture): replay finds the READs,
+/// the bytes, the depth, the one file (its FileId from CREATE's response), the model at the
+/// capture within 20 %; its READs equal the READ requests tshark dissects.
+#[test]
+fn replay_of_an_smb3_read_through_smbd() {
+    let what = "replay of an SMB3 capture via smbd";
+    if !require_lab(what)
+        || !require_program("smbd", what)
+        || !require_program("tcpdump", what)
+        || !require_program("tshark", what)
+    {
+        return;
+    }
+    let lab = lab_name("rps");
+    let _g = lab_up(&lab, &["--rtt", "2ms"]);
+    let dir = Scratch::new(&disk_base(), "smb-replay");
+    let Smbd { url, creds, .. } = serve_smb(&lab, &dir);
+    let io = |w: &str| lab_io(&lab, &url, w, &["--credentials", &creds]);
+    io("seqwrite");
+    let d = tempfile::tempdir().unwrap();
+    let pcap = d.path().join("smb3.pcap");
+    if !capture_whole(&format!("nsp-{lab}-a"), &pcap, what, || io("seqread")) {
+        return;
+    }
+    let j = check_lab_read(&pcap, "smb2:READ", "SMB3 seqread");
+    let theirs = tshark_smb2_requests(&pcap).get(&8).copied().unwrap_or(0);
+    let ours = all_requests(&j, "smb2:READ");
+    eprintln!("SMB3 READs: replay {ours}, tshark {theirs}");
+    assert_eq!(ours, theirs, "READs against tshark's smb2.cmd 8 requests");
 }

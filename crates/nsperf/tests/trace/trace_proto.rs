@@ -473,7 +473,7 @@ fn nfs3_embedded_server_nfs_cp_agrees_with_tshark() {
 /// A lab taken down when dropped.
 /// `nsperf lab up LAB --sites a,b` with `flags`, segmentation offloads off on both sites'
 /// `wan0` (real-sized segments in the capture, as on a wire); taken down when dropped.
-fn lab_up(lab: &str, flags: &[&str]) -> Lab {
+pub(crate) fn lab_up(lab: &str, flags: &[&str]) -> Lab {
     let mut a = vec!["--sites", "a,b"];
     a.extend_from_slice(flags);
     let g = Lab::up_named(lab.to_string(), &a);
@@ -564,7 +564,7 @@ impl SiteCapture {
 /// byte of a decoded stream missing in nsperf's analysis (tshark needs that too: after a
 /// hole inside a multi-MiB SMB2 message tshark 4.0 dissects nothing more of that
 /// direction). False, after a printed skip, when all three missed some.
-fn capture_whole(ns: &str, pcap: &Path, what: &str, mut work: impl FnMut()) -> bool {
+pub(crate) fn capture_whole(ns: &str, pcap: &Path, what: &str, mut work: impl FnMut()) -> bool {
     let mut why = String::new();
     for _attempt in 0..3 {
         let cap = SiteCapture::start(ns, pcap);
@@ -734,7 +734,7 @@ fn assert_sixteen_on_a_t3_are_the_link(c: &serde_json::Value, pcap: &Path) {
 }
 
 /// NFSv4 operations in the calls, as tshark dissects them (each `nfs.opcode` of a call).
-fn tshark_v4_ops(pcap: &Path, port: u16) -> BTreeMap<String, u64> {
+pub(crate) fn tshark_v4_ops(pcap: &Path, port: u16) -> BTreeMap<String, u64> {
     let out = Command::new("tshark")
         .arg("-r")
         .arg(pcap)
@@ -901,7 +901,7 @@ fn tshark_smb2_srt(pcap: &Path) -> BTreeMap<u32, Srt> {
 
 /// SMB2 requests per command number, as tshark dissects them (each command of a compound
 /// chain counts).
-fn tshark_smb2_requests(pcap: &Path) -> BTreeMap<u32, u64> {
+pub(crate) fn tshark_smb2_requests(pcap: &Path) -> BTreeMap<u32, u64> {
     let out = Command::new("tshark")
         .arg("-r")
         .arg(pcap)
