@@ -30,6 +30,7 @@ mod rpc_conn;
 pub mod server;
 mod session;
 mod sock;
+mod status;
 pub mod url;
 pub mod v4;
 pub mod xdr;
