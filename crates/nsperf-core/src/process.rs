@@ -3,7 +3,27 @@
 //! everything that records an owner or a helper process on disk (labs, experiments, stale
 //! files) and later decides whether it still runs.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
+
+/// The binary of the calling process, for starting more of itself directly
+/// (`Command::new(running_binary()?)`).
+///
+/// A binary replaced or removed while it runs (a rebuild; another host's upload of the same
+/// cached file) reads from `current_exe` as "PATH (deleted)", a path that no longer exists:
+/// then `/proc/self/exe`, the kernel's link to the running image, which the new process
+/// resolves as its own parent's image at `execve` and so starts the very same program. That
+/// fallback is only right for a direct start, not as an argument handed to another program
+/// (`ip netns exec … /proc/self/exe` would start `ip`).
+pub fn running_binary() -> std::io::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    Ok(if exe.exists() {
+        exe
+    } else {
+        PathBuf::from("/proc/self/exe")
+    })
+}
 
 /// One process, identified by pid and start time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -163,11 +163,21 @@ pub fn ensure_binary(t: &SshTarget, exe: &Path) -> Result<String, String> {
     if run_ssh(t, &probe, None)? == "present" {
         return Ok(format!("\"$HOME\"/{path}"));
     }
-    let copy = format!(
-        "umask 022 && mkdir -p \"$HOME\"/.cache/nsperf && tmp=\"$HOME\"/{path}.$$ && cat > \"$tmp\" && chmod 755 \"$tmp\" && mv -f \"$tmp\" \"$HOME\"/{path}"
-    );
-    run_ssh(t, &copy, Some(exe))?;
+    run_ssh(t, &copy_script(&path), Some(exe))?;
     Ok(format!("\"$HOME\"/{path}"))
+}
+
+/// The shell command that stores the binary read from standard input at `$HOME/PATH`.
+///
+/// Hosts that share a home directory (one NFS home, or lab sites on one machine) upload at
+/// the same time. The copy goes to a private temporary name and is hard-linked into place:
+/// `ln` fails when the name exists, so a binary already there (same name, same hash, same
+/// content) is never replaced under an agent that runs from it — a replaced file would
+/// leave that agent's own path "… (deleted)" for the step processes it starts.
+fn copy_script(path: &str) -> String {
+    format!(
+        "umask 022 && mkdir -p \"$HOME\"/.cache/nsperf && tmp=\"$HOME\"/{path}.$$ && cat > \"$tmp\" && chmod 755 \"$tmp\" && {{ ln \"$tmp\" \"$HOME\"/{path} 2>/dev/null || test -x \"$HOME\"/{path}; }}; rc=$?; rm -f \"$tmp\"; exit $rc"
+    )
 }
 
 /// A process whose standard input and output carry an agent session.
@@ -308,5 +318,37 @@ mod tests {
         assert_eq!(ha.len(), 16);
         assert_ne!(ha, hb);
         assert_eq!(ha, file_hash(&a).unwrap());
+    }
+
+    /// The upload as a second host sharing the home runs it: the first copy stays (same
+    /// inode, so an agent running from it keeps a valid path), the temporary goes, and a
+    /// first upload into an empty home works.
+    #[test]
+    fn an_upload_never_replaces_a_cached_binary() {
+        use std::os::unix::fs::MetadataExt;
+        use std::process::{Command, Stdio};
+        let home = tempfile::tempdir().unwrap();
+        let upload = |bytes: &[u8]| {
+            let mut c = Command::new("sh")
+                .args(["-c", &copy_script(".cache/nsperf/nsperf-0123")])
+                .env("HOME", home.path())
+                .stdin(Stdio::piped())
+                .spawn()
+                .unwrap();
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(bytes).unwrap();
+            c.wait().unwrap().success()
+        };
+        let cached = home.path().join(".cache/nsperf/nsperf-0123");
+        assert!(upload(b"#!/bin/sh\n"));
+        let first = std::fs::metadata(&cached).unwrap();
+        assert_eq!(first.mode() & 0o777, 0o755);
+        assert!(upload(b"#!/bin/sh\n"));
+        assert_eq!(std::fs::metadata(&cached).unwrap().ino(), first.ino());
+        let left: Vec<_> = std::fs::read_dir(home.path().join(".cache/nsperf"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, [std::ffi::OsString::from("nsperf-0123")]);
     }
 }

@@ -160,7 +160,8 @@ pub fn run(a: AgentArgs) -> anyhow::Result<()> {
         allow: a.allow.iter().copied().collect::<BTreeSet<_>>(),
         max_steps: a.max_steps as usize,
     };
-    let exe = std::env::current_exe().context("finding the nsperf binary")?;
+    // The agent may run from a cached copy that another host's upload replaces meanwhile.
+    let exe = nsperf_core::process::running_binary().context("finding the nsperf binary")?;
     let runner = ChildStepRunner::new(exe);
     let quiet = a.quiet;
     let log = Arc::new(move |line: &str| {

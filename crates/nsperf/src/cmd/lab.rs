@@ -374,10 +374,7 @@ fn topology(a: &UpArgs) -> Result<Topology, LabError> {
 /// The command that runs lab `name`'s emulator process (`nsperf lab emulate NAME`), for
 /// `lab up` and for the labs of `nsperf run`.
 pub fn emulator_command(name: &str) -> std::process::Command {
-    let exe = std::env::current_exe()
-        .ok()
-        .filter(|p| p.exists())
-        .unwrap_or_else(|| "/proc/self/exe".into());
+    let exe = nsperf_core::process::running_binary().unwrap_or_else(|_| "/proc/self/exe".into());
     let mut emu = std::process::Command::new(exe);
     emu.args(["lab", "emulate", name]);
     emu

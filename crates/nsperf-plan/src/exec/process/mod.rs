@@ -79,14 +79,7 @@ impl ProcessExecutor {
 
     /// The binary running now (`std::env::current_exe()`), as the step runner.
     pub fn current(emulator: EmulatorCommand) -> Result<Self, ExecError> {
-        let exe = std::env::current_exe().map_err(ExecError::SelfExe)?;
-        // A binary replaced while it runs (a rebuild) reads as "… (deleted)": the kernel's
-        // link to the running image still starts the very same program.
-        let exe = if exe.exists() {
-            exe
-        } else {
-            PathBuf::from("/proc/self/exe")
-        };
+        let exe = nsperf_core::process::running_binary().map_err(ExecError::SelfExe)?;
         Ok(Self::new(exe, emulator))
     }
 
