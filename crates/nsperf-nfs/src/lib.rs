@@ -10,6 +10,8 @@
 //!   no allocation or data copy per call beyond the one from the socket; NFSv3 procedures or
 //!   NFSv4.1 COMPOUNDs on a session of the connection's own.
 //! - [`v4`]: NFSv4.1's client identity, sessions, control path and COMPOUND wire format.
+//! - [`replay`]: a captured NFSv3 workload replayed against a server, with its dependencies
+//!   and concurrency.
 //! - [`server`]: a small threaded NFSv3 + MOUNT + portmapper server over a local directory.
 //!
 //! Why hand-written: `nfs3_client` (the maintained Rust client) sends one call at a time per
@@ -25,6 +27,7 @@ pub mod fuzz;
 mod mount;
 mod pipeline;
 pub mod proto;
+pub mod replay;
 pub mod rpc;
 mod rpc_conn;
 pub mod server;

@@ -8,3 +8,4 @@ mod alone;
 
 mod connections;
 mod loopback;
+mod replay;

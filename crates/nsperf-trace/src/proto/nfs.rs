@@ -202,6 +202,7 @@ impl RpcSession {
                 file: p.info.file,
                 offset: p.info.offset,
                 count: moved_bytes.unwrap_or(p.info.count),
+                stable: p.info.stable,
                 call_bytes: p.info.bytes,
                 reply_bytes: r.len,
             });
@@ -235,6 +236,50 @@ fn nfs3_call_info(proc_: u32, mut x: XdrReader<'_>, info: &mut CallInfo) {
         if matches!(proc_, proc3::READ | proc3::WRITE | proc3::COMMIT) {
             info.offset = x.u64().unwrap_or(0);
             info.count = x.u32().unwrap_or(0);
+            if proc_ == proc3::WRITE {
+                info.stable = x.u32().ok().and_then(|v| nfs3::Stable::from_wire(v).ok());
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nsperf_nfs::Stable;
+    use nsperf_nfs::xdr::{put_opaque, put_u32, put_u64};
+
+    /// A WRITE's record keeps its offset, count and `stable_how`; a READ's has none.
+    #[test]
+    fn write_records_its_stable_how() {
+        let fh = nfs3::FileHandle::new(&[7; 32]).unwrap();
+        for stable in [Stable::Unstable, Stable::DataSync, Stable::FileSync] {
+            let mut b = Vec::new();
+            fh.encode(&mut b);
+            put_u64(&mut b, 65536);
+            put_u32(&mut b, 4);
+            put_u32(&mut b, stable.to_wire());
+            put_opaque(&mut b, b"data");
+            let mut info = CallInfo::default();
+            nfs3_call_info(proc3::WRITE, XdrReader::new(&b), &mut info);
+            assert_eq!(info.op, Some(Op::nfs3(7)));
+            assert_eq!(
+                (info.offset, info.count, info.stable),
+                (65536, 4, Some(stable))
+            );
+            assert_eq!(info.file, file_hash(fh.as_bytes()));
+            let mut read = CallInfo::default();
+            nfs3_call_info(proc3::READ, XdrReader::new(&b), &mut read);
+            assert_eq!(read.stable, None);
+        }
+        // a stable_how out of range: none recorded
+        let mut b = Vec::new();
+        fh.encode(&mut b);
+        put_u64(&mut b, 0);
+        put_u32(&mut b, 0);
+        put_u32(&mut b, 9);
+        let mut info = CallInfo::default();
+        nfs3_call_info(proc3::WRITE, XdrReader::new(&b), &mut info);
+        assert_eq!(info.stable, None);
     }
 }

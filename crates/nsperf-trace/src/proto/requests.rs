@@ -8,6 +8,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::names::{SMB2_PROG, nfs4_op_name, op_name};
+use nsperf_nfs::Stable;
 use nsperf_nfs::proto::NFS_PROG;
 
 /// Requests kept at most by default (about 100 bytes each: some 100 MB).
@@ -164,6 +165,9 @@ pub struct Request {
     pub offset: u64,
     /// Bytes a READ returned (asked, for NFSv4), a WRITE sent, a COMMIT covered.
     pub count: u32,
+    /// How an NFSv3 WRITE asked the server to store its data (`stable_how`); None for
+    /// anything else.
+    pub stable: Option<Stable>,
     /// Bytes of the call on the wire (its record: headers and data, no TCP/IP headers).
     pub call_bytes: u64,
     /// Bytes of the reply record.
@@ -181,6 +185,8 @@ pub struct CallInfo {
     pub offset: u64,
     /// Count (as asked).
     pub count: u32,
+    /// An NFSv3 WRITE's `stable_how`.
+    pub stable: Option<Stable>,
     /// Bytes of the call record.
     pub bytes: u64,
 }
@@ -309,6 +315,7 @@ mod tests {
             file: 1,
             offset: 0,
             count: 1,
+            stable: None,
             call_bytes: 1,
             reply_bytes: 1,
         };

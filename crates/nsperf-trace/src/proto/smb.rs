@@ -646,6 +646,7 @@ impl SmbSession {
                 file,
                 offset: p.info.offset,
                 count: moved_bytes.unwrap_or(p.info.count),
+                stable: None,
                 call_bytes: p.info.bytes,
                 reply_bytes: len,
             });
@@ -680,6 +681,7 @@ fn request_info(cmd: u16, body: &[u8], len: u64) -> CallInfo {
             .map_or(0, file_hash),
         offset: if rw { le64(body, 8) } else { 0 },
         count: if rw { le32(body, 4).unwrap_or(0) } else { 0 },
+        stable: None,
         bytes: len,
     }
 }

@@ -12,8 +12,10 @@
 //! server (`d_s` = 0) alike, as long as the round trips were measured. A think time is the
 //! gap from the reply to the next call minus `d_c`.
 
+pub mod against;
 pub mod model;
 pub mod report;
+pub mod script;
 
 use std::collections::{BTreeMap, BinaryHeap};
 
@@ -78,6 +80,14 @@ pub struct Step {
     pub think_ns: Option<i64>,
     /// What started it.
     pub trigger: Trigger,
+    /// The file's hash (0: none), as in its [`Request`].
+    pub file: u64,
+    /// Offset of a READ, WRITE or COMMIT.
+    pub offset: u64,
+    /// Bytes a READ returned, a WRITE sent, a COMMIT covered.
+    pub count: u32,
+    /// An NFSv3 WRITE's `stable_how`.
+    pub stable: Option<nsperf_nfs::Stable>,
 }
 
 /// A file one client touched.
@@ -125,6 +135,8 @@ pub struct Workload {
     pub conn: RequestConn,
     /// The client's side (0 = a).
     pub client: usize,
+    /// Its first call's first byte, capture time (ns).
+    pub start_ns: i64,
     /// The requests, in call order.
     pub steps: Vec<Step>,
     /// Round trip from the capture point to the client and back, ns.
@@ -253,6 +265,7 @@ fn workload(conn: RequestConn, rs: &[&Request]) -> Workload {
     Workload {
         conn,
         client,
+        start_ns: t0,
         steps,
         rtt_client_ns: d_c,
         rtt_server_ns: d_s,
@@ -308,6 +321,10 @@ fn steps(rs: &[&Request], t0: i64, d_c: i64, d_s: i64) -> Vec<Step> {
             in_flight: outstanding.len() as u32 + 1,
             think_ns,
             trigger,
+            file: r.file,
+            offset: r.offset,
+            count: r.count,
+            stable: r.stable,
         });
         outstanding.push((std::cmp::Reverse(r.reply_last_ns), i));
     }

@@ -9,9 +9,10 @@ use super::{FileUse, OpUse, Workload};
 use crate::proto::requests::RequestStream;
 
 /// What is not built yet, said in every report.
-pub const NOT_BUILT: &str = "the replay through a lab (--check: the workload replayed \
-     against a server at the asked RTT, its error beside the model's) is not built yet: \
-     the durations here are the model's predictions";
+pub const NOT_BUILT: &str = "the replay through a lab at another RTT (--check: the \
+     workload replayed at the asked RTT, its error beside the model's) is not built yet: \
+     the durations over the RTT axis are the model's predictions (--against replays the \
+     workload against a server over the path as it is)";
 
 /// What was asked.
 #[derive(Debug, Clone, Serialize)]
@@ -33,6 +34,9 @@ pub struct ReplaySummary {
     pub requests: u64,
     /// The clients, one per connection.
     pub clients: Vec<ClientReport>,
+    /// The replay against a server (`--against`), beside the capture; absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub against: Option<super::against::AgainstReport>,
     /// What is not built yet.
     pub not_built: &'static str,
 }
@@ -101,6 +105,7 @@ pub fn summary(spec: &ReplaySpec, stream: &RequestStream) -> ReplaySummary {
     ReplaySummary {
         requests: stream.requests.len() as u64,
         clients,
+        against: None,
         not_built: NOT_BUILT,
     }
 }

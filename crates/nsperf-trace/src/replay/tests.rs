@@ -24,6 +24,7 @@ fn read(i: u64, call: i64, reply_first: i64, reply_last: i64) -> Request {
         file: 42,
         offset: i * u64::from(MIB),
         count: MIB,
+        stable: None,
         call_bytes: CALL,
         reply_bytes: u64::from(MIB) + REPLY_HEAD,
     }
@@ -269,4 +270,102 @@ fn connections_apart_and_empty() {
     assert_eq!(w[1].rtt_server_ns, 0);
     assert!(workloads(&[], &[]).is_empty());
     assert_eq!(model::predict(&[], &Conditions::captured(&w[0])), 0);
+}
+
+/// The script of a mixed NFSv3 stream: the files with their extents, each operation
+/// mapped, the triggers and the most in flight as extracted, and a second connection
+/// starting as late as it did.
+#[test]
+fn a_workload_becomes_the_replay_script() {
+    use nsperf_nfs::Stable;
+    use nsperf_nfs::replay::{CallOp, Target, Trigger as Rt};
+    let req = |code: u16, file: u64, offset: u64, count: u32, t: i64| Request {
+        op: Op::nfs3(code),
+        file,
+        offset,
+        count,
+        stable: (code == 7).then_some(Stable::Unstable),
+        call_bytes: CALL,
+        reply_bytes: REPLY_HEAD,
+        ..read(0, t, t + MS, t + MS)
+    };
+    let dir = 9;
+    let mut rs = vec![
+        req(3, dir, 0, 0, 0),                       // LOOKUP in a directory
+        req(7, 42, 0, MIB, 2 * MS),                 // WRITE 1 MiB to file 42
+        req(7, 42, u64::from(MIB), 8, 2 * MS + 10), // pipelined behind it
+        req(21, 42, 0, 0, 4 * MS),                  // COMMIT
+        req(1, 42, 0, 0, 6 * MS),                   // GETATTR of the file
+        req(1, dir, 0, 0, 8 * MS),                  // GETATTR of the directory
+        req(2, 42, 0, 0, 10 * MS),                  // SETATTR: replayed as GETATTR
+        req(16, dir, 0, 0, 12 * MS),                // READDIR
+    ];
+    let mut other = req(6, 77, 4096, 4096, 5 * MS); // READ of another file, elsewhere
+    other.conn = 2;
+    rs.push(other);
+    let mut c2 = conn(None);
+    c2.id = 2;
+    let ws = workloads(&rs, &[conn(None), c2]);
+    let s = script::script(&ws).unwrap();
+    assert_eq!(s.files, [u64::from(MIB) + 8, 8192]);
+    assert_eq!(s.conns.len(), 2);
+    let c = &s.conns[0];
+    assert_eq!((c.start_ns, c.in_flight_max), (0, 2));
+    let ops: Vec<CallOp> = c.calls.iter().map(|x| x.op).collect();
+    assert_eq!(
+        ops,
+        [
+            CallOp::Lookup,
+            CallOp::Write {
+                file: 0,
+                offset: 0,
+                count: MIB,
+                stable: Stable::Unstable
+            },
+            CallOp::Write {
+                file: 0,
+                offset: u64::from(MIB),
+                count: 8,
+                stable: Stable::Unstable
+            },
+            CallOp::Commit {
+                file: 0,
+                offset: 0,
+                count: 0
+            },
+            CallOp::Getattr(Target::File(0)),
+            CallOp::Getattr(Target::Dir),
+            CallOp::AsGetattr {
+                captured: 2,
+                target: Target::File(0)
+            },
+            CallOp::Readdir,
+        ]
+    );
+    assert_eq!(c.calls[0].trigger, Rt::Start);
+    assert_eq!(
+        c.calls[2].trigger,
+        Rt::Call {
+            index: 1,
+            delay_ns: 10
+        }
+    );
+    // the COMMIT waited for the WRITEs' replies: the first of them freed it
+    assert!(matches!(c.calls[3].trigger, Rt::Reply { index: 1, .. }));
+    assert_eq!(s.conns[1].start_ns, 5 * MS as u64);
+    assert_eq!(
+        s.conns[1].calls[0].op,
+        CallOp::Read {
+            file: 1,
+            offset: 4096,
+            count: 4096
+        }
+    );
+    // NFSv4 or SMB: not replayable (yet)
+    let mut v4 = rs[0];
+    v4.op = "nfs4:READ".parse().unwrap();
+    assert_eq!(
+        script::script(&workloads(&[v4], &[conn(None)])).unwrap_err(),
+        crate::proto::requests::Protocol::Nfs4
+    );
 }

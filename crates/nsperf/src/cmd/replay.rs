@@ -1,7 +1,9 @@
 //! `nsperf replay CAPTURE`: the storage workload a capture holds, per client connection, and
-//! the model's prediction of it over an RTT axis (issue 25 items 1 and 3; the replay through
-//! a lab, items 2 and 4, is not built yet and the report says so). Arguments and printing
-//! only; the extraction and the model are `nsperf_trace::replay`'s.
+//! the model's prediction of it over an RTT axis (issue 25 items 1 and 3); with `--against
+//! nfs://…`, an NFSv3 workload replayed against a server over the path as it is (item 2's
+//! engine; the replay through a lab at another RTT, items 2 and 4, is not built yet and the
+//! report says so). Arguments and printing only; the extraction, the model and the
+//! comparison are `nsperf_trace::replay`'s, the replay `nsperf_nfs::replay`'s.
 
 use std::path::PathBuf;
 
@@ -13,8 +15,13 @@ use nsperf_core::report::Command;
 use nsperf_core::table::Table;
 use nsperf_core::units::{BitRate, Bytes};
 use nsperf_lab::config::parse_rate;
+use nsperf_nfs::NfsUrl;
+use nsperf_nfs::replay::{self as engine, Options};
+use nsperf_nfs::url::NfsVersion;
 use nsperf_trace::proto::requests::DEFAULT_MAX_REQUESTS;
+use nsperf_trace::replay::against::{AgainstReport, OpAgainst, against};
 use nsperf_trace::replay::report::{ClientReport, ReplaySpec, ReplaySummary, summary};
+use nsperf_trace::replay::{script::script, workloads};
 use nsperf_trace::{DEFAULT_IDLE_NS, TraceConfig};
 
 use crate::exit::classified;
@@ -45,6 +52,13 @@ pub struct ReplayArgs {
     /// connection's largest advertised windows in the capture.
     #[arg(long)]
     pub window: Option<Bytes>,
+    /// Replay the workload (NFSv3 captures) against this server, `nfs://HOST[:PORT]/DIR`,
+    /// in a fresh directory under DIR, and report it beside the capture.
+    #[arg(long, value_name = "URL")]
+    pub against: Option<NfsUrl>,
+    /// With --against: leave the replay's directory and files on the server.
+    #[arg(long, requires = "against")]
+    pub keep: bool,
     /// Print the report as JSON (docs/schema.md) and nothing else.
     #[arg(long, short = 'J')]
     pub json: bool,
@@ -65,6 +79,19 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
             Failure::Usage,
             "replay: --window 0 holds no byte",
         ));
+    }
+    if let Some(u) = &args.against {
+        if matches!(
+            u.version,
+            Some(NfsVersion::V4 | NfsVersion::V4_0 | NfsVersion::V4_1)
+        ) {
+            return Err(classified(
+                Failure::Usage,
+                format!(
+                    "replay --against {u}: the replay over NFSv4 is not built yet (NFSv3 only)"
+                ),
+            ));
+        }
     }
     let t0 = std::time::Instant::now();
     let name = args.capture.display().to_string();
@@ -89,12 +116,28 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         ));
     }
     let spec = ReplaySpec {
-        capture: name,
+        capture: name.clone(),
         rtt_axis_ms: args.rtt.clone(),
         rate_bps: args.rate.and_then(|r| r.0),
         window_bytes: args.window.map(|w| w.0),
     };
-    let sum = summary(&spec, &stream);
+    let mut sum = summary(&spec, &stream);
+    if let Some(url) = &args.against {
+        let ws = workloads(&stream.requests, &stream.connections);
+        let sc = script(&ws).map_err(|p| {
+            classified(
+                Failure::Usage,
+                format!("replay {name} --against: the replay of {p} captures is not built yet (NFSv3 only)"),
+            )
+        })?;
+        let opt = Options {
+            timeout: nsperf_nfs::client::DEFAULT_TIMEOUT,
+            keep: args.keep,
+        };
+        let done =
+            engine::run(url, &sc, opt).with_context(|| format!("replay {name} --against {url}"))?;
+        sum.against = Some(against(&url.to_string(), &ws, &done));
+    }
     let mut r: ReplayReport = Report::new(Command::Replay, spec, sum);
     r.duration_ns = t0.elapsed().as_nanos() as u64;
     if args.json {
@@ -126,6 +169,10 @@ fn human(r: &ReplayReport) -> String {
     for c in &s.clients {
         out.push('\n');
         out.push_str(&client(c));
+    }
+    if let Some(a) = &s.against {
+        out.push('\n');
+        out.push_str(&replayed(a));
     }
     out.push_str(&format!("\nnote: {}.\n", s.not_built));
     out
@@ -205,6 +252,103 @@ fn client(c: &ClientReport) -> String {
     }
     out.push_str(&indent(&t.render()));
     out
+}
+
+/// The replay against a server beside the capture and the model.
+fn replayed(a: &AgainstReport) -> String {
+    let mut out = format!(
+        "replayed against {} (directory {}, path RTT {:.3} ms: mean of {} NULL calls)\n  all connections: captured {:.4} s, replayed {:.4} s ({:+.1} %); throughput captured {}, replayed {}; read {}, written {}\n",
+        a.url,
+        a.directory,
+        a.path_rtt_ms,
+        engine::NULL_PROBES,
+        a.captured_duration_s,
+        a.replayed_duration_s,
+        a.duration_error_pct,
+        BitRate(a.captured_throughput_bps),
+        BitRate(a.replayed_throughput_bps),
+        Bytes(a.read_bytes),
+        Bytes(a.written_bytes),
+    );
+    out.push_str(&indent(&ops_table(&a.ops)));
+    let mut t = Table::new([
+        "connection",
+        "start s",
+        "captured s",
+        "replayed s",
+        "error",
+        "model s",
+        "in flight",
+        "throughput captured",
+        "replayed",
+    ]);
+    for c in &a.clients {
+        t.row([
+            c.connection.to_string(),
+            format!("{:.4}", c.start_s),
+            format!("{:.4}", c.captured_duration_s),
+            format!("{:.4}", c.replayed_duration_s),
+            format!("{:+.1} %", c.duration_error_pct),
+            format!("{:.4}", c.model_at_path_rtt_s),
+            format!("{}/{}", c.captured_in_flight_max, c.replayed_in_flight_max),
+            BitRate(c.captured_throughput_bps).to_string(),
+            BitRate(c.replayed_throughput_bps).to_string(),
+        ]);
+    }
+    out.push_str(&format!(
+        "  per connection (model: at the path RTT {:.3} ms, transfers as captured; in flight: most, captured/replayed)\n",
+        a.path_rtt_ms
+    ));
+    out.push_str(&indent(&t.render()));
+    out
+}
+
+/// Per operation: captured and replayed requests, errors and latency.
+fn ops_table(ops: &[OpAgainst]) -> String {
+    let mut t = Table::new([
+        "op",
+        "captured",
+        "errors",
+        "service ms",
+        "latency ms",
+        "replayed",
+        "errors",
+        "latency ms",
+        "p50",
+        "p99",
+        "max",
+    ]);
+    for o in ops {
+        let name = if o.replayed_as_getattr {
+            format!("{} (replayed as GETATTR)", o.op)
+        } else {
+            o.op.clone()
+        };
+        let errors = if o.replayed_error_statuses.is_empty() {
+            o.replayed_errors.to_string()
+        } else {
+            let names: Vec<String> = o
+                .replayed_error_statuses
+                .iter()
+                .map(|(k, v)| format!("{v} {k}"))
+                .collect();
+            names.join(", ")
+        };
+        t.row([
+            name,
+            o.captured_requests.to_string(),
+            o.captured_errors.to_string(),
+            format!("{:.3}", o.captured_service_mean_ms),
+            format!("{:.3}", o.captured_latency_mean_ms),
+            o.replayed_requests.to_string(),
+            errors,
+            format!("{:.3}", o.replayed_latency_mean_ms),
+            format!("{:.3}", o.replayed_latency_p50_ms),
+            format!("{:.3}", o.replayed_latency_p99_ms),
+            format!("{:.3}", o.replayed_latency_max_ms),
+        ]);
+    }
+    t.render()
 }
 
 fn indent(s: &str) -> String {

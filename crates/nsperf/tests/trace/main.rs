@@ -9,6 +9,7 @@
 mod common;
 
 mod replay;
+mod replay_against;
 mod trace;
 mod trace_live;
 mod trace_proto;

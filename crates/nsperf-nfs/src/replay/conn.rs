@@ -1,0 +1,576 @@
+//! One replayed connection: the calls its [`Scheduler`] says are due, encoded into a reused
+//! buffer and sent in batches with `writev` (WRITE data straight from the shared pattern),
+//! the replies matched by xid and skipped in a reused receive buffer. Non-blocking; one
+//! `ppoll` waits for a reply, for room to send, or until the next call is due.
+
+use std::io::{self, Read, Write as _};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Barrier, OnceLock};
+use std::time::{Duration, Instant};
+
+use super::result::{ConnResult, Failed, OpStats};
+use super::schedule::{Next, Scheduler};
+use super::{CallOp, ConnScript, Handles, PROCS};
+use crate::error::NfsError;
+use crate::proto::{self, NfsStat, SetAttr};
+use crate::rpc::{self, AuthSys, RpcError};
+use crate::rpc_conn::{initial_xid, lost};
+use crate::xdr::{XdrReader, pad4, put_u32, put_u64};
+
+/// Longest reply head parsed (RPC header, status, attributes, counts).
+const HEAD_MAX: usize = 512;
+const RBUF: usize = 256 << 10;
+/// Longest wait between two looks at the socket, ns.
+const IDLE_NS: u64 = 200_000_000;
+/// Count sent in READDIR and READDIRPLUS (maxcount).
+const DIR_COUNT: u32 = 64 << 10;
+
+/// What every connection shares.
+pub(super) struct Shared<'a> {
+    pub handles: &'a Handles,
+    pub pattern: &'a [u8],
+    pub barrier: &'a Barrier,
+    pub epoch: &'a OnceLock<Instant>,
+    pub abort: &'a AtomicBool,
+    pub timeout: Duration,
+}
+
+/// The error of a connection stopped because another failed.
+fn aborted() -> NfsError {
+    NfsError::Lost {
+        what: "replay",
+        why: "another connection of the replay failed".into(),
+    }
+}
+
+/// True for [`aborted`]'s error.
+pub(super) fn is_abort(e: Option<&NfsError>) -> bool {
+    matches!(e, Some(NfsError::Lost { what: "replay", .. }))
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Seg {
+    Head { start: usize, end: usize },
+    Data { len: usize },
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Recv {
+    Mark,
+    Head { len: usize },
+    Skip { left: usize, then: Option<Done> },
+}
+
+/// A reply parsed, finished once its last byte is in.
+#[derive(Debug, Clone, Copy)]
+struct Done {
+    index: usize,
+    failed: Option<Failed>,
+    read: u64,
+    written: u64,
+}
+
+/// One connection's replay.
+pub(super) struct Driver<'a> {
+    id: usize,
+    conn: &'a ConnScript,
+    shared: &'a Shared<'a>,
+    sock: TcpStream,
+    cred: AuthSys,
+    xid0: u32,
+    hdr: Vec<u8>,
+    segs: Vec<Seg>,
+    seg_at: usize,
+    seg_off: usize,
+    iov: Vec<libc::iovec>,
+    rbuf: Box<[u8]>,
+    rpos: usize,
+    rend: usize,
+    state: Recv,
+    name: Vec<u8>,
+    lookups: usize,
+    creates: usize,
+    removes: usize,
+    epoch: Instant,
+    out: ConnResult,
+}
+
+impl<'a> Driver<'a> {
+    pub(super) fn new(
+        id: usize,
+        conn: &'a ConnScript,
+        sock: TcpStream,
+        shared: &'a Shared<'a>,
+    ) -> Driver<'a> {
+        let mut stats: Vec<Option<OpStats>> = vec![None; PROCS];
+        for c in &conn.calls {
+            let p = (c.op.captured_proc() as usize).min(PROCS - 1);
+            stats[p].get_or_insert_with(|| OpStats::new(matches!(c.op, CallOp::AsGetattr { .. })));
+        }
+        Driver {
+            id,
+            conn,
+            shared,
+            sock,
+            cred: AuthSys::current(),
+            xid0: initial_xid().wrapping_add((id as u32) << 22),
+            hdr: Vec::with_capacity(64 << 10),
+            segs: Vec::with_capacity(1024),
+            seg_at: 0,
+            seg_off: 0,
+            iov: Vec::with_capacity(1024),
+            rbuf: vec![0u8; RBUF].into_boxed_slice(),
+            rpos: 0,
+            rend: 0,
+            state: Recv::Mark,
+            name: Vec::with_capacity(64),
+            lookups: 0,
+            creates: 0,
+            removes: 0,
+            epoch: Instant::now(),
+            out: ConnResult::new(id, stats),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// Runs the connection's calls from the barrier to the last reply.
+    pub(super) fn run(mut self) -> Result<ConnResult, NfsError> {
+        let r = self.drive();
+        if r.is_err() {
+            self.shared.abort.store(true, Ordering::Relaxed);
+        }
+        r.map(|()| {
+            self.out.finish();
+            self.out
+        })
+    }
+
+    fn drive(&mut self) -> Result<(), NfsError> {
+        self.sock
+            .set_nonblocking(true)
+            .map_err(|e| lost("replay", e))?;
+        // Waits of a few µs: the default 50 µs timer slack would blur the think times.
+        // SAFETY: prctl with an integer argument, on this thread only.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+        let mut sched = Scheduler::new(self.conn);
+        self.shared.barrier.wait();
+        self.epoch = *self.shared.epoch.get_or_init(Instant::now);
+        let mut last_progress = self.now();
+        let timeout = self.shared.timeout.as_nanos() as u64;
+        loop {
+            let now = self.now();
+            while let Next::Issue(i) = sched.next(now) {
+                self.encode(i);
+                sched.sent(i, now);
+                self.out.first_sent_ns = self.out.first_sent_ns.min(now);
+                self.out.in_flight_max = self.out.in_flight_max.max(sched.outstanding());
+            }
+            let sent = self.send()?;
+            let got = self.recv(&mut sched)?;
+            if sched.finished() && self.seg_at == self.segs.len() {
+                return Ok(());
+            }
+            let now = self.now();
+            if sent || got || sched.outstanding() == 0 {
+                last_progress = now;
+            } else if now - last_progress >= timeout {
+                return Err(NfsError::Lost {
+                    what: "replay",
+                    why: format!("no reply for {} s", self.shared.timeout.as_secs()),
+                });
+            }
+            if nsperf_core::signal::interrupted() {
+                return Err(NfsError::Interrupted);
+            }
+            if self.shared.abort.load(Ordering::Relaxed) {
+                return Err(aborted());
+            }
+            let wait = match sched.next(now) {
+                Next::Issue(_) => 0,
+                Next::At(t) => (t - now).min(IDLE_NS),
+                Next::Reply | Next::Done => IDLE_NS,
+            };
+            if sent || got {
+                continue;
+            }
+            self.wait(wait)?;
+        }
+    }
+
+    /// Waits up to `ns` for a reply or for room to send.
+    fn wait(&self, ns: u64) -> Result<(), NfsError> {
+        let mut events = libc::POLLIN;
+        if self.seg_at < self.segs.len() {
+            events |= libc::POLLOUT;
+        }
+        let mut p = libc::pollfd {
+            fd: self.sock.as_raw_fd(),
+            events,
+            revents: 0,
+        };
+        let ts = libc::timespec {
+            tv_sec: (ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: one valid pollfd, a valid timespec, no signal mask change.
+        let n = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EINTR) {
+                return Err(lost("poll", e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends the call of request `i` to the send queue.
+    fn encode(&mut self, i: usize) {
+        let op = self.conn.calls[i].op;
+        let xid = self.xid0.wrapping_add(i as u32);
+        let start = self.hdr.len();
+        let h = self.shared.handles;
+        match op {
+            CallOp::Lookup => {
+                let n = h.files.len().max(1);
+                put_name(&mut self.name, format_args!("f{}", self.lookups % n));
+                self.lookups += 1;
+            }
+            CallOp::Create => {
+                put_name(
+                    &mut self.name,
+                    format_args!("c{}-{}", self.id, self.creates),
+                );
+                self.creates += 1;
+            }
+            CallOp::Remove => {
+                put_name(
+                    &mut self.name,
+                    format_args!("r{}-{}", self.id, self.removes),
+                );
+                self.removes += 1;
+            }
+            _ => {}
+        }
+        let b = &mut self.hdr;
+        let rec = rpc::begin_call(
+            b,
+            xid,
+            proto::NFS_PROG,
+            proto::NFS_VERS,
+            op.proc_(),
+            &self.cred,
+        );
+        let mut data = 0;
+        match op {
+            CallOp::Null => {}
+            CallOp::Getattr(t)
+            | CallOp::AsGetattr { target: t, .. }
+            | CallOp::Fsstat(t)
+            | CallOp::Fsinfo(t)
+            | CallOp::Pathconf(t) => h.of(t).encode(b),
+            CallOp::Access(t) => {
+                h.of(t).encode(b);
+                put_u32(b, 0x3f); // READ LOOKUP MODIFY EXTEND DELETE EXECUTE
+            }
+            CallOp::Lookup | CallOp::Remove => proto::encode_dirop(b, &h.dir, &self.name),
+            CallOp::Create => {
+                proto::encode_dirop(b, &h.dir, &self.name);
+                put_u32(b, 1); // GUARDED
+                SetAttr {
+                    mode: Some(0o600),
+                    size: None,
+                }
+                .encode(b);
+            }
+            CallOp::Read {
+                file,
+                offset,
+                count,
+            } => {
+                h.of(super::Target::File(file)).encode(b);
+                put_u64(b, offset);
+                put_u32(b, count);
+            }
+            CallOp::Write {
+                file,
+                offset,
+                count,
+                stable,
+            } => {
+                data = (count as usize).min(self.shared.pattern.len());
+                h.of(super::Target::File(file)).encode(b);
+                put_u64(b, offset);
+                put_u32(b, data as u32);
+                put_u32(b, stable.to_wire());
+                put_u32(b, data as u32);
+            }
+            CallOp::Commit {
+                file,
+                offset,
+                count,
+            } => {
+                h.of(super::Target::File(file)).encode(b);
+                put_u64(b, offset);
+                put_u32(b, count);
+            }
+            CallOp::Readdir => {
+                h.dir.encode(b);
+                put_u64(b, 0);
+                put_u64(b, 0);
+                put_u32(b, DIR_COUNT);
+            }
+            CallOp::Readdirplus => {
+                h.dir.encode(b);
+                put_u64(b, 0);
+                put_u64(b, 0);
+                put_u32(b, DIR_COUNT / 8); // dircount
+                put_u32(b, DIR_COUNT); // maxcount
+            }
+        }
+        rpc::finish_record(b, rec, pad4(data));
+        self.segs.push(Seg::Head {
+            start,
+            end: self.hdr.len(),
+        });
+        if data > 0 {
+            self.segs.push(Seg::Data { len: data });
+            if pad4(data) != data {
+                let p = self.hdr.len();
+                self.hdr.extend_from_slice(&[0u8; 3][..pad4(data) - data]);
+                self.segs.push(Seg::Head {
+                    start: p,
+                    end: self.hdr.len(),
+                });
+            }
+        }
+    }
+
+    /// Sends queued bytes until done or the socket is full; true when some were sent.
+    fn send(&mut self) -> Result<bool, NfsError> {
+        let mut any = false;
+        let pattern = self.shared.pattern;
+        while self.seg_at < self.segs.len() {
+            self.iov.clear();
+            for (i, seg) in self.segs[self.seg_at..].iter().enumerate().take(1024) {
+                let skip = if i == 0 { self.seg_off } else { 0 };
+                let s: &[u8] = match *seg {
+                    Seg::Head { start, end } => &self.hdr[start..end],
+                    Seg::Data { len } => &pattern[..len],
+                };
+                self.iov.push(libc::iovec {
+                    iov_base: s[skip..].as_ptr() as *mut libc::c_void,
+                    iov_len: s.len() - skip,
+                });
+            }
+            // SAFETY: the iovecs point into `hdr` and the shared pattern, both alive and
+            // unchanged until the call returns.
+            let n = unsafe {
+                libc::writev(
+                    self.sock.as_raw_fd(),
+                    self.iov.as_ptr(),
+                    self.iov.len() as i32,
+                )
+            };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                match e.kind() {
+                    io::ErrorKind::WouldBlock => return Ok(any),
+                    io::ErrorKind::Interrupted => continue,
+                    _ => return Err(lost("replay", e)),
+                }
+            }
+            any = true;
+            let mut n = n as usize;
+            while n > 0 && self.seg_at < self.segs.len() {
+                let len = match self.segs[self.seg_at] {
+                    Seg::Head { start, end } => end - start,
+                    Seg::Data { len } => len,
+                } - self.seg_off;
+                if n >= len {
+                    n -= len;
+                    self.seg_at += 1;
+                    self.seg_off = 0;
+                } else {
+                    self.seg_off += n;
+                    n = 0;
+                }
+            }
+        }
+        self.segs.clear();
+        self.hdr.clear();
+        self.seg_at = 0;
+        self.seg_off = 0;
+        Ok(any)
+    }
+
+    /// Receives and parses what the socket holds; true when bytes arrived.
+    fn recv(&mut self, sched: &mut Scheduler<'_>) -> Result<bool, NfsError> {
+        let mut any = false;
+        loop {
+            let now = self.now();
+            while self.step(sched, now)? {}
+            if self.rpos == self.rend {
+                self.rpos = 0;
+                self.rend = 0;
+            } else if self.rpos > RBUF / 2 || self.rend == RBUF {
+                self.rbuf.copy_within(self.rpos..self.rend, 0);
+                self.rend -= self.rpos;
+                self.rpos = 0;
+            }
+            match self.sock.read(&mut self.rbuf[self.rend..]) {
+                Ok(0) => return Err(lost("replay", io::ErrorKind::UnexpectedEof.into())),
+                Ok(n) => {
+                    any = true;
+                    self.rend += n;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(any),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(any),
+                Err(e) => return Err(lost("replay", e)),
+            }
+        }
+    }
+
+    /// Advances the receive state machine over buffered bytes (arrived by `now`); false
+    /// when it needs more.
+    fn step(&mut self, sched: &mut Scheduler<'_>, now: u64) -> Result<bool, NfsError> {
+        let have = self.rend - self.rpos;
+        match self.state {
+            Recv::Mark => {
+                if have < 4 {
+                    return Ok(false);
+                }
+                let m = &self.rbuf[self.rpos..self.rpos + 4];
+                let (last, len) = rpc::parse_mark([m[0], m[1], m[2], m[3]]);
+                if !last {
+                    return Err(bad("fragmented reply"));
+                }
+                if len > rpc::MAX_FRAGMENT {
+                    return Err(bad("reply longer than 4 MiB"));
+                }
+                self.rpos += 4;
+                self.state = Recv::Head { len };
+                Ok(true)
+            }
+            Recv::Head { len } => {
+                if have < len.min(HEAD_MAX) {
+                    return Ok(false);
+                }
+                let done = self.head(len, sched)?;
+                self.state = Recv::Skip {
+                    left: len,
+                    then: Some(done),
+                };
+                Ok(true)
+            }
+            Recv::Skip { left, then } => {
+                if left == 0 {
+                    if let Some(d) = then {
+                        self.finish(d, sched, now);
+                    }
+                    self.state = Recv::Mark;
+                    return Ok(true);
+                }
+                if have == 0 {
+                    return Ok(false);
+                }
+                let n = have.min(left);
+                self.rpos += n;
+                self.state = Recv::Skip {
+                    left: left - n,
+                    then,
+                };
+                Ok(true)
+            }
+        }
+    }
+
+    /// Parses a reply's head (at least `min(len, HEAD_MAX)` bytes buffered): which request
+    /// it answers and how it ended.
+    fn head(&self, len: usize, sched: &Scheduler<'_>) -> Result<Done, NfsError> {
+        let rec = &self.rbuf[self.rpos..self.rpos + len.min(HEAD_MAX)];
+        let xid = XdrReader::new(rec).u32().map_err(xe)?;
+        let index = xid.wrapping_sub(self.xid0) as usize;
+        let Some(call) = self.conn.calls.get(index) else {
+            return Err(bad("reply to no call sent (unknown xid)"));
+        };
+        if sched.sent_at(index).is_none() {
+            return Err(bad("reply to no call sent (unknown xid)"));
+        }
+        let mut r = XdrReader::new(rec);
+        let mut done = Done {
+            index,
+            failed: None,
+            read: 0,
+            written: 0,
+        };
+        if let Err(e) = rpc::parse_reply(&mut r) {
+            done.failed = Some(Failed::of_rpc(&e).ok_or(NfsError::Rpc {
+                what: "replay",
+                source: e,
+            })?);
+            return Ok(done);
+        }
+        if call.op == CallOp::Null {
+            return Ok(done); // no result
+        }
+        let st = NfsStat(r.clone().u32().map_err(xe)?);
+        if st != NfsStat::OK {
+            done.failed = Some(Failed::Nfs(st.0));
+            return Ok(done);
+        }
+        match call.op {
+            CallOp::Read { .. } => {
+                if let Ok(h) = proto::decode_read_head(&mut r).map_err(xe)? {
+                    done.read = u64::from(h.count);
+                }
+            }
+            CallOp::Write { .. } => {
+                if let Ok(w) = proto::decode_write(&mut r).map_err(xe)? {
+                    done.written = u64::from(w.count);
+                }
+            }
+            _ => {}
+        }
+        Ok(done)
+    }
+
+    fn finish(&mut self, d: Done, sched: &mut Scheduler<'_>, now: u64) {
+        if !sched.arrived(d.index, now) {
+            return;
+        }
+        let sent = sched.sent_at(d.index).unwrap_or(now);
+        let p = (self.conn.calls[d.index].op.captured_proc() as usize).min(PROCS - 1);
+        if let Some(s) = &mut self.out.stats[p] {
+            s.record(now.saturating_sub(sent), d.failed);
+        }
+        self.out.read_bytes += d.read;
+        self.out.written_bytes += d.written;
+        self.out.last_received_ns = self.out.last_received_ns.max(now);
+    }
+}
+
+/// Writes a name into the reused name buffer.
+fn put_name(name: &mut Vec<u8>, args: std::fmt::Arguments<'_>) {
+    name.clear();
+    // Writing into a Vec cannot fail.
+    let _ = name.write_fmt(args);
+}
+
+fn xe(e: crate::xdr::XdrError) -> NfsError {
+    NfsError::Rpc {
+        what: "replay",
+        source: RpcError::Xdr(e),
+    }
+}
+
+fn bad(why: &'static str) -> NfsError {
+    NfsError::Rpc {
+        what: "replay",
+        source: RpcError::Bad(why),
+    }
+}

@@ -1,0 +1,240 @@
+//! The issue rule of one connection, as a pure state machine: time is an input. Given when
+//! each request was sent and when its reply arrived, it says which request is due next and
+//! from when. The requests go in call order, each
+//!
+//! - no earlier than its trigger allows: [`Trigger::Start`] at the connection's start,
+//!   [`Trigger::Call`] when the request it names was sent plus the delay,
+//!   [`Trigger::Reply`] when that request's reply arrived plus the delay;
+//! - and only while fewer requests are outstanding than the connection's captured most in
+//!   flight.
+//!
+//! These are the rules `nsperf replay`'s model applies to the same triggers (docs/replay.md).
+
+use super::{ConnScript, Trigger};
+
+/// Not known yet (a request not sent, a reply not arrived).
+const NONE: u64 = u64::MAX;
+
+/// What the connection does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Request `index` is due now: send it.
+    Issue(usize),
+    /// The next request is due at this time (ns from the barrier); nothing to send before.
+    At(u64),
+    /// The next request waits for a reply (its trigger's, or one that frees a slot).
+    Reply,
+    /// Every request was sent.
+    Done,
+}
+
+/// The issue rule of one connection (see the module's doc). Allocates at creation only.
+#[derive(Debug, Clone)]
+pub struct Scheduler<'a> {
+    conn: &'a ConnScript,
+    next: usize,
+    outstanding: u32,
+    sent: Vec<u64>,
+    arrived: Vec<u64>,
+}
+
+impl<'a> Scheduler<'a> {
+    /// The rule of `conn`, nothing sent yet.
+    pub fn new(conn: &'a ConnScript) -> Scheduler<'a> {
+        let n = conn.calls.len();
+        Scheduler {
+            conn,
+            next: 0,
+            outstanding: 0,
+            sent: vec![NONE; n],
+            arrived: vec![NONE; n],
+        }
+    }
+
+    /// What is due at `now_ns` (ns from the barrier).
+    pub fn next(&self, now_ns: u64) -> Next {
+        let Some(call) = self.conn.calls.get(self.next) else {
+            return Next::Done;
+        };
+        if self.outstanding >= self.conn.in_flight_max.max(1) {
+            return Next::Reply;
+        }
+        let known = |t: u64, d: u64| (t != NONE).then(|| t.saturating_add(d));
+        let from = match call.trigger {
+            Trigger::Start => Some(self.conn.start_ns),
+            Trigger::Call { index, delay_ns } => self
+                .sent
+                .get(index)
+                .and_then(|&t| known(t, delay_ns))
+                // A trigger naming no earlier request: at the connection's start.
+                .or(Some(self.conn.start_ns).filter(|_| index >= self.next)),
+            Trigger::Reply { index, delay_ns } => {
+                match self.arrived.get(index).filter(|_| index < self.next) {
+                    Some(&t) => known(t, delay_ns),
+                    None => Some(self.conn.start_ns),
+                }
+            }
+        };
+        match from {
+            None => Next::Reply,
+            Some(t) if t <= now_ns => Next::Issue(self.next),
+            Some(t) => Next::At(t),
+        }
+    }
+
+    /// Request `index` (the one [`Scheduler::next`] gave) was sent at `t_ns`.
+    pub fn sent(&mut self, index: usize, t_ns: u64) {
+        if index == self.next {
+            self.sent[index] = t_ns;
+            self.next += 1;
+            self.outstanding += 1;
+        }
+    }
+
+    /// The reply of request `index` arrived at `t_ns`; false when it was not outstanding.
+    pub fn arrived(&mut self, index: usize, t_ns: u64) -> bool {
+        let outstanding = index < self.next && self.arrived.get(index) == Some(&NONE);
+        if outstanding {
+            self.arrived[index] = t_ns;
+            self.outstanding -= 1;
+        }
+        outstanding
+    }
+
+    /// Requests sent whose reply has not arrived.
+    pub fn outstanding(&self) -> u32 {
+        self.outstanding
+    }
+
+    /// True once every request was sent and answered.
+    pub fn finished(&self) -> bool {
+        self.next == self.conn.calls.len() && self.outstanding == 0
+    }
+
+    /// When request `index` was sent, ns from the barrier.
+    pub fn sent_at(&self, index: usize) -> Option<u64> {
+        self.sent.get(index).copied().filter(|&t| t != NONE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::{Call, CallOp, Target};
+
+    fn conn(start: u64, max: u32, triggers: &[Trigger]) -> ConnScript {
+        ConnScript {
+            start_ns: start,
+            in_flight_max: max,
+            calls: triggers
+                .iter()
+                .map(|&trigger| Call {
+                    op: CallOp::Getattr(Target::Dir),
+                    trigger,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn start_and_call_delays() {
+        let c = conn(
+            100,
+            4,
+            &[
+                Trigger::Start,
+                Trigger::Call {
+                    index: 0,
+                    delay_ns: 50,
+                },
+            ],
+        );
+        let mut s = Scheduler::new(&c);
+        assert_eq!(s.next(0), Next::At(100));
+        assert_eq!(s.next(100), Next::Issue(0));
+        s.sent(0, 120);
+        // the second follows the first's send by 50 ns, not the start
+        assert_eq!(s.next(121), Next::At(170));
+        assert_eq!(s.next(170), Next::Issue(1));
+        s.sent(1, 170);
+        assert_eq!(s.next(500), Next::Done);
+        assert!(!s.finished());
+        assert!(s.arrived(1, 300));
+        assert!(!s.arrived(1, 301), "a reply counts once");
+        assert!(s.arrived(0, 310));
+        assert!(s.finished());
+        assert_eq!(s.sent_at(0), Some(120));
+    }
+
+    #[test]
+    fn a_reply_trigger_waits_for_the_reply_plus_the_think_time() {
+        let c = conn(
+            0,
+            4,
+            &[
+                Trigger::Start,
+                Trigger::Start,
+                Trigger::Reply {
+                    index: 1,
+                    delay_ns: 30,
+                },
+            ],
+        );
+        let mut s = Scheduler::new(&c);
+        s.sent(0, 0);
+        s.sent(1, 0);
+        assert_eq!(s.next(1_000), Next::Reply, "request 1's reply not in");
+        // request 0's reply frees nothing the trigger names
+        s.arrived(0, 10);
+        assert_eq!(s.next(1_000), Next::Reply);
+        s.arrived(1, 200);
+        assert_eq!(s.next(200), Next::At(230));
+        assert_eq!(s.next(230), Next::Issue(2));
+    }
+
+    #[test]
+    fn never_more_in_flight_than_the_capture_had() {
+        let t: Vec<Trigger> = (0..6)
+            .map(|i| match i {
+                0 => Trigger::Start,
+                i => Trigger::Call {
+                    index: i - 1,
+                    delay_ns: 0,
+                },
+            })
+            .collect();
+        let c = conn(0, 2, &t);
+        let mut s = Scheduler::new(&c);
+        let mut now = 0;
+        let mut max = 0;
+        let mut order = Vec::new();
+        while !s.finished() {
+            match s.next(now) {
+                Next::Issue(i) => {
+                    s.sent(i, now);
+                    order.push(i);
+                }
+                Next::At(t) => now = t,
+                Next::Reply | Next::Done => {
+                    // the oldest outstanding reply comes back 10 ns later
+                    now += 10;
+                    let i = (0..6).find(|&i| s.sent_at(i).is_some() && s.arrived(i, now));
+                    assert!(i.is_some());
+                }
+            }
+            max = max.max(s.outstanding());
+        }
+        assert_eq!(max, 2);
+        assert_eq!(order, [0, 1, 2, 3, 4, 5]);
+        // two at a time, each reply (every 10 ns) frees a slot: the sixth leaves at 40
+        assert_eq!(s.sent_at(2), Some(10));
+        assert_eq!(s.sent_at(5), Some(40));
+    }
+
+    #[test]
+    fn a_zero_maximum_still_lets_one_through() {
+        let c = conn(0, 0, &[Trigger::Start]);
+        let s = Scheduler::new(&c);
+        assert_eq!(s.next(0), Next::Issue(0));
+    }
+}
