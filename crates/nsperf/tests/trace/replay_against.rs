@@ -239,9 +239,9 @@ fn replay_against_what_is_not_built_is_a_usage_error() {
 }
 
 /// Captured at the client of a lab at 5 ms RTT with the embedded server in the server's
-/// site, replayed from the client's site against the same server: the replayed duration
-/// within 10 % of the captured one, in all and for the measured connection (the one
-/// with the most READs).
+/// site, replayed three times from the client's site against the same server: the median
+/// replayed duration within 10 % of the captured one, in all and for the measured
+/// connection (the one with the most READs).
 #[test]
 fn replay_against_the_captured_server_over_a_5ms_lab_gives_its_duration_back() {
     let what = "replay --against in a lab";
@@ -285,56 +285,68 @@ fn replay_against_the_captured_server_over_a_5ms_lab_gives_its_duration_back() {
         return;
     }
     let p = pcap.to_str().unwrap();
-    let j = run(&[
-        "lab",
-        "exec",
-        &lab,
-        "a",
-        "--",
-        bin,
-        "replay",
-        p,
-        "--json",
-        "--rtt",
-        "5",
-        "--against",
-        &url,
-    ])
-    .ok()
-    .json();
-    let a = &j["summary"]["against"];
-    same_counts(a, "nfs3:READ");
-    let rtt = a["path_rtt_ms"].as_f64().unwrap();
-    assert!((4.5..10.0).contains(&rtt), "path RTT {rtt} ms: {a}");
-    let all = a["duration_error_pct"].as_f64().unwrap();
-    // the measured pass: the connection with the most READs
-    let reads = |c: &serde_json::Value| {
-        c["ops"]
+    // Three replays of the one capture; the median error of each figure is the replay's
+    // own (on the shared 2-core VM one replay alone varies by ±10 %: the lab's link is a
+    // userspace forwarder competing for the cores).
+    let mut alls = Vec::new();
+    let mut ones = Vec::new();
+    for _ in 0..3 {
+        let j = run(&[
+            "lab",
+            "exec",
+            &lab,
+            "a",
+            "--",
+            bin,
+            "replay",
+            p,
+            "--json",
+            "--rtt",
+            "5",
+            "--against",
+            &url,
+        ])
+        .ok()
+        .json();
+        let a = &j["summary"]["against"];
+        same_counts(a, "nfs3:READ");
+        let rtt = a["path_rtt_ms"].as_f64().unwrap();
+        assert!((4.5..10.0).contains(&rtt), "path RTT {rtt} ms: {a}");
+        let all = a["duration_error_pct"].as_f64().unwrap();
+        // the measured pass: the connection with the most READs
+        let reads = |c: &serde_json::Value| {
+            c["ops"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|o| o["op"] == "nfs3:READ")
+                .map_or(0, |o| o["captured_requests"].as_u64().unwrap())
+        };
+        let measured = a["clients"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|o| o["op"] == "nfs3:READ")
-            .map_or(0, |o| o["captured_requests"].as_u64().unwrap())
+            .max_by_key(|c| reads(c))
+            .unwrap();
+        let one = measured["duration_error_pct"].as_f64().unwrap();
+        eprintln!(
+            "replay --against at 5 ms: all captured {:.4} s replayed {:.4} s ({all:+.2} %); connection {} captured {:.4} s replayed {:.4} s ({one:+.2} %), model {:.4} s",
+            a["captured_duration_s"].as_f64().unwrap(),
+            a["replayed_duration_s"].as_f64().unwrap(),
+            measured["connection"],
+            measured["captured_duration_s"].as_f64().unwrap(),
+            measured["replayed_duration_s"].as_f64().unwrap(),
+            measured["model_at_path_rtt_s"].as_f64().unwrap(),
+        );
+        alls.push(all);
+        ones.push(one);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[1]
     };
-    let measured = a["clients"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .max_by_key(|c| reads(c))
-        .unwrap();
-    let one = measured["duration_error_pct"].as_f64().unwrap();
-    eprintln!(
-        "replay --against at 5 ms: all captured {:.4} s replayed {:.4} s ({all:+.2} %); connection {} captured {:.4} s replayed {:.4} s ({one:+.2} %), model {:.4} s",
-        a["captured_duration_s"].as_f64().unwrap(),
-        a["replayed_duration_s"].as_f64().unwrap(),
-        measured["connection"],
-        measured["captured_duration_s"].as_f64().unwrap(),
-        measured["replayed_duration_s"].as_f64().unwrap(),
-        measured["model_at_path_rtt_s"].as_f64().unwrap(),
-    );
-    assert!(all.abs() <= 10.0, "all connections: {all} %\n{a}");
-    assert!(
-        one.abs() <= 10.0,
-        "the longest connection: {one} %\n{measured}"
-    );
+    let (all, one) = (median(&mut alls), median(&mut ones));
+    eprintln!("replay --against at 5 ms, median errors: all {all:+.2} %, measured {one:+.2} %");
+    assert!(all.abs() <= 10.0, "all connections: {alls:?} %");
+    assert!(one.abs() <= 10.0, "the measured connection: {ones:?} %");
 }
