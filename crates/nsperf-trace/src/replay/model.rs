@@ -10,19 +10,27 @@
 //! reply ready    = call sent + RTT + service time (as captured)
 //! reply received = room(max(reply ready, replies' direction free)) + pass(reply bytes)
 //! pass(n bytes)  = wire bytes × 8 / rate  (the captured passing time without a rate),
-//!                  and for n > window: k = ⌈n / window⌉ − 1 round trips more, the rest at
-//!                  the rate: max(that, k × RTT + pass(n − k × window))
+//!                  and for n beyond the window: k round trips more, a window each (the
+//!                  window growing in slow start), the rest at the rate:
+//!                  max(that, k × RTT + pass(the last round's bytes))
+//! window         = min(receive window, congestion window)
 //! room(t)        = the first time from t when the message's bytes fit the window beside
 //!                  those of the direction that arrived within the last RTT
 //! ```
 //!
 //! where the wire bytes add a TCP/IPv4/Ethernet header (66 bytes with timestamps) per
-//! 1448-byte segment. The duration is the last reply received. A dependency chain (requests
+//! 1448-byte segment. The congestion window of each direction is that of a loss-free
+//! standard TCP (Reno, CUBIC before a loss): 10 segments at the connection's start (RFC
+//! 6928), growing by the bytes acknowledged while the bytes in flight fill at least half of
+//! it (slow start), halved per retransmission timeout of idleness down to 10 segments. The
+//! captured times hold the capture's own slow start: [`table`] takes out what the model
+//! computes for it at the capture's conditions, and models none below the capture's RTT. The duration is the last reply received. A dependency chain (requests
 //! each waiting for the previous reply) thus costs per request the think time, the
 //! serialisation, the RTT and the service time; concurrent requests overlap, bounded by the
-//! captured requests in flight and by the window (bytes in flight ≤ window), and share the
-//! link's rate in order of their calls. Not modelled: TCP slow start and losses, a server whose service time
-//! changes with the load, and replies overtaking each other (they leave in call order).
+//! captured requests in flight and by the windows (bytes in flight ≤ window), and share the
+//! link's rate in order of their calls. Not modelled: losses, pacing (BBR), a server whose
+//! service time changes with the load, replies overtaking each other (they leave in call
+//! order), and a connection waiting for another (each is predicted alone).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -50,10 +58,17 @@ pub struct Conditions {
     pub call_window: Option<u64>,
     /// The window bounding the replies' bytes in flight (the client's receive window).
     pub reply_window: Option<u64>,
+    /// The congestion window each direction starts with, growing in slow start (see
+    /// [`INITIAL_WINDOW`]), bytes; None: the receive windows alone bound.
+    pub initial_window: Option<u64>,
 }
 
+/// The initial congestion window of Linux and RFC 6928: 10 segments.
+pub const INITIAL_WINDOW: u64 = 10 * MSS;
+
 impl Conditions {
-    /// The capture's own: its RTT, its transfers, its windows.
+    /// The capture's own: its RTT, its transfers, its windows, and no slow start (the
+    /// captured transfers and service times hold the capture's).
     pub fn captured(w: &Workload) -> Conditions {
         let win = [w.conn.window_a_bytes, w.conn.window_b_bytes];
         Conditions {
@@ -61,6 +76,8 @@ impl Conditions {
             rate_bps: None,
             call_window: win[1 - w.client],
             reply_window: win[w.client],
+            // the captured times hold the capture's own slow start already
+            initial_window: None,
         }
     }
 }
@@ -118,45 +135,135 @@ pub fn predict(steps: &[Step], c: &Conditions) -> i64 {
     simulate(steps, c, true)
 }
 
-/// The bytes one direction has in flight, bounded by a window: each message holds its bytes
-/// (at most the window) from its arrival until one RTT after it (its ACKs on their way back;
-/// the times are the receiver's, so the window holds what arrived within the last RTT).
-#[derive(Debug, Default)]
-struct InFlightBytes {
-    held: VecDeque<(i64, u64)>,
+/// One direction of the connection (the calls' or the replies'): the messages passing in
+/// order, their bytes in flight bounded by the receive window and by the sender's
+/// congestion window. Each message holds its bytes from its arrival until one RTT after it
+/// (its ACKs on their way back; the times are the receiver's, so the window holds what
+/// arrived within the last RTT). The congestion window starts at the initial window and, in
+/// slow start as a loss-free standard TCP (RFC 5681, Linux's `tcp_slow_start`) grows it,
+/// takes in the bytes of each message once acknowledged when the bytes in flight filled at
+/// least half of it at its sending (Linux's `tcp_is_cwnd_limited`); idle for a
+/// retransmission timeout (RTT + 200 ms), it is halved per timeout down to the initial
+/// window (`tcp_cwnd_restart`, `tcp_slow_start_after_idle`).
+#[derive(Debug)]
+struct Direction {
+    /// Messages that arrived within the last RTT: arrival, bytes, whether their ACKs grow
+    /// the congestion window.
+    held: VecDeque<(i64, u64, bool)>,
+    /// Their bytes.
     sum: u64,
+    /// When the last message has passed (the direction is free from then).
+    free: i64,
+    /// The congestion window, bytes (None: none).
+    cwnd: Option<u64>,
+    /// The receive window, bytes (None: no bound).
+    rwnd: Option<u64>,
 }
 
-impl InFlightBytes {
-    /// The earliest time from `t` on when a message of `n` bytes fits the window `w` with
-    /// the path's round trip `rtt`.
-    fn room(&mut self, mut t: i64, n: u64, w: Option<u64>, rtt: i64) -> i64 {
-        let Some(w) = w.filter(|w| *w > 0 && rtt > 0) else {
-            return t;
-        };
-        let n = n.min(w);
-        loop {
-            while let Some(&(a, b)) = self.held.front() {
-                if a + rtt > t {
-                    break;
-                }
-                self.held.pop_front();
-                self.sum -= b;
+/// Linux's least retransmission timeout (`TCP_RTO_MIN`): a path's timeout is about its RTT
+/// plus this.
+const RTO_MIN_NS: i64 = 200_000_000;
+
+impl Direction {
+    fn new(rwnd: Option<u64>, initial: Option<u64>) -> Direction {
+        Direction {
+            held: VecDeque::new(),
+            sum: 0,
+            free: i64::MIN,
+            cwnd: initial.filter(|w| *w > 0),
+            rwnd: rwnd.filter(|w| *w > 0),
+        }
+    }
+
+    /// The window bounding the bytes in flight now.
+    fn window(&self) -> Option<u64> {
+        match (self.cwnd, self.rwnd) {
+            (Some(c), Some(r)) => Some(c.min(r)),
+            (c, r) => c.or(r),
+        }
+    }
+
+    /// The messages acknowledged by `t` leave the window, growing the congestion window.
+    fn acked(&mut self, t: i64, rtt: i64) {
+        while let Some(&(a, b, grows)) = self.held.front() {
+            if a + rtt > t {
+                break;
             }
-            match self.held.front() {
-                Some(&(a, _)) if self.sum + n > w => t = a + rtt,
-                _ => return t,
+            self.held.pop_front();
+            self.sum -= b;
+            if grows {
+                self.cwnd = self.cwnd.map(|c| c.saturating_add(b));
             }
         }
     }
 
-    /// A message of `n` bytes arrived at `t`.
-    fn arrived(&mut self, t: i64, n: u64, w: Option<u64>) {
-        if let Some(w) = w.filter(|w| *w > 0) {
-            let n = n.min(w);
-            self.held.push_back((t, n));
-            self.sum += n;
+    /// A message of `n` bytes ready at `t` (`captured_ns` its passing time at the capture):
+    /// when its last byte arrives.
+    fn send(&mut self, t: i64, n: u64, captured_ns: i64, c: &Conditions) -> i64 {
+        let rtt = c.rtt_ns.max(0);
+        let mut t = t.max(self.free);
+        if rtt == 0 {
+            let got = t + pass(n, captured_ns, c, 0, 0);
+            self.free = got;
+            return got;
         }
+        // idle for a timeout or more: the congestion window restarts
+        self.acked(t, rtt);
+        if let (Some(cw), Some(initial)) = (self.cwnd, c.initial_window)
+            && self.held.is_empty()
+            && self.free != i64::MIN
+        {
+            let timeouts = (t - self.free) / (rtt + RTO_MIN_NS);
+            let halved = cw.checked_shr(timeouts.clamp(0, 63) as u32).unwrap_or(0);
+            self.cwnd = Some(halved.max(initial.min(cw)));
+        }
+        // room in the window: a message larger than the window waits for it to be empty
+        loop {
+            self.acked(t, rtt);
+            let Some(w) = self.window() else { break };
+            match self.held.front() {
+                Some(&(a, _, _)) if self.sum + n.min(w) > w => t = a + rtt,
+                _ => break,
+            }
+        }
+        // the rounds it takes: a window's worth each, the congestion window growing by the
+        // bytes acknowledged of the earlier rounds
+        let (mut rounds, mut last, mut left) = (0u64, n, n);
+        let mut cwnd = self.cwnd;
+        if let Some(w) = self.window() {
+            let mut room = w - self.sum;
+            loop {
+                last = left.min(room);
+                left -= last;
+                if left == 0 {
+                    break;
+                }
+                rounds += 1;
+                cwnd = cwnd.map(|cw| cw.saturating_add(last));
+                room = match (cwnd, self.rwnd) {
+                    (Some(cw), Some(r)) => cw.min(r),
+                    (Some(cw), None) => cw,
+                    (None, r) => r.unwrap_or(u64::MAX),
+                };
+                if cwnd.is_none_or(|cw| self.rwnd.is_some_and(|r| cw >= r)) {
+                    // the window no longer grows: the rest in whole windows
+                    let more = (left - 1) / room;
+                    rounds += more;
+                    left -= more * room;
+                    last = left;
+                    break;
+                }
+            }
+        }
+        let grows = rounds > 0 || cwnd.is_some_and(|cw| 2 * (self.sum + n) >= cw);
+        let got = t + pass(n, captured_ns, c, rounds, last);
+        self.cwnd = cwnd;
+        self.free = got;
+        if self.window().is_some() {
+            self.held.push_back((got, last, grows));
+            self.sum += last;
+        }
+        got
     }
 }
 
@@ -166,8 +273,8 @@ fn simulate(steps: &[Step], c: &Conditions, service: bool) -> i64 {
     let mut start = vec![0i64; n];
     let mut received = vec![0i64; n];
     let mut outstanding: BinaryHeap<Reverse<i64>> = BinaryHeap::new();
-    let (mut calls_free, mut replies_free) = (i64::MIN, i64::MIN);
-    let (mut calls_held, mut replies_held) = (InFlightBytes::default(), InFlightBytes::default());
+    let mut calls = Direction::new(c.call_window, c.initial_window);
+    let mut replies = Direction::new(c.reply_window, c.initial_window);
     let slots = steps.iter().map(|s| s.in_flight).max().unwrap_or(1).max(1) as usize;
     let rtt = c.rtt_ns.max(0);
     let mut end = 0;
@@ -191,15 +298,9 @@ fn simulate(steps: &[Step], c: &Conditions, service: bool) -> i64 {
                 t = t.max(r);
             }
         }
-        let go = calls_held.room(t.max(calls_free), s.call_bytes, c.call_window, rtt);
-        let sent = go + pass(s.call_bytes, s.call_pass_ns, c, c.call_window);
-        calls_free = sent;
-        calls_held.arrived(sent, s.call_bytes, c.call_window);
+        let sent = calls.send(t, s.call_bytes, s.call_pass_ns, c);
         let ready = sent + rtt + if service { s.service_ns } else { 0 };
-        let go = replies_held.room(ready.max(replies_free), s.reply_bytes, c.reply_window, rtt);
-        let got = go + pass(s.reply_bytes, s.reply_pass_ns, c, c.reply_window);
-        replies_free = got;
-        replies_held.arrived(got, s.reply_bytes, c.reply_window);
+        let got = replies.send(ready, s.reply_bytes, s.reply_pass_ns, c);
         start[i] = t;
         received[i] = got;
         outstanding.push(Reverse(got));
@@ -209,9 +310,9 @@ fn simulate(steps: &[Step], c: &Conditions, service: bool) -> i64 {
 }
 
 /// The time one message of `n` bytes takes to pass (`captured_ns` at the capture): its
-/// serialisation at the rate, and when it is larger than the window a round trip per
-/// window beyond the first.
-fn pass(n: u64, captured_ns: i64, c: &Conditions, window: Option<u64>) -> i64 {
+/// serialisation at the rate, and when it takes `rounds` round trips more than one (a
+/// window each), those round trips and its `last` bytes after them.
+fn pass(n: u64, captured_ns: i64, c: &Conditions, rounds: u64, last: u64) -> i64 {
     let at_rate = |bytes: u64| match c.rate_bps {
         Some(r) if r > 0.0 => {
             let wire = bytes + bytes.div_ceil(MSS) * HEADER;
@@ -220,17 +321,18 @@ fn pass(n: u64, captured_ns: i64, c: &Conditions, window: Option<u64>) -> i64 {
         _ => (captured_ns as f64 * bytes as f64 / n.max(1) as f64).round() as i64,
     };
     let whole = at_rate(n);
-    match window {
-        Some(w) if w > 0 && c.rtt_ns > 0 && n > w => {
-            let extra = (n - 1) / w;
-            whole.max(extra as i64 * c.rtt_ns + at_rate(n - extra * w))
-        }
-        _ => whole,
+    if rounds == 0 || c.rtt_ns <= 0 {
+        return whole;
     }
+    whole.max((rounds as i64).saturating_mul(c.rtt_ns) + at_rate(last))
 }
 
 /// The predictions over an RTT axis (ms), with the link's `rate_bps` and the windows of
-/// `window` (None: the captured ones), each split into its parts.
+/// `window` (None: the captured ones), each split into its parts. At RTTs from the
+/// capture's on, slow start is modelled, less what it costs at the capture's own conditions
+/// (the captured times hold that already: the prediction at the capture's RTT stays the
+/// captured duration); below the capture's RTT it is not (its cost there is smaller than
+/// what the captured times hold).
 pub fn table(
     w: &Workload,
     rtts_ms: &[f64],
@@ -238,27 +340,40 @@ pub fn table(
     window: Option<u64>,
 ) -> Vec<Prediction> {
     let cap = Conditions::captured(w);
+    let slow = |c: &Conditions| Conditions {
+        initial_window: Some(INITIAL_WINDOW),
+        ..*c
+    };
     let at = |rtt_ms: f64| Conditions {
         rtt_ns: (rtt_ms * 1e6).round() as i64,
         rate_bps,
         call_window: window.or(cap.call_window),
         reply_window: window.or(cap.reply_window),
+        initial_window: None,
     };
     let bare = Conditions {
         rtt_ns: 0,
         rate_bps: None,
         call_window: None,
         reply_window: None,
+        initial_window: None,
     };
     let steps = &w.steps;
     let no_rtt = predict(steps, &at(0.0));
     let captured = predict(steps, &bare);
     let client = simulate(steps, &bare, false);
     let (read, written) = w.data_bytes();
+    // slow start at the capture's own conditions, in the captured times already
+    let held = (predict(steps, &slow(&cap)) - predict(steps, &cap)).max(0);
     rtts_ms
         .iter()
         .map(|&rtt_ms| {
-            let d = predict(steps, &at(rtt_ms));
+            let c = at(rtt_ms);
+            let d = if c.rtt_ns >= cap.rtt_ns {
+                (predict(steps, &slow(&c)) - held).max(no_rtt)
+            } else {
+                predict(steps, &c)
+            };
             let s = |ns: i64| ns.max(0) as f64 / 1e9;
             let parts = [
                 (Bound::Latency, s(d - no_rtt)),

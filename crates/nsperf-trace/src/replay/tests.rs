@@ -132,6 +132,7 @@ fn dependent_reads_at_50ms_and_100mbit_by_hand() {
         rate_bps: Some(100e6),
         call_window: None,
         reply_window: None,
+        initial_window: None,
     };
     let wire = |n: u64| (n + n.div_ceil(1448) * 66) as f64 * 8.0 / 100e6 * 1e9;
     let per = wire(CALL) + wire(u64::from(MIB) + REPLY_HEAD) + 51e6;
@@ -194,6 +195,7 @@ fn concurrency_bounds_and_the_link_shares() {
         rate_bps: None,
         call_window: None,
         reply_window: None,
+        initial_window: None,
     };
     assert_eq!(model::predict(&w.steps, &c), 25 * (3 * US + 51 * MS));
     let c = Conditions {
@@ -219,6 +221,7 @@ fn window_bounds_the_bytes_in_flight() {
         rate_bps: None,
         call_window: None,
         reply_window: Some(win),
+        initial_window: None,
     };
     assert_eq!(
         model::predict(&w.steps, &c(5 << 20)),
@@ -368,4 +371,45 @@ fn a_workload_becomes_the_replay_script() {
         script::script(&workloads(&[v4], &[conn(None)])).unwrap_err(),
         crate::proto::requests::Protocol::Nfs4
     );
+}
+
+/// Slow start by hand: 100 dependent 1 MiB READs at 50 ms, transfers instant, no receive
+/// window, a fresh connection's 10-segment congestion window. The first reply (1 MiB and
+/// 120 bytes) takes 7 rounds (14 480 × (2⁷ − 1) bytes cover it): 6 round trips more; the
+/// window has grown past a reply by the next, which takes none. With 1 s of think time
+/// before each call (4 timeouts of 250 ms idle) the window is halved four times: each reply
+/// after the first takes 4 round trips more (66 448 × (2⁴ − 1) < 1 MiB ≤ 66 448 × (2⁵ − 1)).
+#[test]
+fn slow_start_by_hand() {
+    let c = Conditions {
+        rtt_ns: 50 * MS,
+        rate_bps: None,
+        call_window: None,
+        reply_window: None,
+        initial_window: Some(model::INITIAL_WINDOW),
+    };
+    assert_eq!(model::INITIAL_WINDOW, 14_480);
+    let w = one(&dependent_reads(0, 0), None);
+    assert_eq!(model::predict(&w.steps, &c), 100 * 51 * MS + 6 * 50 * MS);
+    let w = one(&dependent_reads(0, 1000 * MS), None);
+    assert_eq!(
+        model::predict(&w.steps, &c),
+        100 * 51 * MS + 99 * 1000 * MS + (6 + 99 * 4) * 50 * MS
+    );
+    // a receive window of 256 KiB bounds the grown window: 4 round trips more each, as
+    // without slow start; the first reply 7 (5 rounds of slow start, 14 480 × 31 bytes,
+    // then the rest, 599 816, in 3 windows of 256 KiB)
+    let c = Conditions {
+        reply_window: Some(256 << 10),
+        ..c
+    };
+    let w = one(&dependent_reads(0, 0), None);
+    let first = 7;
+    assert_eq!(
+        model::predict(&w.steps, &c),
+        100 * 51 * MS + (first + 99 * 4) * 50 * MS
+    );
+    // at no RTT the rounds cost nothing
+    let c = Conditions { rtt_ns: 0, ..c };
+    assert_eq!(model::predict(&w.steps, &c), 100 * MS);
 }
