@@ -20,6 +20,7 @@ pub mod process;
 pub mod psk;
 pub mod report;
 pub mod signal;
+pub mod sockopt;
 pub mod stats;
 pub mod table;
 pub mod units;

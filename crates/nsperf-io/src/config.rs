@@ -216,6 +216,9 @@ pub struct RunConfig {
     /// not a figure of the run, so not in its JSON.
     #[serde(skip, default = "default_connect_timeout")]
     pub connect_timeout: Duration,
+    /// Every write mirrored to a peer (`--replicate`), DRBD's way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicate: Option<crate::mirror::Replicate>,
 }
 
 /// The connect timeout of every protocol unless `--connect-timeout` says otherwise.
@@ -332,6 +335,7 @@ impl RunConfig {
             clean_stale: false,
             network_path: NetworkPath::default(),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            replicate: None,
         }
     }
 
@@ -402,7 +406,30 @@ impl RunConfig {
                 _ => {}
             }
         }
-        if self.iodepth > 1 && !self.engine.caps().queued {
+        if let Some(r) = &self.replicate {
+            if !matches!(self.target, Target::Dir { .. }) {
+                return bad("--replicate mirrors the files of a directory target".into());
+            }
+            if !matches!(
+                self.engine,
+                EngineKind::Psync | EngineKind::Mmap | EngineKind::Null
+            ) {
+                return bad(format!(
+                    "--replicate writes locally with psync, mmap or null (the mirror keeps --iodepth writes in flight to the peer itself), not --engine {}",
+                    self.engine
+                ));
+            }
+            if r.max_in_flight_bytes == 0 {
+                return bad("--replicate-in-flight must be at least 1 byte".into());
+            }
+            if self.bs_bytes > u64::from(crate::mirror::wire::BLOCK_MAX) {
+                return bad(format!(
+                    "--replicate takes blocks of at most {} MiB",
+                    crate::mirror::wire::BLOCK_MAX >> 20
+                ));
+            }
+        }
+        if self.iodepth > 1 && !self.engine.caps().queued && self.replicate.is_none() {
             return bad(format!(
                 "--iodepth {} needs a queued engine (--engine uring); {} does one op at a time",
                 self.iodepth, self.engine
@@ -505,7 +532,7 @@ impl RunConfig {
 
     /// Ops in flight per job: `iodepth` on a queued engine, else 1.
     pub fn depth(&self, engine: EngineKind) -> usize {
-        if engine.caps().queued {
+        if engine.caps().queued || self.replicate.is_some() {
             self.iodepth as usize
         } else {
             1

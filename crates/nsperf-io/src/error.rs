@@ -116,6 +116,9 @@ impl Classify for IoError {
                 Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => Failure::Permission,
                 Some(libc::EINTR) => Failure::Interrupted,
                 _ => match source.get_ref() {
+                    Some(e) if e.is::<crate::mirror::MirrorError>() => e
+                        .downcast_ref::<crate::mirror::MirrorError>()
+                        .map_or(Failure::Runtime, Classify::failure),
                     Some(e) if e.is::<nsperf_nfs::NfsError>() => e
                         .downcast_ref::<nsperf_nfs::NfsError>()
                         .map_or(Failure::Runtime, Classify::failure),

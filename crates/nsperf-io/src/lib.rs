@@ -24,6 +24,7 @@ pub mod jobfile;
 mod local;
 pub mod matrix;
 mod memory;
+pub mod mirror;
 mod monitor;
 mod network_path;
 mod pace;

@@ -10,6 +10,7 @@
 
 use std::io;
 use std::os::fd::AsRawFd;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use nsperf_core::report::HostRecord;
@@ -17,10 +18,12 @@ use nsperf_core::report::HostRecord;
 use crate::aggregate::{aggregate, fill_cpu};
 use crate::cache;
 use crate::config::{CacheMode, RunConfig};
-use crate::engine::{EngineKind, Mmap, Null, Psync, Uring};
+use crate::engine::{EngineKind, IoEngine, Mmap, Null, Psync, Uring};
 use crate::error::IoError;
 use crate::findings::{RunFacts, findings};
 use crate::job::{JobOutcome, JobPlan};
+use crate::mirror::engine::Mirror;
+use crate::mirror::{Replicate, ReplicationFacts};
 use crate::pass::{JobResult, Observer, Placement, context, measured_unix_ns, run_jobs};
 use crate::prepare::{RunFile, layout, prepare_cache, verify_readback};
 use crate::result::{IoReport, VerifySummary};
@@ -87,7 +90,20 @@ pub(crate) fn run_block(
         report_start + cfg.ramp.unwrap_or_default(),
         cfg.interval,
     );
-    let results = run_engine(cfg, engine, plans, observer)?;
+    let mirror = cfg.replicate.as_ref().map(|r| {
+        let names = (0..cfg.jobs)
+            .map(|j| {
+                let p = &files[place.of_job(j).0].path;
+                p.file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+            })
+            .collect();
+        MirrorSetup::new(r, names)
+    });
+    let results = match &mirror {
+        Some(m) => run_mirrored(cfg, engine, plans, observer, m),
+        None => run_engine(cfg, engine, plans, observer)?,
+    };
     let cpu = monitor.stop();
     let mut outcomes = Vec::with_capacity(results.len());
     for (j, r) in results.into_iter().enumerate() {
@@ -136,6 +152,7 @@ pub(crate) fn run_block(
     };
     summary.verify = verify;
     summary.memory = memory;
+    summary.replication = mirror.map(MirrorSetup::facts);
     fill_cpu(&mut summary, &cpu);
     rep.duration_ns = (summary.elapsed_s * 1e9) as u64;
     rep.intervals = intervals;
@@ -264,6 +281,65 @@ fn run_engine(
             )));
         }
     })
+}
+
+/// A run's mirror: the settings, the peer's name of each job's file, and the facts its jobs
+/// add up.
+struct MirrorSetup {
+    rep: Replicate,
+    names: Vec<String>,
+    facts: Arc<Mutex<ReplicationFacts>>,
+}
+
+impl MirrorSetup {
+    fn new(rep: &Replicate, names: Vec<String>) -> Self {
+        let facts = ReplicationFacts {
+            peer: rep.peer.clone(),
+            protocol: Some(rep.protocol),
+            max_in_flight_bytes: rep.max_in_flight_bytes,
+            ..Default::default()
+        };
+        MirrorSetup {
+            rep: rep.clone(),
+            names,
+            facts: Arc::new(Mutex::new(facts)),
+        }
+    }
+
+    fn facts(self) -> ReplicationFacts {
+        let f = self.facts.lock().unwrap_or_else(|e| e.into_inner());
+        f.clone()
+    }
+
+    /// Job `plan`'s engine: `inner` with its connection to the peer.
+    fn engine<E: IoEngine>(&self, inner: E, plan: &JobPlan) -> std::io::Result<Mirror<E>> {
+        Mirror::connect(
+            inner,
+            &self.rep,
+            &self.names[plan.id as usize],
+            plan.file_len,
+            plan.bs,
+            Arc::clone(&self.facts),
+        )
+    }
+}
+
+/// The measured pass of every job through the mirror over a synchronous local engine
+/// (`RunConfig::validate` refused the others).
+fn run_mirrored(
+    cfg: &RunConfig,
+    engine: EngineKind,
+    plans: Vec<JobPlan>,
+    observer: Option<Observer<'_>>,
+    m: &MirrorSetup,
+) -> Vec<JobResult> {
+    match engine {
+        EngineKind::Mmap => run_jobs(cfg, plans, observer, |p: &JobPlan| m.engine(Mmap::new(), p)),
+        EngineKind::Null => run_jobs(cfg, plans, observer, |p: &JobPlan| m.engine(Null::new(), p)),
+        _ => run_jobs(cfg, plans, observer, |p: &JobPlan| {
+            m.engine(Psync::new(), p)
+        }),
+    }
 }
 
 /// The `--verify` checks of the pass plus a read-back of every block the run wrote.

@@ -250,6 +250,9 @@ pub struct IoSummary {
     /// Memory the page cache could use.
     #[serde(default)]
     pub memory: MemoryFacts,
+    /// What the mirror did (`--replicate`; absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication: Option<crate::mirror::ReplicationFacts>,
 }
 
 /// What was measured when the target is a network file protocol (`summary.remote`).

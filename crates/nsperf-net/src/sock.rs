@@ -4,8 +4,10 @@
 
 use std::io;
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
+
+pub use nsperf_core::sockopt::{connect_fd, get_int, sockaddr, socket_for};
 
 use crate::config::TestParams;
 use crate::error::NetError;
@@ -129,27 +131,6 @@ pub fn set_tos(fd: RawFd, ipv6: bool, tos: u8) -> Result<(), NetError> {
     r.map_err(|e| NetError::Socket(format!("cannot set the IP TOS byte to {tos:#04x}: {e}")))
 }
 
-/// Reads an integer socket option.
-pub fn get_int(fd: RawFd, level: libc::c_int, opt: libc::c_int) -> io::Result<libc::c_int> {
-    let mut val: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: the kernel writes at most `len` bytes into `val`.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            level,
-            opt,
-            (&mut val as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    if rc == 0 {
-        Ok(val)
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
 /// Sets a buffer size, with the `FORCE` variant first so root gets past `rmem_max`/`wmem_max`
 /// (the plain option silently clamps).
 pub fn set_buffer(fd: RawFd, send: bool, bytes: u64) {
@@ -176,47 +157,18 @@ pub fn buffers(fd: RawFd) -> (u64, u64) {
 
 /// The congestion control of a TCP socket.
 pub fn congestion(fd: RawFd) -> Option<String> {
-    let mut buf = [0u8; 16];
-    let mut len = buf.len() as libc::socklen_t;
-    // SAFETY: the kernel writes at most `len` bytes into `buf`.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            buf.as_mut_ptr().cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return None;
-    }
-    let s = &buf[..(len as usize).min(buf.len())];
-    let end = s.iter().position(|&b| b == 0).unwrap_or(s.len());
-    Some(String::from_utf8_lossy(&s[..end]).into_owned())
+    nsperf_core::sockopt::congestion(fd)
 }
 
 /// Sets the congestion control; an unknown name lists the available ones.
 pub fn set_congestion(fd: RawFd, name: &str) -> Result<(), NetError> {
-    // SAFETY: passes a pointer to `name`'s bytes and their length.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            name.as_ptr().cast(),
-            name.len() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = io::Error::last_os_error();
-    let facts = nsperf_core::host::TcpSysctls::read();
-    Err(NetError::UnknownCongestion {
-        name: name.to_string(),
-        available: facts.available_congestion_control.join(", "),
-        reason: err.to_string(),
+    nsperf_core::sockopt::set_congestion(fd, name).map_err(|err| {
+        let facts = nsperf_core::host::TcpSysctls::read();
+        NetError::UnknownCongestion {
+            name: name.to_string(),
+            available: facts.available_congestion_control.join(", "),
+            reason: err.to_string(),
+        }
     })
 }
 
@@ -240,58 +192,6 @@ pub fn apply_tcp(fd: RawFd, p: &TestParams) -> Result<(), NetError> {
     Ok(())
 }
 
-/// A `sockaddr_storage` for `addr` and its length.
-pub fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
-    // SAFETY: an all-zero sockaddr_storage is valid.
-    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let len = match addr {
-        SocketAddr::V4(a) => {
-            let sin = libc::sockaddr_in {
-                sin_family: libc::AF_INET as libc::sa_family_t,
-                sin_port: a.port().to_be(),
-                sin_addr: libc::in_addr {
-                    s_addr: u32::from_ne_bytes(a.ip().octets()),
-                },
-                sin_zero: [0; 8],
-            };
-            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
-            unsafe { std::ptr::write((&mut ss as *mut libc::sockaddr_storage).cast(), sin) };
-            std::mem::size_of::<libc::sockaddr_in>()
-        }
-        SocketAddr::V6(a) => {
-            let sin6 = libc::sockaddr_in6 {
-                sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                sin6_port: a.port().to_be(),
-                sin6_flowinfo: a.flowinfo(),
-                sin6_addr: libc::in6_addr {
-                    s6_addr: a.ip().octets(),
-                },
-                sin6_scope_id: a.scope_id(),
-            };
-            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
-            unsafe { std::ptr::write((&mut ss as *mut libc::sockaddr_storage).cast(), sin6) };
-            std::mem::size_of::<libc::sockaddr_in6>()
-        }
-    };
-    (ss, len as libc::socklen_t)
-}
-
-/// A new socket of `ty` for the family of `addr`.
-pub fn socket_for(addr: &SocketAddr, ty: libc::c_int) -> io::Result<OwnedFd> {
-    let fam = if addr.is_ipv4() {
-        libc::AF_INET
-    } else {
-        libc::AF_INET6
-    };
-    // SAFETY: plain socket(2) call.
-    let fd = unsafe { libc::socket(fam, ty | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fd is a fresh descriptor we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
 /// Connects a TCP socket to `addr` within `timeout`, calling `setup` on the socket first.
 pub fn connect_tcp(
     addr: &SocketAddr,
@@ -303,47 +203,6 @@ pub fn connect_tcp(
     let raw = fd.as_raw_fd();
     connect_fd(raw, addr, timeout).map_err(|e| NetError::connect(addr, e))?;
     Ok(TcpStream::from(fd))
-}
-
-/// connect(2) on `fd` with a time limit (non-blocking connect and poll), then back to blocking.
-pub fn connect_fd(fd: RawFd, addr: &SocketAddr, timeout: Duration) -> io::Result<()> {
-    let (ss, len) = sockaddr(addr);
-    // SAFETY: fcntl on an fd we own.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    // SAFETY: as above.
-    unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) };
-    // SAFETY: `ss` holds a valid address of `len` bytes.
-    let rc = unsafe { libc::connect(fd, (&ss as *const libc::sockaddr_storage).cast(), len) };
-    if rc != 0 {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINPROGRESS) {
-            return Err(e);
-        }
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLOUT,
-            revents: 0,
-        };
-        let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
-        // SAFETY: one valid pollfd.
-        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "connection timed out",
-            ));
-        }
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let err = get_int(fd, libc::SOL_SOCKET, libc::SO_ERROR)?;
-        if err != 0 {
-            return Err(io::Error::from_raw_os_error(err));
-        }
-    }
-    // SAFETY: restore blocking mode.
-    unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) };
-    Ok(())
 }
 
 /// Resolves `host:port` to socket addresses (IPv4 first).

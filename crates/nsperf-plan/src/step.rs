@@ -24,9 +24,9 @@ use serde::{Deserialize, Serialize};
 /// A site of a lab: where a step's process runs (its network namespace).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SiteRef {
-    /// Lab name.
+    /// The lab, as `nsperf lab up NAME` named it (its namespaces are `nsp-NAME-SITE`).
     pub lab: String,
-    /// Site name.
+    /// The site of that lab the process runs in (one of the plan's `[lab] sites`).
     pub site: String,
 }
 

@@ -14,5 +14,6 @@ mod io_faults;
 mod io_fio;
 mod io_safety;
 mod issue20;
+mod mirror;
 mod nfs;
 mod smb;

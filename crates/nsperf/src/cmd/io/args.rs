@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use nsperf_core::units::Bytes;
+use nsperf_io::mirror::{Protocol, Replicate};
 use nsperf_io::{CacheMode, EngineKind, FsyncMode, OnClose, RunConfig, Target, Workload};
 
 use crate::exit::usage;
@@ -141,11 +142,49 @@ pub struct RunArgs {
     #[arg(long, default_value = "0", value_parser = Bytes::parse)]
     pub file_size: Bytes,
     #[command(flatten)]
+    pub replicate: ReplicateArgs,
+    #[command(flatten)]
     pub dir_care: super::DirCareArgs,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
     pub metrics: crate::metrics::MetricsArgs,
+}
+
+/// Every write mirrored to a peer, DRBD's way (docs/io.md, "Replication").
+#[derive(Debug, Clone, Args)]
+pub struct ReplicateArgs {
+    /// Mirror every write to `nsperf io peer` at HOST:PORT (directory targets; the local
+    /// engine psync, mmap or null; --iodepth writes in flight to the peer).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub replicate: Option<String>,
+    /// When a mirrored write completes: A (written locally and sent), B (received by the
+    /// peer), C (written by the peer).
+    #[arg(long, default_value = "C", requires = "replicate")]
+    pub replicate_protocol: Protocol,
+    /// Bytes sent to the peer and not yet acknowledged, at most (DRBD's max-buffers).
+    #[arg(long, default_value = "8m", value_parser = Bytes::parse, requires = "replicate")]
+    pub replicate_in_flight: Bytes,
+    /// After the run, compare each file with the peer's copy (CRC-32 of both, untimed).
+    #[arg(long, requires = "replicate")]
+    pub replicate_check: bool,
+    /// TCP congestion control of the mirror's connections (`cubic`, `bbr`, `reno`; default:
+    /// the system's).
+    #[arg(long, value_name = "NAME", requires = "replicate")]
+    pub replicate_congestion: Option<String>,
+}
+
+impl ReplicateArgs {
+    /// The run's mirror, if asked.
+    pub fn to_config(&self) -> Option<Replicate> {
+        self.replicate.as_ref().map(|peer| Replicate {
+            peer: peer.clone(),
+            protocol: self.replicate_protocol,
+            max_in_flight_bytes: self.replicate_in_flight.0,
+            check: self.replicate_check,
+            congestion: self.replicate_congestion.clone(),
+        })
+    }
 }
 
 /// Flags that describe the run and so conflict with --job (its file describes it).
@@ -251,6 +290,7 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
         c.interval = a.interval;
         c.space_check = !a.dir_care.no_space_check;
         c.clean_stale = a.dir_care.clean;
+        c.replicate = a.replicate.to_config();
         return Ok(c);
     }
     let target = match (&dir, &a.device) {
@@ -348,5 +388,6 @@ pub fn config(a: &RunArgs) -> anyhow::Result<RunConfig> {
     c.space_check = !a.dir_care.no_space_check;
     c.clean_stale = a.dir_care.clean;
     c.network_path = super::lab_path(&c.target);
+    c.replicate = a.replicate.to_config();
     Ok(c)
 }

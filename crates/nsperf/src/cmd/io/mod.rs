@@ -7,6 +7,7 @@ pub mod auto;
 pub mod bonnie;
 mod live;
 pub mod output;
+mod peer;
 pub mod run;
 
 use clap::{Args, Subcommand};
@@ -28,6 +29,8 @@ pub enum IoCommand {
     Auto(auto::AutoArgs),
     /// The bonnie++-style suite: per-char and block I/O, rewrite, seeks, metadata.
     Bonnie(bonnie::BonnieArgs),
+    /// The receiving side of `io run --replicate`: writes each mirrored file into DIR.
+    Peer(peer::PeerArgs),
 }
 
 /// What a run does about the directory before it starts.
@@ -47,6 +50,7 @@ pub fn run(args: IoArgs) -> anyhow::Result<()> {
     match args.command {
         IoCommand::Run(a) => run::run(*a),
         IoCommand::Auto(a) => auto::run(a),
+        IoCommand::Peer(a) => peer::run(a),
         IoCommand::Bonnie(a) => bonnie::run(a),
     }
 }

@@ -85,6 +85,9 @@ pub fn human(r: &IoReport) -> String {
             dur_ns(ns as f64)
         );
     }
+    if let Some(m) = &s.replication {
+        o += &replication_line(m);
+    }
     if !s.phases.is_empty() {
         let mut t = Table::new(["phase", "ops", "ops/s"]);
         for p in &s.phases {
@@ -267,4 +270,35 @@ fn remote_line(r: &nsperf_io::RemoteFacts) -> String {
             None => "",
         }
     )
+}
+
+/// The mirror's line: protocol, peer, what it carried, the peer's times, the copies' check.
+fn replication_line(m: &nsperf_io::mirror::ReplicationFacts) -> String {
+    let mut o = format!(
+        "mirror    protocol {} to {} ({}): {} writes, {}, at most {} in flight ({} writes waited for room)",
+        m.protocol
+            .map_or_else(|| "?".to_string(), |p| p.to_string()),
+        m.peer,
+        m.congestion,
+        m.writes,
+        Bytes(m.bytes),
+        Bytes(m.max_in_flight_bytes),
+        m.waited_for_room
+    );
+    if m.peer_write_mean_ns > 0.0 {
+        o += &format!("; peer write {} mean", dur_ns(m.peer_write_mean_ns));
+    }
+    if m.flushes > 0 {
+        o += &format!(
+            "; {} flushes, peer fsync {} mean",
+            m.flushes,
+            dur_ns(m.peer_flush_mean_ns)
+        );
+    }
+    o += match m.copies_equal {
+        Some(true) => "; copies equal (CRC-32)\n",
+        Some(false) => "; COPIES DIFFER (CRC-32)\n",
+        None => "\n",
+    };
+    o
 }

@@ -1,0 +1,309 @@
+//! `nsperf io run --replicate` and `nsperf io peer` (issue 26): the mirror through the CLI on
+//! loopback (every write on both sides, copies compared, the peer's files), its errors and
+//! exit codes, and as root through a 100 Mbit/s lab link at 0, 10 and 50 ms, each protocol's
+//! rate at the ceiling the user can work out:
+//!
+//! - B and C, one write in flight: `bs / (L + S + RTT [+ W for C])`, with `L` the local
+//!   write's time (a native run's mean latency), `S` the write's serialisation at the link
+//!   rate (its frame and data in 1448-byte segments of 66 header bytes each) and `W` the
+//!   peer's write time (reported by the run);
+//! - A: `min(link goodput, in-flight bytes / (RTT + S))`, the local writes being faster.
+//!
+//! The connections use cubic: BBR (this machine's default) paces each write at its
+//! bandwidth estimate, which one write in flight per round trip keeps low (app-limited): at
+//! 50 ms, protocol B, 64 KiB writes took 75 ms with BBR against 56 ms with cubic, side by
+//! side (0.90 against 1.19 MB/s).
+
+use crate::common;
+use common::lab::{Lab, timing_lock};
+use common::scratch::{Scratch, TMPFS, io_json};
+use common::*;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// `nsperf io peer DIR ARGS` with its output in `log`; the port it listens on.
+fn peer(dir: &str, args: &[&str], log: &Path) -> (KillOnDrop, u16) {
+    let mut child = KillOnDrop(
+        nsperf(["io", "peer", dir])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(log).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let port = wait_listening_in(&mut child, log);
+    (child, port)
+}
+
+/// Waits (at most 10 s) for the peer to exit after its last connection.
+fn exits(p: &mut KillOnDrop) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(10) {
+        if let Ok(Some(s)) = p.0.try_wait() {
+            return s.success();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn two_jobs_mirrored_on_loopback_land_on_the_peer() {
+    let local = Scratch::new(TMPFS, "mirror-local");
+    let remote = Scratch::new(TMPFS, "mirror-remote");
+    let log = local.0.with_extension("log");
+    let (mut p, port) = peer(
+        remote.path(),
+        &["-l", "127.0.0.1:0", "--connections", "2", "--keep"],
+        &log,
+    );
+    let peer_addr = format!("127.0.0.1:{port}");
+    let j = io_json(&[
+        local.path(),
+        "-w",
+        "randwrite",
+        "-s",
+        "4m",
+        "-b",
+        "64k",
+        "-j",
+        "2",
+        "--iodepth",
+        "4",
+        "--fsync",
+        "end",
+        "--replicate",
+        &peer_addr,
+        "--replicate-protocol",
+        "B",
+        "--replicate-in-flight",
+        "128k",
+        "--replicate-check",
+    ]);
+    let _ = std::fs::remove_file(&log);
+    let s = &j["summary"];
+    let m = &s["replication"];
+    assert_eq!(j["spec"]["replicate"]["protocol"], "B", "{j}");
+    assert_eq!(m["protocol"], "B");
+    assert_eq!(m["peer"], peer_addr.as_str());
+    assert_eq!(m["writes"], s["ops"], "every write mirrored: {m}");
+    assert_eq!(m["writes"], 128);
+    assert_eq!(m["bytes"], 8 << 20);
+    assert_eq!(m["flushes"], 2, "one flush per job at the end");
+    assert_eq!(m["copies_equal"], true);
+    assert!(exits(&mut p), "the peer exits after its 2 connections");
+    // --keep: both jobs' copies stay, at their full size; the local files are gone.
+    let mut sizes: Vec<u64> = std::fs::read_dir(&remote.0)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .collect();
+    sizes.sort();
+    assert_eq!(sizes, [4 << 20, 4 << 20]);
+    assert!(local.leftovers().is_empty());
+}
+
+#[test]
+fn without_keep_the_peer_removes_its_copies() {
+    let local = Scratch::new(TMPFS, "mirror-l2");
+    let remote = Scratch::new(TMPFS, "mirror-r2");
+    let log = local.0.with_extension("log");
+    let (mut p, port) = peer(
+        remote.path(),
+        &["-l", "127.0.0.1:0", "--connections", "1"],
+        &log,
+    );
+    let _ = std::fs::remove_file(&log);
+    let j = io_json(&[
+        local.path(),
+        "-w",
+        "seqwrite",
+        "-s",
+        "1m",
+        "-b",
+        "64k",
+        "--replicate",
+        &format!("127.0.0.1:{port}"),
+    ]);
+    assert_eq!(j["summary"]["replication"]["writes"], 16);
+    assert_eq!(j["spec"]["replicate"]["protocol"], "C", "C is the default");
+    assert!(exits(&mut p));
+    assert_eq!(std::fs::read_dir(&remote.0).unwrap().count(), 0);
+}
+
+#[test]
+fn mirror_errors_have_their_exit_codes() {
+    let local = Scratch::new(TMPFS, "mirror-err");
+    let dir = local.path();
+    // Nothing listens on the port of a socket bound and closed.
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let cases: [(&[&str], i32, &str); 5] = [
+        (&["--replicate", &free], 5, "mirror peer"),
+        (&["--replicate-protocol", "C"], 2, "--replicate"),
+        (
+            &["--replicate", &free, "--replicate-protocol", "D"],
+            2,
+            "unknown replication protocol",
+        ),
+        (
+            &["--replicate", &free, "-e", "uring"],
+            2,
+            "psync, mmap or null",
+        ),
+        (
+            &["--replicate", &free, "--replicate-in-flight", "0"],
+            2,
+            "at least 1 byte",
+        ),
+    ];
+    for (flags, code, text) in cases {
+        let mut a = vec!["io", "run", dir, "-w", "seqwrite", "-s", "1m"];
+        a.extend_from_slice(flags);
+        let r = run(&a);
+        assert_eq!(r.code, Some(code), "{flags:?}: {}", r.stderr);
+        assert!(r.stderr.contains(text), "{flags:?}: {}", r.stderr);
+        assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+    }
+    let r = run(&["io", "peer", "/nonexistent-nsperf-dir"]);
+    assert_eq!(r.code, Some(3), "{}", r.stderr);
+    // A peer whose directory went away refuses the copy: exit 8.
+    let gone = Scratch::new(TMPFS, "mirror-gone");
+    let log = local.0.with_extension("log");
+    let (_p, port) = peer(gone.path(), &["-l", "127.0.0.1:0"], &log);
+    let _ = std::fs::remove_file(&log);
+    std::fs::remove_dir_all(&gone.0).unwrap();
+    let r = run(&[
+        "io",
+        "run",
+        dir,
+        "-w",
+        "seqwrite",
+        "-s",
+        "1m",
+        "--replicate",
+        &format!("127.0.0.1:{port}"),
+    ]);
+    assert_eq!(r.code, Some(8), "{}", r.stderr);
+    assert!(r.stderr.contains("refused the copy"), "{}", r.stderr);
+}
+
+/// Bytes on the wire to carry one mirrored write of `bs` bytes: its 24-byte frame and data in
+/// 1448-byte segments, each with 66 bytes of Ethernet, IPv4 and TCP (timestamps) headers.
+fn wire_bytes(bs: f64) -> f64 {
+    let payload = bs + 24.0;
+    payload + (payload / 1448.0).ceil() * 66.0
+}
+
+/// One mirrored run in site a of `lab` to the peer in site b, `time` measured after `ramp`
+/// (TCP's slow start out of the figures); (MB/s, peer write ns).
+fn mirrored(lab: &Lab, dir: &str, protocol: &str, ramp: &str, time: &str) -> (f64, f64) {
+    let r = lab.exec(
+        "a",
+        &[
+            nsperf_bin(),
+            "io",
+            "run",
+            dir,
+            "-w",
+            "seqwrite",
+            "-s",
+            "4m",
+            "-b",
+            "64k",
+            "--ramp_time",
+            ramp,
+            "-t",
+            time,
+            "--replicate",
+            "10.77.0.2:7789",
+            "--replicate-protocol",
+            protocol,
+            "--replicate-in-flight",
+            "256k",
+            "--replicate-check",
+            "--replicate-congestion",
+            "cubic",
+            "--json",
+        ],
+    );
+    let j = r.ok().json();
+    let s = &j["summary"];
+    assert_eq!(s["replication"]["copies_equal"], true, "{j}");
+    (
+        s["throughput_bytes_per_s"].as_f64().unwrap() / 1e6,
+        s["replication"]["peer_write_mean_ns"].as_f64().unwrap(),
+    )
+}
+
+#[test]
+fn each_protocol_writes_at_its_ceiling_through_a_100_mbit_link() {
+    let what = "the mirror's ceilings through a lab link";
+    if !require_lab(what) {
+        return;
+    }
+    let _serial = timing_lock();
+    let lab = Lab::up("mir", &["--rate", "100mbit"]);
+    let local = Scratch::new(TMPFS, "mirror-lab-a");
+    let remote = Scratch::new(TMPFS, "mirror-lab-b");
+    let log = local.0.with_extension("log");
+    let mut child = KillOnDrop(
+        nsperf([
+            "lab",
+            "exec",
+            lab.name(),
+            "b",
+            "--",
+            nsperf_bin(),
+            "io",
+            "peer",
+        ])
+        .arg(remote.path())
+        .args(["-l", "10.77.0.2:7789"])
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap(),
+    );
+    wait_listening_in(&mut child, &log);
+    let _ = std::fs::remove_file(&log);
+    // The local write's time: a native run of the same writes.
+    let native = io_json(&[local.path(), "-w", "seqwrite", "-s", "4m", "-b", "64k"]);
+    let l_s = native["summary"]["lat_mean_ns"].as_f64().unwrap() / 1e9;
+    let bs = 65536.0;
+    let rate = 100e6;
+    let ser = wire_bytes(bs) * 8.0 / rate;
+    let goodput = bs / ser / 1e6;
+    let in_flight = 4.0 * bs;
+    let mut table = String::new();
+    for rtt_ms in [0.0, 10.0, 50.0] {
+        if rtt_ms > 0.0 {
+            lab.set(&["--rtt", &format!("{rtt_ms}ms")]);
+        }
+        let rtt = rtt_ms / 1e3;
+        let ramp = if rtt_ms >= 50.0 { "1s" } else { "0.5s" };
+        for p in ["A", "B", "C"] {
+            let (got, w_ns) = mirrored(&lab, local.path(), p, ramp, "1.5s");
+            let ceiling = match p {
+                "A" => goodput.min(in_flight / (rtt + ser) / 1e6),
+                "B" => bs / (l_s + ser + rtt) / 1e6,
+                _ => bs / (l_s + ser + rtt + w_ns / 1e9) / 1e6,
+            };
+            let ratio = got / ceiling;
+            table += &format!(
+                "RTT {rtt_ms} ms protocol {p}: {got:.3} MB/s, ceiling {ceiling:.3} ({ratio:.3})\n"
+            );
+            assert!(
+                (0.9..=1.1).contains(&ratio),
+                "RTT {rtt_ms} ms, protocol {p}: {got:.3} MB/s against the ceiling {ceiling:.3} MB/s\n{table}"
+            );
+        }
+    }
+    println!("{table}");
+}
