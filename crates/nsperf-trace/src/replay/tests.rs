@@ -413,3 +413,39 @@ fn slow_start_by_hand() {
     let c = Conditions { rtt_ns: 0, ..c };
     assert_eq!(model::predict(&w.steps, &c), 100 * MS);
 }
+
+/// The table's slow start: the row at the capture's RTT gives the captured duration back
+/// (the captured times hold the capture's slow start), a row below it models none, and at
+/// 50 ms four 1 MiB replies at a time cost the 25 rounds of 51 ms and at most the 9 round
+/// trips slow start needs to carry 4 MiB and 480 bytes from 10 segments (14 480 × (2⁹ − 1)
+/// bytes), and at least the 6 a single reply needs.
+#[test]
+fn table_takes_the_captures_own_slow_start_out() {
+    let w = one(&rounds_of_four(), None);
+    let cap_ms = w.captured_rtt_ns() as f64 / 1e6;
+    assert_eq!(cap_ms, 1.0);
+    let t = model::table(&w, &[0.5, cap_ms, 50.0], None, None);
+    let none = |rtt_ns: i64| {
+        let c = Conditions {
+            rtt_ns,
+            rate_bps: None,
+            call_window: None,
+            reply_window: None,
+            initial_window: None,
+        };
+        model::predict(&w.steps, &c) as f64 / 1e9
+    };
+    assert!((t[0].duration_s - none(MS / 2)).abs() < 1e-9, "{:?}", t[0]);
+    assert!(
+        (t[1].duration_s - w.captured_ns() as f64 / 1e9).abs() < 1e-9,
+        "{:?}",
+        t[1]
+    );
+    let plain = none(50 * MS);
+    assert!((plain - 25.0 * 0.051003).abs() < 1e-6, "{plain}");
+    let d = t[2].duration_s;
+    assert!(
+        d >= plain + 6.0 * 0.050 - 0.001 * 9.0 && d <= plain + 9.0 * 0.050,
+        "{d} against {plain}"
+    );
+}
