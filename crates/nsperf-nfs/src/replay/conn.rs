@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::result::{ConnResult, Failed, OpStats};
 use super::schedule::{Next, Scheduler};
-use super::{CallOp, ConnScript, Handles, PROCS};
+use super::{Call, CallOp, ConnScript, Handles, PROCS};
 use crate::error::NfsError;
 use crate::proto::{self, NfsStat, SetAttr};
 use crate::rpc::{self, AuthSys, RpcError};
@@ -65,7 +65,7 @@ enum Recv {
 
 /// A reply parsed, finished once its last byte is in.
 #[derive(Debug, Clone, Copy)]
-struct Done {
+pub(crate) struct Done {
     index: usize,
     failed: Option<Failed>,
     read: u64,
@@ -460,7 +460,10 @@ impl<'a> Driver<'a> {
                 if have < len.min(HEAD_MAX) {
                     return Ok(false);
                 }
-                let done = self.head(len, sched)?;
+                let rec = &self.rbuf[self.rpos..self.rpos + len.min(HEAD_MAX)];
+                let done = reply_head(rec, self.xid0, &self.conn.calls, |i| {
+                    sched.sent_at(i).is_some()
+                })?;
                 self.state = Recv::Skip {
                     left: len,
                     then: Some(done),
@@ -489,56 +492,6 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// Parses a reply's head (at least `min(len, HEAD_MAX)` bytes buffered): which request
-    /// it answers and how it ended.
-    fn head(&self, len: usize, sched: &Scheduler<'_>) -> Result<Done, NfsError> {
-        let rec = &self.rbuf[self.rpos..self.rpos + len.min(HEAD_MAX)];
-        let xid = XdrReader::new(rec).u32().map_err(xe)?;
-        let index = xid.wrapping_sub(self.xid0) as usize;
-        let Some(call) = self.conn.calls.get(index) else {
-            return Err(bad("reply to no call sent (unknown xid)"));
-        };
-        if sched.sent_at(index).is_none() {
-            return Err(bad("reply to no call sent (unknown xid)"));
-        }
-        let mut r = XdrReader::new(rec);
-        let mut done = Done {
-            index,
-            failed: None,
-            read: 0,
-            written: 0,
-        };
-        if let Err(e) = rpc::parse_reply(&mut r) {
-            done.failed = Some(Failed::of_rpc(&e).ok_or(NfsError::Rpc {
-                what: "replay",
-                source: e,
-            })?);
-            return Ok(done);
-        }
-        if call.op == CallOp::Null {
-            return Ok(done); // no result
-        }
-        let st = NfsStat(r.clone().u32().map_err(xe)?);
-        if st != NfsStat::OK {
-            done.failed = Some(Failed::Nfs(st.0));
-            return Ok(done);
-        }
-        match call.op {
-            CallOp::Read { .. } => {
-                if let Ok(h) = proto::decode_read_head(&mut r).map_err(xe)? {
-                    done.read = u64::from(h.count);
-                }
-            }
-            CallOp::Write { .. } => {
-                if let Ok(w) = proto::decode_write(&mut r).map_err(xe)? {
-                    done.written = u64::from(w.count);
-                }
-            }
-            _ => {}
-        }
-        Ok(done)
-    }
-
     fn finish(&mut self, d: Done, sched: &mut Scheduler<'_>, now: u64) {
         if !sched.arrived(d.index, now) {
             return;
@@ -552,6 +505,60 @@ impl<'a> Driver<'a> {
         self.out.written_bytes += d.written;
         self.out.last_received_ns = self.out.last_received_ns.max(now);
     }
+}
+
+/// Parses the head of a reply record (`rec`: its first bytes, up to [`HEAD_MAX`]): which
+/// request it answers (its xid less `xid0` indexes `calls`; `sent` says whether that
+/// request was sent) and how it ended. Outside bytes: an error, never a panic (fuzzed in
+/// `fuzz/fuzz_targets/nfs_reply.rs`).
+pub(crate) fn reply_head(
+    rec: &[u8],
+    xid0: u32,
+    calls: &[Call],
+    sent: impl Fn(usize) -> bool,
+) -> Result<Done, NfsError> {
+    let xid = XdrReader::new(rec).u32().map_err(xe)?;
+    let index = xid.wrapping_sub(xid0) as usize;
+    let call = match calls.get(index) {
+        Some(c) if sent(index) => c,
+        _ => return Err(bad("reply to no call sent (unknown xid)")),
+    };
+    let mut r = XdrReader::new(rec);
+    let mut done = Done {
+        index,
+        failed: None,
+        read: 0,
+        written: 0,
+    };
+    if let Err(e) = rpc::parse_reply(&mut r) {
+        done.failed = Some(Failed::of_rpc(&e).ok_or(NfsError::Rpc {
+            what: "replay",
+            source: e,
+        })?);
+        return Ok(done);
+    }
+    if call.op == CallOp::Null {
+        return Ok(done); // no result
+    }
+    let st = NfsStat(r.clone().u32().map_err(xe)?);
+    if st != NfsStat::OK {
+        done.failed = Some(Failed::Nfs(st.0));
+        return Ok(done);
+    }
+    match call.op {
+        CallOp::Read { .. } => {
+            if let Ok(h) = proto::decode_read_head(&mut r).map_err(xe)? {
+                done.read = u64::from(h.count);
+            }
+        }
+        CallOp::Write { .. } => {
+            if let Ok(w) = proto::decode_write(&mut r).map_err(xe)? {
+                done.written = u64::from(w.count);
+            }
+        }
+        _ => {}
+    }
+    Ok(done)
 }
 
 /// Writes a name into the reused name buffer.
@@ -572,5 +579,59 @@ fn bad(why: &'static str) -> NfsError {
     NfsError::Rpc {
         what: "replay",
         source: RpcError::Bad(why),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::{Target, Trigger};
+    use crate::rpc::AcceptStat;
+
+    fn calls() -> Vec<Call> {
+        let call = |op| Call {
+            op,
+            trigger: Trigger::Start,
+        };
+        vec![
+            call(CallOp::Read {
+                file: 0,
+                offset: 0,
+                count: 8,
+            }),
+            call(CallOp::Getattr(Target::Dir)),
+        ]
+    }
+
+    /// A READ's reply gives its count; an error its status; a refused call its RPC name; an
+    /// xid of no call sent, a cut reply: errors, never a panic.
+    #[test]
+    fn reply_heads() {
+        let xid0 = 1000;
+        let mut read = Vec::new();
+        rpc::reply_header(&mut read, xid0, AcceptStat::Success);
+        put_u32(&mut read, 0);
+        proto::encode_post_op_attr(&mut read, None);
+        put_u32(&mut read, 8);
+        put_u32(&mut read, 1);
+        put_u32(&mut read, 8);
+        let d = reply_head(&read, xid0, &calls(), |_| true).unwrap();
+        assert_eq!((d.index, d.read, d.failed), (0, 8, None));
+        let mut noent = Vec::new();
+        rpc::reply_header(&mut noent, xid0 + 1, AcceptStat::Success);
+        put_u32(&mut noent, NfsStat::NOENT.0);
+        let d = reply_head(&noent, xid0, &calls(), |_| true).unwrap();
+        assert_eq!((d.index, d.failed), (1, Some(Failed::Nfs(2))));
+        let mut refused = Vec::new();
+        rpc::reply_header(&mut refused, xid0 + 1, AcceptStat::ProcUnavail);
+        let d = reply_head(&refused, xid0, &calls(), |_| true).unwrap();
+        assert_eq!(d.failed, Some(Failed::Rpc("PROC_UNAVAIL")));
+        // not sent, or beyond the calls
+        assert!(reply_head(&noent, xid0, &calls(), |i| i == 0).is_err());
+        assert!(reply_head(&noent, xid0 + 5, &calls(), |_| true).is_err());
+        for cut in 0..read.len() {
+            let _ = reply_head(&read[..cut], xid0, &calls(), |_| true);
+        }
+        assert!(reply_head(&read[..30], xid0, &calls(), |_| true).is_err());
     }
 }

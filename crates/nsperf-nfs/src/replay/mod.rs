@@ -20,7 +20,7 @@
 //!   and written, and per captured operation the requests, errors by status name and the
 //!   latency (call handed to the socket to the reply's last byte) in a histogram.
 
-mod conn;
+pub(crate) mod conn;
 mod result;
 pub mod schedule;
 

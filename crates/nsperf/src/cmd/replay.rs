@@ -130,6 +130,16 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
                 format!("replay {name} --against: the replay of {p} captures is not built yet (NFSv3 only)"),
             )
         })?;
+        if sc.conns.len() > engine::MAX_CONNECTIONS {
+            return Err(classified(
+                Failure::Refused,
+                format!(
+                    "replay {name} --against: {} client connections, the replay runs at most {} (a thread each)",
+                    sc.conns.len(),
+                    engine::MAX_CONNECTIONS
+                ),
+            ));
+        }
         let opt = Options {
             timeout: nsperf_nfs::client::DEFAULT_TIMEOUT,
             keep: args.keep,
