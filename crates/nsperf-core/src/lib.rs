@@ -23,6 +23,7 @@ pub mod signal;
 pub mod sockopt;
 pub mod stats;
 pub mod table;
+pub mod tcpinfo;
 pub mod units;
 pub mod url;
 pub mod workload;

@@ -7,7 +7,7 @@
 //! [`NetReport`] with its findings.
 //!
 //! Inside, modules depend in one direction (each only on those above it):
-//! - `tcpinfo`, `snmp` (the kernel's UDP counters), `datagram` (the UDP datagram format), `results` (one end's measurements);
+//! - `snmp` (the kernel's UDP counters), `datagram` (the UDP datagram format), `results` (one end's measurements);
 //! - `config` (typed parameters), `proto` (the control protocol as pure state machines, no
 //!   I/O, tested in memory), `error`;
 //! - `sock` (socket options), `meter` (per-stream counters and the interval sampler, the same
@@ -49,7 +49,7 @@ mod sock;
 mod summary;
 mod sweep;
 mod tcp;
-mod tcpinfo;
+use nsperf_core::tcpinfo;
 mod udp;
 
 pub use client::run as run_client;

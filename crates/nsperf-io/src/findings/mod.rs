@@ -9,6 +9,7 @@ use crate::stale::StaleFile;
 
 mod facts;
 mod fs;
+mod mirror;
 
 pub use facts::RunFacts;
 
@@ -39,6 +40,17 @@ pub fn findings(
         ));
     }
     out.extend(stale_findings(facts));
+    if let Some(m) = &s.replication {
+        let lat = s
+            .write
+            .as_ref()
+            .map_or(s.lat_mean_ns, |w| w.latency.mean_ns);
+        let rate = s
+            .write
+            .as_ref()
+            .map_or(s.throughput_bytes_per_s, |w| w.throughput_bytes_per_s);
+        out.extend(mirror::mirror_limit(m, lat, rate, cfg.iodepth));
+    }
     let reads = s.read_bytes > 0;
     let mem = &s.memory;
     let warm_avail = mem

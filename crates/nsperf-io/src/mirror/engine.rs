@@ -72,6 +72,8 @@ pub(crate) struct Mirror<E> {
     fd: RawFd,
     file_len: u64,
     check: bool,
+    /// The round trip measured at connect, ns.
+    rtt_ns: u64,
 }
 
 // SAFETY: the raw pointers are the job's buffer pool, which lives on the job's thread with
@@ -81,6 +83,8 @@ unsafe impl<E: Send> Send for Mirror<E> {}
 /// This job's counts, added to the run's when the job detaches.
 #[derive(Debug, Default, Clone, Copy)]
 struct Facts {
+    local_ns: u64,
+    local_writes: u64,
     writes: u64,
     bytes: u64,
     write_ns: u64,
@@ -163,7 +167,7 @@ impl<E: IoEngine> Mirror<E> {
             }
             .into());
         }
-        Ok(Mirror {
+        Mirror {
             inner,
             sock,
             peer,
@@ -185,7 +189,23 @@ impl<E: IoEngine> Mirror<E> {
             fd: -1,
             file_len,
             check: rep.check,
-        })
+            rtt_ns: 0,
+        }
+        .probed()
+    }
+
+    /// Measures the round trip to the peer: the least of 3 empty checks (CRC of 0 bytes),
+    /// each answered at once.
+    fn probed(mut self) -> io::Result<Self> {
+        let mut best = u64::MAX;
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            self.round_trip(FrameKind::Check, 0)
+                .map_err(|e| self.wrap(e))?;
+            best = best.min(t.elapsed().as_nanos() as u64);
+        }
+        self.rtt_ns = best;
+        Ok(self)
     }
 
     /// Reads acks: waits for at least one when `wait`, else takes what has arrived.
@@ -319,6 +339,18 @@ impl<E: IoEngine> Mirror<E> {
         Ok(())
     }
 
+    /// The local engine's op; a write's time is counted.
+    fn local(&mut self, kind: DataOp, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        if kind == DataOp::Read {
+            return self.inner.submit_sync(kind, offset, buf);
+        }
+        let t = std::time::Instant::now();
+        let r = self.inner.submit_sync(kind, offset, buf);
+        self.facts.local_ns += t.elapsed().as_nanos() as u64;
+        self.facts.local_writes += 1;
+        r
+    }
+
     /// A queued op: the local I/O, then for a WRITE its frame to the peer; it completes now
     /// (READ, failed WRITE, protocol A) or at the peer's ack.
     fn start(&mut self, t: Todo) -> io::Result<()> {
@@ -326,7 +358,7 @@ impl<E: IoEngine> Mirror<E> {
         // SAFETY: the pool's buffer of `slot`, not in use by anything else until this op
         // completes; the runner keeps the pool alive while attached.
         let buf = unsafe { std::slice::from_raw_parts_mut(ptr, t.len.min(cap)) };
-        let r = self.inner.submit_sync(t.kind, t.offset, buf);
+        let r = self.local(t.kind, t.offset, buf);
         let local = match &r {
             Ok(n) => *n as i32,
             Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
@@ -423,6 +455,17 @@ impl<E: IoEngine> Mirror<E> {
         let f = std::mem::take(&mut self.facts);
         let mut s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         let (w0, f0) = (s.writes as f64, s.flushes as f64);
+        // Means over the jobs, weighted by their writes.
+        let n = (s.writes + f.writes).max(1) as f64;
+        if self.rtt_ns > 0 {
+            s.rtt_us = (s.rtt_us * w0 + self.rtt_ns as f64 / 1e3 * f.writes.max(1) as f64)
+                / (w0 + f.writes.max(1) as f64);
+        }
+        if f.local_writes > 0 {
+            s.local_write_mean_ns = (s.local_write_mean_ns * w0
+                + f.local_ns as f64 / f.local_writes as f64 * f.writes as f64)
+                / n;
+        }
         s.writes += f.writes;
         s.bytes += f.bytes;
         s.waited_for_room += f.waited;
@@ -472,7 +515,7 @@ impl<E: IoEngine> IoEngine for Mirror<E> {
     }
 
     fn submit_sync(&mut self, kind: DataOp, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.submit_sync(kind, offset, buf)?;
+        let n = self.local(kind, offset, buf)?;
         if kind == DataOp::Read {
             return Ok(n);
         }

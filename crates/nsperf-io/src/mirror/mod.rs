@@ -126,8 +126,15 @@ pub struct ReplicationFacts {
     pub writes: u64,
     /// Their data bytes.
     pub bytes: u64,
+    /// The local write's time, mean, ns (the local engine's part of a write).
+    #[serde(default)]
+    pub local_write_mean_ns: f64,
     /// The peer's time to write one (protocol C; 0 otherwise), mean, ns.
     pub peer_write_mean_ns: f64,
+    /// The round trip to the peer: each connection's least of 3 empty requests answered at
+    /// connect (before the run), mean over the jobs, µs.
+    #[serde(default)]
+    pub rtt_us: f64,
     /// The peer's flushes.
     pub flushes: u64,
     /// Their time at the peer, mean, ns.
