@@ -34,8 +34,8 @@ const TOLERANCE_PCT: f64 = 20.0;
 pub(crate) struct TwoRuns {
     /// The capture at [`CAPTURED_RTT`].
     pub(crate) captured: PathBuf,
-    /// The capture of the real run at [`REAL_RTT`].
-    pub(crate) real: PathBuf,
+    /// The captures of the real runs at [`REAL_RTT`] (their median is the real duration).
+    pub(crate) real: Vec<PathBuf>,
 }
 
 /// Sets both sites of `lab` to Reno; false (after a printed skip) when the kernel refuses.
@@ -54,14 +54,15 @@ fn reno(lab: &Lab, what: &str) -> bool {
     true
 }
 
-/// Runs `work` from site a of `lab` at [`CAPTURED_RTT`] and at [`REAL_RTT`], each captured
-/// whole at site a's link (tcpdump on wan0, up to three tries) into `dir/NAME-1ms.pcap` and
-/// `dir/NAME-50ms.pcap`. None after a printed skip.
+/// Runs `work` from site a of `lab` once at [`CAPTURED_RTT`] and `real_runs` times at
+/// [`REAL_RTT`], each captured whole at site a's link (tcpdump on wan0, up to three tries)
+/// into `dir/NAME-1ms.pcap` and `dir/NAME-50ms-I.pcap`. None after a printed skip.
 pub(crate) fn capture_then_run_for_real(
     lab: &Lab,
     dir: &Path,
     name: &str,
     what: &str,
+    real_runs: usize,
     mut work: impl FnMut(),
 ) -> Option<TwoRuns> {
     let ns = lab.ns("a");
@@ -70,10 +71,14 @@ pub(crate) fn capture_then_run_for_real(
     if !capture_whole(&ns, &captured, what, &mut work) {
         return None;
     }
-    let real = dir.join(format!("{name}-50ms.pcap"));
     lab.set(&["--rtt", REAL_RTT]);
-    if !capture_whole(&ns, &real, what, &mut work) {
-        return None;
+    let mut real = Vec::new();
+    for i in 0..real_runs {
+        let pcap = dir.join(format!("{name}-50ms-{i}.pcap"));
+        if !capture_whole(&ns, &pcap, what, &mut work) {
+            return None;
+        }
+        real.push(pcap);
     }
     Some(TwoRuns { captured, real })
 }
@@ -97,8 +102,8 @@ fn requests(c: &serde_json::Value, op: &str) -> u64 {
         .map_or(0, |o| o["requests"].as_u64().unwrap())
 }
 
-/// One part of a workload: the connections `is` picks (in order, the same number in both
-/// captures), the model's duration at 50 ms from the 1 ms capture, the real run's, s.
+/// One part of a workload: the connections `is` picks (in order, the same number in every
+/// capture), the model's duration at 50 ms from the 1 ms capture, the real runs' median, s.
 struct Part {
     name: &'static str,
     model_s: f64,
@@ -109,13 +114,11 @@ impl Part {
     fn of(
         name: &'static str,
         at1: &[serde_json::Value],
-        at50: &[serde_json::Value],
+        at50: &[Vec<serde_json::Value>],
         is: impl Fn(&serde_json::Value) -> bool,
     ) -> Part {
         let mine: Vec<_> = at1.iter().filter(|c| is(c)).collect();
-        let real: Vec<_> = at50.iter().filter(|c| is(c)).collect();
         assert!(!mine.is_empty(), "{name}: no connection in {at1:?}");
-        assert_eq!(mine.len(), real.len(), "{name}: connections at 1 and 50 ms");
         let model_s = mine
             .iter()
             .map(|c| {
@@ -124,10 +127,21 @@ impl Part {
                 p["duration_s"].as_f64().unwrap()
             })
             .sum();
-        let real_s = real
+        let mut reals: Vec<f64> = at50
             .iter()
-            .map(|c| c["captured_duration_s"].as_f64().unwrap())
-            .sum();
+            .map(|run| {
+                let real: Vec<_> = run.iter().filter(|c| is(c)).collect();
+                assert_eq!(mine.len(), real.len(), "{name}: connections at 1 and 50 ms");
+                real.iter()
+                    .map(|c| c["captured_duration_s"].as_f64().unwrap())
+                    .sum()
+            })
+            .collect();
+        reals.sort_by(f64::total_cmp);
+        if reals.len() > 1 {
+            eprintln!("{name}: real runs {reals:.3?} s");
+        }
+        let real_s = reals[reals.len() / 2];
         Part {
             name,
             model_s,
@@ -235,12 +249,13 @@ fn model_at_50ms_of_a_mix_of_nsperf_engines_captured_at_1ms() {
     let Some((lab, d, _export, url)) = lab_with_server("rmm", what) else {
         return;
     };
-    let Some(runs) = capture_then_run_for_real(&lab, d.path(), "mix", what, || {
+    let Some(runs) = capture_then_run_for_real(&lab, d.path(), "mix", what, 1, || {
         engines_mix(lab.name(), &url)
     }) else {
         return;
     };
-    let (at1, at50) = (clients(&runs.captured), clients(&runs.real));
+    let at1 = clients(&runs.captured);
+    let at50: Vec<_> = runs.real.iter().map(|p| clients(p)).collect();
     let parts = [
         Part::of("sequential read, 64 READs, 4 in flight", &at1, &at50, |c| {
             requests(c, "nfs3:READ") == 64
@@ -254,7 +269,7 @@ fn model_at_50ms_of_a_mix_of_nsperf_engines_captured_at_1ms() {
                 && c["written_bytes"] == 64 << 10
         }),
     ];
-    for (c1, c50) in at1.iter().zip(&at50) {
+    for (c1, c50) in at1.iter().zip(&at50[0]) {
         eprintln!(
             "  connection {} ops {}: model {:.3} s, real {:.3} s",
             c1["connection"],
@@ -273,7 +288,11 @@ fn model_at_50ms_of_a_mix_of_nsperf_engines_captured_at_1ms() {
 }
 
 /// libnfs's nfs-cp copying an 8 MiB file from the embedded server (1 MiB READs, one at a
-/// time) captured at 1 ms, predicted at 50 ms, copied for real at 50 ms: within 20 %.
+/// time) captured at 1 ms, predicted at 50 ms, copied for real at 50 ms three times: the
+/// median within 20 %. One copy alone is not enough on a loaded machine: nfs-cp starved of
+/// the CPU reads its socket late, its receive window fills and the server waits (with three
+/// busy loops on the 2 cores, one copy's connection took 2.3 s instead of about 1.1 s, `nsperf
+/// trace` finding the server limited by the receiver's window 59 % of the time).
 #[test]
 fn model_at_50ms_of_nfs_cp_captured_at_1ms() {
     let what = "the replay model at 50 ms of nfs-cp captured at 1 ms";
@@ -299,10 +318,11 @@ fn model_at_50ms_of_nfs_cp_captured_at_1ms() {
         assert!(r.status.success(), "nfs-cp: {r:?}");
         assert_eq!(std::fs::metadata(&out).unwrap().len(), 8 << 20);
     };
-    let Some(runs) = capture_then_run_for_real(&lab, d.path(), "nfs-cp", what, copy) else {
+    let Some(runs) = capture_then_run_for_real(&lab, d.path(), "nfs-cp", what, 3, copy) else {
         return;
     };
-    let (at1, at50) = (clients(&runs.captured), clients(&runs.real));
+    let at1 = clients(&runs.captured);
+    let at50: Vec<_> = runs.real.iter().map(|p| clients(p)).collect();
     let parts = [Part::of(
         "nfs-cp, 8 MiB in 1 MiB READs, 1 in flight",
         &at1,
