@@ -410,6 +410,12 @@ impl RunConfig {
             if !matches!(self.target, Target::Dir { .. }) {
                 return bad("--replicate mirrors the files of a directory target".into());
             }
+            if !self.workload.is_block() {
+                return bad(format!(
+                    "--replicate mirrors the record workloads (seqwrite, randwrite, …), not {}",
+                    self.workload
+                ));
+            }
             if !matches!(
                 self.engine,
                 EngineKind::Psync | EngineKind::Mmap | EngineKind::Null

@@ -34,10 +34,23 @@ pub fn run_observed(cfg: &RunConfig, observer: Option<Observer<'_>>) -> Result<I
         )?,
         Target::Device { .. } | Target::Nfs { .. } | Target::Smb { .. } => Preflight::default(),
     };
-    match cfg.workload {
-        w if w.is_block() => crate::local::run_block(cfg, pre, observer),
-        _ => crate::suite::run_special(cfg, pre),
+    let native = match &cfg.replicate {
+        Some(r) if r.compare => {
+            let mut plain = cfg.clone();
+            plain.replicate = None;
+            let rep = crate::local::run_block(&plain, pre.clone(), None)?;
+            Some(crate::mirror::NativeFigures::of(&rep.summary))
+        }
+        _ => None,
+    };
+    let mut rep = match cfg.workload {
+        w if w.is_block() => crate::local::run_block(cfg, pre, observer)?,
+        _ => crate::suite::run_special(cfg, pre)?,
+    };
+    if let Some(m) = rep.summary.replication.as_mut() {
+        m.native = native;
     }
+    Ok(rep)
 }
 
 /// What a run creates in its directory.

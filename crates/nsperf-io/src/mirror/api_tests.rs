@@ -49,6 +49,7 @@ fn mirrored(
         max_in_flight_bytes: 256 << 10,
         check: true,
         congestion: None,
+        compare: false,
     });
     let rep = crate::run(&c).unwrap();
     peer.join().unwrap();
@@ -106,6 +107,7 @@ fn the_bytes_in_flight_are_bounded() {
         max_in_flight_bytes: 8 << 10,
         check: true,
         congestion: None,
+        compare: false,
     });
     let rep = crate::run(&c).unwrap();
     peer.join().unwrap();
@@ -137,6 +139,7 @@ fn a_peer_that_is_not_there_or_refuses_is_an_error() {
         max_in_flight_bytes: 1 << 20,
         check: false,
         congestion: None,
+        compare: false,
     });
     let e = crate::run(&c).unwrap_err().to_string();
     assert!(e.contains("refused") || e.contains("Connection"), "{e}");
@@ -165,6 +168,7 @@ fn replicate_needs_a_directory_and_a_synchronous_engine() {
         max_in_flight_bytes: 1 << 20,
         check: false,
         congestion: None,
+        compare: false,
     });
     c.engine = crate::EngineKind::Uring;
     assert!(

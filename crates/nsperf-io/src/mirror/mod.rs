@@ -108,6 +108,41 @@ pub struct Replicate {
     /// when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub congestion: Option<String>,
+    /// Run the same workload without the mirror first, for the side-by-side comparison
+    /// (`ReplicationFacts::native`).
+    #[serde(default)]
+    pub compare: bool,
+}
+
+/// The native run's figures beside the mirrored one's (`--replicate-compare`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NativeFigures {
+    /// Bytes per second.
+    pub throughput_bytes_per_s: f64,
+    /// Operations per second.
+    pub iops: f64,
+    /// Latency: mean, median, 99th percentile, largest, ns.
+    pub lat_mean_ns: f64,
+    /// Median.
+    pub lat_p50_ns: u64,
+    /// 99th percentile.
+    pub lat_p99_ns: u64,
+    /// Largest.
+    pub lat_max_ns: u64,
+}
+
+impl NativeFigures {
+    /// The figures of a run's summary.
+    pub fn of(s: &crate::IoSummary) -> NativeFigures {
+        NativeFigures {
+            throughput_bytes_per_s: s.throughput_bytes_per_s,
+            iops: s.iops,
+            lat_mean_ns: s.lat_mean_ns,
+            lat_p50_ns: s.lat_p50_ns,
+            lat_p99_ns: s.lat_p99_ns,
+            lat_max_ns: s.lat_max_ns,
+        }
+    }
 }
 
 /// What the mirror did in a run, summed over its jobs.
@@ -141,6 +176,9 @@ pub struct ReplicationFacts {
     pub peer_flush_mean_ns: f64,
     /// Writes that waited for room (the bytes in flight at the limit).
     pub waited_for_room: u64,
+    /// The same workload without the mirror, run just before (`--replicate-compare`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native: Option<NativeFigures>,
     /// Each job's file compared with the peer's copy after the run (CRC-32 of the whole file):
     /// `Some(true)` when all are equal, `None` when not checked.
     pub copies_equal: Option<bool>,

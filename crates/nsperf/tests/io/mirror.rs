@@ -126,8 +126,16 @@ fn without_keep_the_peer_removes_its_copies() {
         "64k",
         "--replicate",
         &format!("127.0.0.1:{port}"),
+        "--replicate-compare",
     ]);
     assert_eq!(j["summary"]["replication"]["writes"], 16);
+    // The native run went first, without the peer (which served one connection only).
+    let native = &j["summary"]["replication"]["native"];
+    assert!(
+        native["throughput_bytes_per_s"].as_f64().unwrap() > 0.0,
+        "{j}"
+    );
+    assert!(native["lat_p99_ns"].as_u64().unwrap() > 0, "{j}");
     assert_eq!(j["spec"]["replicate"]["protocol"], "C", "C is the default");
     assert!(exits(&mut p));
     assert_eq!(std::fs::read_dir(&remote.0).unwrap().count(), 0);
@@ -170,6 +178,9 @@ fn mirror_errors_have_their_exit_codes() {
         assert!(r.stderr.contains(text), "{flags:?}: {}", r.stderr);
         assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
     }
+    let r = run(&["io", "run", dir, "-w", "meta", "--replicate", &free]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("record workloads"), "{}", r.stderr);
     let r = run(&["io", "peer", "/nonexistent-nsperf-dir"]);
     assert_eq!(r.code, Some(3), "{}", r.stderr);
     // A peer whose directory went away refuses the copy: exit 8.

@@ -172,6 +172,10 @@ pub struct ReplicateArgs {
     /// the system's).
     #[arg(long, value_name = "NAME", requires = "replicate")]
     pub replicate_congestion: Option<String>,
+    /// Run the same workload without the mirror first and print both side by side, with
+    /// the ratios.
+    #[arg(long, requires = "replicate")]
+    pub replicate_compare: bool,
 }
 
 impl ReplicateArgs {
@@ -183,6 +187,7 @@ impl ReplicateArgs {
             max_in_flight_bytes: self.replicate_in_flight.0,
             check: self.replicate_check,
             congestion: self.replicate_congestion.clone(),
+            compare: self.replicate_compare,
         })
     }
 }

@@ -87,6 +87,9 @@ pub fn human(r: &IoReport) -> String {
     }
     if let Some(m) = &s.replication {
         o += &replication_line(m);
+        if let Some(n) = &m.native {
+            o += &mirror_comparison(s, n);
+        }
     }
     if !s.phases.is_empty() {
         let mut t = Table::new(["phase", "ops", "ops/s"]);
@@ -301,4 +304,38 @@ fn replication_line(m: &nsperf_io::mirror::ReplicationFacts) -> String {
         None => "\n",
     };
     o
+}
+
+/// The native run beside the mirrored one (`--replicate-compare`), bonnie-style: one row per
+/// figure, the ratio mirrored / native.
+fn mirror_comparison(s: &nsperf_io::IoSummary, n: &nsperf_io::mirror::NativeFigures) -> String {
+    let ratio = |a: f64, b: f64| {
+        if b > 0.0 {
+            format!("{:.2}", a / b)
+        } else {
+            "-".into()
+        }
+    };
+    let mut t = Table::new(["", "native", "mirrored", "mirrored/native"]);
+    t.row([
+        "throughput".to_string(),
+        rate(n.throughput_bytes_per_s),
+        rate(s.throughput_bytes_per_s),
+        ratio(s.throughput_bytes_per_s, n.throughput_bytes_per_s),
+    ]);
+    t.row([
+        "IOPS".to_string(),
+        ops(n.iops),
+        ops(s.iops),
+        ratio(s.iops, n.iops),
+    ]);
+    for (name, a, b) in [
+        ("latency mean", n.lat_mean_ns, s.lat_mean_ns),
+        ("latency p50", n.lat_p50_ns as f64, s.lat_p50_ns as f64),
+        ("latency p99", n.lat_p99_ns as f64, s.lat_p99_ns as f64),
+        ("latency max", n.lat_max_ns as f64, s.lat_max_ns as f64),
+    ] {
+        t.row([name.to_string(), dur_ns(a), dur_ns(b), ratio(b, a)]);
+    }
+    format!("\n{}\n", t.render())
 }
