@@ -4,7 +4,7 @@
 //! Loopback tests need root and tcpdump, the lab test a lab too; else skipped with the reason.
 
 use crate::common;
-use common::lab::lab_name;
+use common::lab::{lab_name, timing_lock};
 use common::servers::{embedded_nfs, url_port};
 use common::*;
 
@@ -272,6 +272,8 @@ fn replay_against_the_captured_server_over_a_5ms_lab_gives_its_duration_back() {
     if !require_lab(what) || !require_program("tcpdump", what) {
         return;
     }
+    // Durations compared: no other lab of this binary forwards meanwhile.
+    let _serial = timing_lock();
     let lab = lab_name("rpa");
     let _g = lab_up(&lab, &["--rtt", "5ms"]);
     let d = tempfile::tempdir().unwrap();
