@@ -30,6 +30,7 @@ pub mod proto;
 pub mod replay;
 pub mod rpc;
 mod rpc_conn;
+mod send_queue;
 pub mod server;
 mod session;
 mod sock;

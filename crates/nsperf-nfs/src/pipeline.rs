@@ -22,6 +22,7 @@ use crate::error::NfsError;
 use crate::proto::{self, FileHandle, NfsStat, Stable, proc3};
 use crate::rpc::{self, AuthSys, RpcError};
 use crate::rpc_conn::{RpcConn, initial_xid, lost};
+use crate::send_queue::SendQueue;
 use crate::v4::Lease;
 use crate::v4::wire::{self, Compound, Results, SessionId, Stateid, op};
 use crate::xdr::{XdrReader, pad4, put_u32, put_u64};
@@ -45,12 +46,6 @@ struct Slot {
     len: u32,
     ptr: *mut u8,
     cap: usize,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Seg {
-    Head { start: usize, end: usize },
-    Data { slot: u32, len: usize },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -170,11 +165,7 @@ pub struct Pipeline {
     timeout: Duration,
     slots: Vec<Slot>,
     inflight: usize,
-    hdr: Vec<u8>,
-    segs: Vec<Seg>,
-    seg_at: usize,
-    seg_off: usize,
-    iov: Vec<libc::iovec>,
+    tx: SendQueue,
     rbuf: Box<[u8]>,
     rpos: usize,
     rend: usize,
@@ -272,11 +263,7 @@ impl Pipeline {
             timeout,
             slots: vec![slot; depth],
             inflight: 0,
-            hdr: Vec::with_capacity(depth * 160),
-            segs: Vec::with_capacity(depth * 2),
-            seg_at: 0,
-            seg_off: 0,
-            iov: Vec::with_capacity(depth * 2),
+            tx: SendQueue::with_capacity(depth * 3, depth * 160),
             rbuf: vec![0u8; RBUF].into_boxed_slice(),
             rpos: 0,
             rend: 0,
@@ -327,30 +314,21 @@ impl Pipeline {
                 what: "queue",
                 source: RpcError::Bad("slot busy, without a buffer, or too small"),
             })?;
-        let _ = s;
+        let s = *s;
         self.seq = self.seq.wrapping_add(1);
         let xid = (self.seq << SLOT_BITS) | slot;
-        let start = self.hdr.len();
+        let start = self.tx.hdr().len();
         let extra = match op {
             DataOp::Read => 0,
             DataOp::Write => pad4(len),
         };
         let rec = self.encode_call(op, xid, slot, offset, len as u32);
-        rpc::finish_record(&mut self.hdr, rec, extra);
-        self.segs.push(Seg::Head {
-            start,
-            end: self.hdr.len(),
-        });
+        rpc::finish_record(self.tx.hdr(), rec, extra);
+        self.tx.mark(start);
         if op == DataOp::Write {
-            self.segs.push(Seg::Data { slot, len });
-            if pad4(len) != len {
-                let p = self.hdr.len();
-                self.hdr.extend_from_slice(&[0u8; 3][..pad4(len) - len]);
-                self.segs.push(Seg::Head {
-                    start: p,
-                    end: self.hdr.len(),
-                });
-            }
+            // SAFETY: the slot's buffer stays valid while its call is in flight
+            // (set_buffer's contract), and the call is in flight until its reply.
+            unsafe { self.tx.push_payload(s.ptr, len) };
         }
         let s = &mut self.slots[slot as usize];
         s.busy = true;
@@ -389,7 +367,7 @@ impl Pipeline {
                 }
             }
             let mut events = libc::POLLIN;
-            if self.seg_at < self.segs.len() {
+            if self.tx.pending() {
                 events |= libc::POLLOUT;
             }
             let mut p = libc::pollfd {
@@ -415,7 +393,7 @@ impl Pipeline {
             // Stable writes leave nothing to commit: no need to drain the calls in flight.
             return Ok(());
         }
-        while self.inflight > 0 || self.seg_at < self.segs.len() {
+        while self.inflight > 0 || self.tx.pending() {
             self.reap(self.inflight.max(1), out)?;
         }
         if !self.uncommitted {
@@ -425,36 +403,36 @@ impl Pipeline {
         // of an NFSv4.1 session is free).
         self.seq = self.seq.wrapping_add(1);
         let xid = self.seq << SLOT_BITS | SLOT_MASK;
-        self.hdr.clear();
+        self.tx.clear();
         match &self.dialect {
             Dialect::V3 => {
                 let rec = rpc::begin_call(
-                    &mut self.hdr,
+                    self.tx.hdr(),
                     xid,
                     proto::NFS_PROG,
                     proto::NFS_VERS,
                     proc3::COMMIT,
                     &self.cred,
                 );
-                self.fh.encode(&mut self.hdr);
-                put_u64(&mut self.hdr, 0);
-                put_u32(&mut self.hdr, 0);
-                rpc::finish_record(&mut self.hdr, rec, 0);
+                self.fh.encode(self.tx.hdr());
+                put_u64(self.tx.hdr(), 0);
+                put_u32(self.tx.hdr(), 0);
+                rpc::finish_record(self.tx.hdr(), rec, 0);
             }
             Dialect::V4(v) => {
                 let rec = rpc::begin_call(
-                    &mut self.hdr,
+                    self.tx.hdr(),
                     xid,
                     proto::NFS_PROG,
                     wire::NFS_V4,
                     wire::PROC_COMPOUND,
                     &self.cred,
                 );
-                let mut c = v.begin(&mut self.hdr, 0);
+                let mut c = v.begin(self.tx.hdr(), 0);
                 c.putfh(&self.fh);
                 c.commit();
                 c.finish();
-                rpc::finish_record(&mut self.hdr, rec, 0);
+                rpc::finish_record(self.tx.hdr(), rec, 0);
             }
         }
         self.sock
@@ -462,7 +440,7 @@ impl Pipeline {
             .map_err(|e| lost("COMMIT", e))?;
         self.sock.set_read_timeout(Some(self.timeout)).ok();
         let r = self.commit_blocking(xid);
-        self.hdr.clear();
+        self.tx.clear();
         self.sock
             .set_nonblocking(true)
             .map_err(|e| lost("COMMIT", e))?;
@@ -472,7 +450,7 @@ impl Pipeline {
     fn commit_blocking(&mut self, xid: u32) -> Result<(), NfsError> {
         use std::io::Write;
         self.sock
-            .write_all(&self.hdr)
+            .write_all(self.tx.hdr())
             .map_err(|e| lost("COMMIT", e))?;
         // Nothing else is in flight and the last reply was consumed to its end (a READ's
         // padding included: it completes only after it), so what follows is this reply.
@@ -548,19 +526,19 @@ impl Pipeline {
             (Dialect::V3, DataOp::Write) => (proto::NFS_VERS, proc3::WRITE),
             (Dialect::V4(_), _) => (wire::NFS_V4, wire::PROC_COMPOUND),
         };
-        let rec = rpc::begin_call(&mut self.hdr, xid, proto::NFS_PROG, vers, proc_, &self.cred);
+        let rec = rpc::begin_call(self.tx.hdr(), xid, proto::NFS_PROG, vers, proc_, &self.cred);
         match &self.dialect {
             Dialect::V3 => {
-                self.fh.encode(&mut self.hdr);
-                put_u64(&mut self.hdr, offset);
-                put_u32(&mut self.hdr, len);
+                self.fh.encode(self.tx.hdr());
+                put_u64(self.tx.hdr(), offset);
+                put_u32(self.tx.hdr(), len);
                 if op == DataOp::Write {
-                    put_u32(&mut self.hdr, self.stable.to_wire());
-                    put_u32(&mut self.hdr, len);
+                    put_u32(self.tx.hdr(), self.stable.to_wire());
+                    put_u32(self.tx.hdr(), len);
                 }
             }
             Dialect::V4(v) => {
-                let mut c = v.begin(&mut self.hdr, slot);
+                let mut c = v.begin(self.tx.hdr(), slot);
                 c.putfh(&self.fh);
                 match op {
                     DataOp::Read => c.read(&v.stateid, offset, len),
@@ -631,60 +609,9 @@ impl Pipeline {
 
     /// Sends queued bytes until done or the socket is full; true when some were sent.
     fn send(&mut self) -> Result<bool, NfsError> {
-        let mut any = false;
-        while self.seg_at < self.segs.len() {
-            self.iov.clear();
-            for (i, seg) in self.segs[self.seg_at..].iter().enumerate().take(1024) {
-                let skip = if i == 0 { self.seg_off } else { 0 };
-                let (ptr, len) = match *seg {
-                    Seg::Head { start, end } => (self.hdr[start..end].as_ptr(), end - start),
-                    Seg::Data { slot, len } => (self.slots[slot as usize].ptr as *const u8, len),
-                };
-                self.iov.push(libc::iovec {
-                    // SAFETY: skip < len for the first segment (advanced below).
-                    iov_base: unsafe { ptr.add(skip) } as *mut libc::c_void,
-                    iov_len: len - skip,
-                });
-            }
-            // SAFETY: the iovecs point into `hdr` and into slot buffers whose owners keep them
-            // valid while their calls are in flight (set_buffer's contract).
-            let n = unsafe {
-                libc::writev(
-                    self.sock.as_raw_fd(),
-                    self.iov.as_ptr(),
-                    self.iov.len() as i32,
-                )
-            };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                match e.kind() {
-                    io::ErrorKind::WouldBlock => return Ok(any),
-                    io::ErrorKind::Interrupted => continue,
-                    _ => return Err(lost("WRITE", e)),
-                }
-            }
-            any = true;
-            let mut n = n as usize;
-            while n > 0 && self.seg_at < self.segs.len() {
-                let len = match self.segs[self.seg_at] {
-                    Seg::Head { start, end } => end - start,
-                    Seg::Data { len, .. } => len,
-                } - self.seg_off;
-                if n >= len {
-                    n -= len;
-                    self.seg_at += 1;
-                    self.seg_off = 0;
-                } else {
-                    self.seg_off += n;
-                    n = 0;
-                }
-            }
-        }
-        self.segs.clear();
-        self.hdr.clear();
-        self.seg_at = 0;
-        self.seg_off = 0;
-        Ok(any)
+        self.tx
+            .send(self.sock.as_raw_fd())
+            .map_err(|e| lost("WRITE", e))
     }
 
     /// Receives and parses what the socket holds; true when bytes arrived.

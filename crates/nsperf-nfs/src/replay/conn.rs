@@ -17,6 +17,7 @@ use crate::error::NfsError;
 use crate::proto::{self, NfsStat, SetAttr};
 use crate::rpc::{self, AuthSys, RpcError};
 use crate::rpc_conn::{initial_xid, lost};
+use crate::send_queue::SendQueue;
 use crate::xdr::{XdrReader, pad4, put_u32, put_u64};
 
 /// Longest reply head parsed (RPC header, status, attributes, counts).
@@ -51,12 +52,6 @@ pub(super) fn is_abort(e: Option<&NfsError>) -> bool {
 }
 
 #[derive(Debug, Clone, Copy)]
-enum Seg {
-    Head { start: usize, end: usize },
-    Data { len: usize },
-}
-
-#[derive(Debug, Clone, Copy)]
 enum Recv {
     Mark,
     Head { len: usize },
@@ -80,11 +75,7 @@ pub(super) struct Driver<'a> {
     sock: TcpStream,
     cred: AuthSys,
     xid0: u32,
-    hdr: Vec<u8>,
-    segs: Vec<Seg>,
-    seg_at: usize,
-    seg_off: usize,
-    iov: Vec<libc::iovec>,
+    tx: SendQueue,
     rbuf: Box<[u8]>,
     rpos: usize,
     rend: usize,
@@ -116,11 +107,7 @@ impl<'a> Driver<'a> {
             sock,
             cred: AuthSys::current(),
             xid0: initial_xid().wrapping_add((id as u32) << 22),
-            hdr: Vec::with_capacity(64 << 10),
-            segs: Vec::with_capacity(1024),
-            seg_at: 0,
-            seg_off: 0,
-            iov: Vec::with_capacity(1024),
+            tx: SendQueue::with_capacity(1024, 64 << 10),
             rbuf: vec![0u8; RBUF].into_boxed_slice(),
             rpos: 0,
             rend: 0,
@@ -172,7 +159,7 @@ impl<'a> Driver<'a> {
             }
             let sent = self.send()?;
             let got = self.recv(&mut sched)?;
-            if sched.finished() && self.seg_at == self.segs.len() {
+            if sched.finished() && !self.tx.pending() {
                 return Ok(());
             }
             let now = self.now();
@@ -205,7 +192,7 @@ impl<'a> Driver<'a> {
     /// Waits up to `ns` for a reply or for room to send.
     fn wait(&self, ns: u64) -> Result<(), NfsError> {
         let mut events = libc::POLLIN;
-        if self.seg_at < self.segs.len() {
+        if self.tx.pending() {
             events |= libc::POLLOUT;
         }
         let mut p = libc::pollfd {
@@ -232,7 +219,7 @@ impl<'a> Driver<'a> {
     fn encode(&mut self, i: usize) {
         let op = self.conn.calls[i].op;
         let xid = self.xid0.wrapping_add(i as u32);
-        let start = self.hdr.len();
+        let start = self.tx.hdr().len();
         let h = self.shared.handles;
         match op {
             CallOp::Lookup => {
@@ -256,7 +243,7 @@ impl<'a> Driver<'a> {
             }
             _ => {}
         }
-        let b = &mut self.hdr;
+        let b = self.tx.hdr();
         let rec = rpc::begin_call(
             b,
             xid,
@@ -333,79 +320,16 @@ impl<'a> Driver<'a> {
             }
         }
         rpc::finish_record(b, rec, pad4(data));
-        self.segs.push(Seg::Head {
-            start,
-            end: self.hdr.len(),
-        });
-        if data > 0 {
-            self.segs.push(Seg::Data { len: data });
-            if pad4(data) != data {
-                let p = self.hdr.len();
-                self.hdr.extend_from_slice(&[0u8; 3][..pad4(data) - data]);
-                self.segs.push(Seg::Head {
-                    start: p,
-                    end: self.hdr.len(),
-                });
-            }
-        }
+        self.tx.mark(start);
+        // SAFETY: the shared pattern outlives the connection (it is borrowed for 'a).
+        unsafe { self.tx.push_payload(self.shared.pattern.as_ptr(), data) };
     }
 
     /// Sends queued bytes until done or the socket is full; true when some were sent.
     fn send(&mut self) -> Result<bool, NfsError> {
-        let mut any = false;
-        let pattern = self.shared.pattern;
-        while self.seg_at < self.segs.len() {
-            self.iov.clear();
-            for (i, seg) in self.segs[self.seg_at..].iter().enumerate().take(1024) {
-                let skip = if i == 0 { self.seg_off } else { 0 };
-                let s: &[u8] = match *seg {
-                    Seg::Head { start, end } => &self.hdr[start..end],
-                    Seg::Data { len } => &pattern[..len],
-                };
-                self.iov.push(libc::iovec {
-                    iov_base: s[skip..].as_ptr() as *mut libc::c_void,
-                    iov_len: s.len() - skip,
-                });
-            }
-            // SAFETY: the iovecs point into `hdr` and the shared pattern, both alive and
-            // unchanged until the call returns.
-            let n = unsafe {
-                libc::writev(
-                    self.sock.as_raw_fd(),
-                    self.iov.as_ptr(),
-                    self.iov.len() as i32,
-                )
-            };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                match e.kind() {
-                    io::ErrorKind::WouldBlock => return Ok(any),
-                    io::ErrorKind::Interrupted => continue,
-                    _ => return Err(lost("replay", e)),
-                }
-            }
-            any = true;
-            let mut n = n as usize;
-            while n > 0 && self.seg_at < self.segs.len() {
-                let len = match self.segs[self.seg_at] {
-                    Seg::Head { start, end } => end - start,
-                    Seg::Data { len } => len,
-                } - self.seg_off;
-                if n >= len {
-                    n -= len;
-                    self.seg_at += 1;
-                    self.seg_off = 0;
-                } else {
-                    self.seg_off += n;
-                    n = 0;
-                }
-            }
-        }
-        self.segs.clear();
-        self.hdr.clear();
-        self.seg_at = 0;
-        self.seg_off = 0;
-        Ok(any)
+        self.tx
+            .send(self.sock.as_raw_fd())
+            .map_err(|e| lost("replay", e))
     }
 
     /// Receives and parses what the socket holds; true when bytes arrived.
