@@ -5,7 +5,7 @@
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{KillOnDrop, Run, nsperf, run};
+use super::{KillOnDrop, Run, nsperf, nsperf_bin, run};
 
 /// A lab name unique among this process's labs and (by its pid) among concurrent test
 /// processes: `t`, the pid's last five digits, `tag` (1-4 of `a-z`, ending with a letter so
@@ -122,6 +122,20 @@ impl Drop for Lab {
     fn drop(&mut self) {
         let _ = run(&["lab", "down", &self.0, "--force"]);
     }
+}
+
+/// `nsperf ARGS…` run to its end in site `site` of lab `lab` (this build's binary).
+pub fn nsperf_in_site(lab: &str, site: &str, args: &[&str]) -> Run {
+    let mut a = vec!["lab", "exec", lab, site, "--", nsperf_bin()];
+    a.extend_from_slice(args);
+    run(&a)
+}
+
+/// `nsperf io run URL ARGS…` run to its end in site `site` of lab `lab`.
+pub fn io_in_site(lab: &str, site: &str, url: &str, args: &[&str]) -> Run {
+    let mut a = vec!["io", "run", url];
+    a.extend_from_slice(args);
+    nsperf_in_site(lab, site, &a)
 }
 
 /// Timing tests run one at a time in a test binary: on a 2-core machine, two labs forwarding

@@ -7,7 +7,7 @@
 //! a slow link through SMB.
 
 use crate::common;
-use common::lab::{Lab, within};
+use common::lab::{Lab, nsperf_in_site, within};
 use common::scratch::{Scratch, disk_base};
 use common::servers::{Smbd, WORKLOADS, creds_of, fnv, serve_smb};
 use common::*;
@@ -32,9 +32,7 @@ fn lab_with_smbd(tag: &str, dir: &Scratch, up: &[&str]) -> Option<(Lab, String, 
 }
 
 fn io_in_a(lab: &str, args: &[&str]) -> Run {
-    let mut a = vec!["lab", "exec", lab, "a", "--", nsperf_bin()];
-    a.extend_from_slice(args);
-    run(&a)
+    nsperf_in_site(lab, "a", args)
 }
 
 fn every_workload(lab: &str, url: &str, creds: &str, dir: &Scratch) {

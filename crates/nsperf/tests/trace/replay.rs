@@ -8,7 +8,7 @@
 //! Skipped with a printed reason without root, tcpdump or tshark (or a lab, ganesha, smbd).
 
 use crate::common;
-use common::lab::lab_name;
+use common::lab::{io_in_site, lab_name};
 use common::scratch::{Scratch, disk_base};
 use common::servers::{Smbd, embedded_nfs, serve_smb, url_port};
 use common::*;
@@ -30,21 +30,30 @@ const BLOCK: u64 = 64 << 10;
 /// The client connection of the measured pass: the one with the most 64 KiB READs (the
 /// engine warms the server's cache first on a connection of its own, 1 MiB at a time).
 fn measured(j: &serde_json::Value) -> serde_json::Value {
-    let reads = |c: &serde_json::Value| {
+    busiest(&j["clients"], "nfs3:READ", "requests").clone()
+}
+
+/// The connection of `clients` (a report's array of connections) with the most requests of
+/// operation `op`, counted by each op entry's field `count`.
+pub(crate) fn busiest<'a>(
+    clients: &'a serde_json::Value,
+    op: &str,
+    count: &str,
+) -> &'a serde_json::Value {
+    let n = |c: &serde_json::Value| {
         c["ops"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|o| o["op"] == "nfs3:READ")
-            .map_or(0, |o| o["requests"].as_u64().unwrap())
+            .find(|o| o["op"] == op)
+            .map_or(0, |o| o[count].as_u64().unwrap())
     };
-    j["clients"]
+    clients
         .as_array()
         .unwrap()
         .iter()
-        .max_by_key(|c| reads(c))
+        .max_by_key(|c| n(c))
         .expect("a client")
-        .clone()
 }
 
 /// One seqread of [`SIZE`] at `depth`, captured and replayed: the counts against what was
@@ -221,25 +230,6 @@ fn replay_errors_have_their_exit_codes() {
     }
 }
 
-/// The client of a replay document with the most `op` requests: the measured pass's.
-fn busiest(j: &serde_json::Value, op: &str) -> serde_json::Value {
-    let n = |c: &serde_json::Value| {
-        c["ops"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|o| o["op"] == op)
-            .map_or(0, |o| o["requests"].as_u64().unwrap())
-    };
-    j["clients"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .max_by_key(|c| n(c))
-        .expect("a client")
-        .clone()
-}
-
 /// `op`'s requests over every client of a replay document.
 fn all_requests(j: &serde_json::Value, op: &str) -> u64 {
     j["clients"]
@@ -260,7 +250,7 @@ fn check_lab_read(pcap: &Path, op: &str, what: &str) -> serde_json::Value {
         .ok()
         .json();
     let j = j["summary"].clone();
-    let c = busiest(&j, op);
+    let c = busiest(&j["clients"], op, "requests");
     let read = c["ops"]
         .as_array()
         .unwrap()
@@ -294,20 +284,9 @@ fn check_lab_read(pcap: &Path, op: &str, what: &str) -> serde_json::Value {
 /// Workload `w` of nsperf's engine from site a of `lab` on `url`: 4 MiB in 64 KiB blocks, 4
 /// in flight, `extra` flags added.
 fn lab_io(lab: &str, url: &str, w: &str, extra: &[&str]) {
-    let mut a = vec![
-        "lab",
-        "exec",
-        lab,
-        "a",
-        "--",
-        nsperf_bin(),
-        "io",
-        "run",
-        url,
-    ];
-    a.extend_from_slice(&["-w", w, "-s", "4m", "-b", "64k", "--iodepth", "4", "-q"]);
+    let mut a = vec!["-w", w, "-s", "4m", "-b", "64k", "--iodepth", "4", "-q"];
     a.extend_from_slice(extra);
-    run(&a).ok();
+    io_in_site(lab, "a", url, &a).ok();
 }
 
 /// The file read in the labs: 4 MiB in 64 KiB READs.

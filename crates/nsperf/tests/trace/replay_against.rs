@@ -4,12 +4,13 @@
 //! Loopback tests need root and tcpdump, the lab test a lab too; else skipped with the reason.
 
 use crate::common;
-use common::lab::{lab_name, timing_lock};
+use common::lab::{io_in_site, lab_name, timing_lock};
 use common::servers::{embedded_nfs, url_port};
 use common::*;
 
 use std::path::Path;
 
+use crate::replay::busiest;
 use crate::trace_proto::{capture, capture_whole, lab_up};
 
 const MIB: u64 = 1 << 20;
@@ -100,15 +101,7 @@ fn same_counts(a: &serde_json::Value, op: Option<&str>) {
         );
     }
     let Some(op) = op else { return };
-    let n = |c: &serde_json::Value| {
-        c["ops"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|o| o["op"] == op)
-            .map_or(0, |o| o["captured_requests"].as_u64().unwrap())
-    };
-    let m = clients.iter().max_by_key(|c| n(c)).unwrap();
+    let m = busiest(&a["clients"], op, "captured_requests");
     assert_eq!(
         m["replayed_in_flight_max"], m["captured_in_flight_max"],
         "{m}"
@@ -283,27 +276,8 @@ fn replay_against_the_captured_server_over_a_5ms_lab_gives_its_duration_back() {
     let url = format!("nfs://10.77.0.2{}", export.display());
     let bin = nsperf_bin();
     let io = |w: &str| {
-        run(&[
-            "lab",
-            "exec",
-            &lab,
-            "a",
-            "--",
-            bin,
-            "io",
-            "run",
-            &url,
-            "-w",
-            w,
-            "-s",
-            "4m",
-            "-b",
-            "64k",
-            "--iodepth",
-            "4",
-            "-q",
-        ])
-        .ok();
+        let a = ["-w", w, "-s", "4m", "-b", "64k", "--iodepth", "4", "-q"];
+        io_in_site(&lab, "a", &url, &a).ok();
     };
     io("seqwrite");
     let pcap = d.path().join("lab.pcap");
@@ -342,20 +316,7 @@ fn replay_against_the_captured_server_over_a_5ms_lab_gives_its_duration_back() {
         assert!((4.5..25.0).contains(&rtt), "path RTT {rtt} ms: {a}");
         let all = a["duration_error_pct"].as_f64().unwrap();
         // the measured pass: the connection with the most READs
-        let reads = |c: &serde_json::Value| {
-            c["ops"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|o| o["op"] == "nfs3:READ")
-                .map_or(0, |o| o["captured_requests"].as_u64().unwrap())
-        };
-        let measured = a["clients"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .max_by_key(|c| reads(c))
-            .unwrap();
+        let measured = busiest(&a["clients"], "nfs3:READ", "captured_requests");
         let one = measured["duration_error_pct"].as_f64().unwrap();
         eprintln!(
             "replay --against at 5 ms: all captured {:.4} s replayed {:.4} s ({all:+.2} %); connection {} captured {:.4} s replayed {:.4} s ({one:+.2} %), model {:.4} s",

@@ -13,7 +13,7 @@
 //! tcpdump, Reno in the namespaces, or nfs-cp.
 
 use crate::common;
-use common::lab::{Lab, lab_name, timing_lock};
+use common::lab::{Lab, io_in_site, lab_name, timing_lock};
 use common::*;
 
 use std::path::{Path, PathBuf};
@@ -212,20 +212,9 @@ fn lab_with_server(tag: &str, what: &str) -> Option<(Lab, tempfile::TempDir, Pat
 /// 16 KiB WRITEs and committed (`--fsync end`: one COMMIT each).
 fn engines_mix(lab: &str, url: &str) {
     let io = |extra: &[&str]| {
-        let mut a = vec![
-            "lab",
-            "exec",
-            lab,
-            "a",
-            "--",
-            nsperf_bin(),
-            "io",
-            "run",
-            url,
-        ];
-        a.extend_from_slice(extra);
+        let mut a = extra.to_vec();
         a.push("-q");
-        run(&a).ok();
+        io_in_site(lab, "a", url, &a).ok();
     };
     io(&["-w", "seqread", "-s", "4m", "-b", "64k", "--iodepth", "4"]);
     io(&["-w", "meta", "--files", "10"]);

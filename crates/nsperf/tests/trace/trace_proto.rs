@@ -7,7 +7,7 @@
 //! tshark or a server or client is missing.
 
 use crate::common;
-use common::lab::{Lab, lab_name};
+use common::lab::{Lab, io_in_site, lab_name};
 use common::scratch::{Scratch, disk_base};
 use common::servers::{Smbd, embedded_nfs, serve_smb, url_port};
 use common::*;
@@ -369,7 +369,7 @@ fn nfs3_embedded_server_nsperf_engine_agrees_with_tshark() {
     let pcap = d.path().join("nfs3.pcap");
     let mut dropped = 0;
     for _attempt in 0..3 {
-        dropped = capture(&pcap, port, || nfs_engine_workload(&[], &url));
+        dropped = capture(&pcap, port, || nfs_engine_workload(None, &url));
         if dropped == 0 {
             break;
         }
@@ -483,28 +483,20 @@ pub(crate) fn lab_up(lab: &str, flags: &[&str]) -> Lab {
 
 /// nsperf's nfs engine against `url` with 64 KiB RPCs, 4 in flight: a 2 MiB write
 /// committed at the end, a 2 MiB read, and the metadata workload (LOOKUP, CREATE, REMOVE,
-/// …, errors included); each `nsperf` command prefixed with `pre` (e.g. `lab exec`).
-fn nfs_engine_workload(pre: &[&str], url: &str) {
+/// …, errors included); from site a of `lab` when given, else here.
+fn nfs_engine_workload(lab: Option<&str>, url: &str) {
     for (w, extra) in [
         ("seqwrite", &["-s", "2m", "--fsync", "end"][..]),
         ("seqread", &["-s", "2m"][..]),
         ("meta", &["--files", "16", "--file-size", "4k"][..]),
     ] {
-        let mut a = pre.to_vec();
-        a.extend_from_slice(&[
-            "io",
-            "run",
-            url,
-            "-w",
-            w,
-            "-b",
-            "64k",
-            "--iodepth",
-            "4",
-            "-q",
-        ]);
+        let mut a = vec!["-w", w, "-b", "64k", "--iodepth", "4", "-q"];
         a.extend_from_slice(extra);
-        run(&a).ok();
+        match lab {
+            Some(lab) => io_in_site(lab, "a", url, &a),
+            None => run(&[&["io", "run", url][..], &a].concat()),
+        }
+        .ok();
     }
 }
 
@@ -1035,7 +1027,6 @@ fn smb3_smbd_nsperf_engine_agrees_with_tshark() {
     let Smbd { url, creds, .. } = serve_smb(&lab, &dir);
     let d = tempfile::tempdir().unwrap();
     let pcap = d.path().join("smb.pcap");
-    let bin = nsperf_bin();
     // No seqread: tshark 4.0 does not dissect the 1 MiB WRITE requests that lay its file out
     // (it sees their responses), so its counts would not be the reference (docs/accuracy.md).
     let whole = capture_whole(&format!("nsp-{lab}-a"), &pcap, what, || {
@@ -1043,10 +1034,9 @@ fn smb3_smbd_nsperf_engine_agrees_with_tshark() {
             &["-w", "seqwrite", "-s", "8m", "-b", "64k", "--fsync", "end"][..],
             &["-w", "meta", "--files", "32", "--file-size", "4k"],
         ] {
-            let mut a = vec!["lab", "exec", &lab, "a", "--", bin, "io", "run", &url];
-            a.extend_from_slice(w);
+            let mut a = w.to_vec();
             a.extend_from_slice(&["--iodepth", "4", "--credentials", &creds]);
-            run(&a).ok();
+            io_in_site(&lab, "a", &url, &a).ok();
         }
     });
     if !whole {
@@ -1100,9 +1090,8 @@ fn nfs3_ganesha_nsperf_engine_agrees_with_tshark() {
     .ok();
     let pcap = d.path().join("ganesha3.pcap");
     let url = format!("nfs://10.77.0.2{}", export.display());
-    let pre = ["lab", "exec", &lab, "a", "--", nsperf_bin()];
     if !capture_whole(&format!("nsp-{lab}-a"), &pcap, what, || {
-        nfs_engine_workload(&pre, &url)
+        nfs_engine_workload(Some(&lab), &url)
     }) {
         return;
     }
