@@ -399,7 +399,7 @@ fn lab_path(srv: &LabServer) -> NetworkPath {
         })
         .map(|s| s.name.clone());
     let rate = from
-        .and_then(|f| nsperf_lab::lab::site_path(&srv.lab, &f, &srv.site.name).ok())
+        .and_then(|f| nsperf_lab::path::site_path(&srv.lab, &f, &srv.site.name).ok())
         .and_then(|p| p.rate_bps);
     NetworkPath {
         server_on_this_host: Some(true),

@@ -21,6 +21,7 @@ mod findings;
 mod fsinfo;
 mod job;
 pub mod jobfile;
+mod live;
 mod local;
 pub mod matrix;
 mod memory;
@@ -46,7 +47,7 @@ pub use config::{
 };
 pub use engine::EngineKind;
 pub use error::IoError;
-pub use job::{LIVE_LATENCY_BOUNDS_NS, LIVE_LATENCY_BUCKETS, LatencyBuckets};
+pub use live::{LIVE_LATENCY_BOUNDS_NS, LIVE_LATENCY_BUCKETS, LatencyBuckets};
 pub use network_path::{NetworkPath, PathCeiling};
 pub use pass::{JobProgress, Observer, Progress};
 pub use result::{Commit, EngineUsed, RemoteFacts, RemoteProtocol, WriteStable};

@@ -12,7 +12,8 @@ use nsperf_core::host::HostFacts;
 use crate::buffer::BufferPool;
 use crate::config::RunConfig;
 use crate::engine::IoEngine;
-use crate::job::{JobClock, JobOutcome, JobPlan, LatencyBuckets, LiveJob, run_job};
+use crate::job::{JobClock, JobOutcome, JobPlan, run_job};
+use crate::live::{LatencyBuckets, LiveJob};
 use crate::target::Target;
 
 /// Who watches a running pass (see [`crate::run_observed`]).

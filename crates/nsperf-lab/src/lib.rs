@@ -20,6 +20,7 @@ pub mod lab;
 mod model;
 pub mod netns;
 mod packet;
+pub mod path;
 mod rng;
 pub mod samba;
 mod schedule;

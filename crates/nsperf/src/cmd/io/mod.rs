@@ -68,7 +68,7 @@ fn lab_path(target: &nsperf_io::Target) -> nsperf_io::NetworkPath {
         .trim_matches(['[', ']'])
         .parse()
         .ok()
-        .and_then(nsperf_lab::lab::path_from_here)
+        .and_then(nsperf_lab::path::path_from_here)
     else {
         return Default::default();
     };
