@@ -115,6 +115,17 @@ pub enum StepSpec {
         /// What to serve, and with which server.
         service: ServiceConfig,
     },
+    /// The mirror peer of io steps with `replicate` (`nsperf io peer`): makes a directory
+    /// `.nsperf-PID-peer` inside `dir`, listens on a free port of every address, answers
+    /// [`StepReport::Listening`] (its port), then writes the copies it is sent into that
+    /// directory until interrupted, and removes the directory.
+    MirrorPeer {
+        /// The site to run in.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        site: Option<SiteRef>,
+        /// Where its directory is made (absolute, existing).
+        dir: PathBuf,
+    },
     /// A user's command, run in place of the child (in a site when given).
     Exec {
         /// The site to run in.
@@ -324,6 +335,7 @@ impl StepSpec {
             | StepSpec::Io { site, .. }
             | StepSpec::Bonnie { site, .. }
             | StepSpec::Service { site, .. }
+            | StepSpec::MirrorPeer { site, .. }
             | StepSpec::Exec { site, .. } => site.as_ref(),
             StepSpec::Capture { site, .. } => Some(site),
         }
@@ -342,6 +354,16 @@ impl StepSpec {
             StepSpec::Bonnie { config, .. } => config.validate().map_err(|e| e.to_string()),
             StepSpec::Service { site, service } => {
                 service.validate(site.is_some()).map_err(|e| e.to_string())
+            }
+            StepSpec::MirrorPeer { dir, .. } => {
+                if dir.is_absolute() {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "the mirror peer's directory {} is not absolute",
+                        dir.display()
+                    ))
+                }
             }
             StepSpec::Capture { snaplen, .. } => {
                 if *snaplen == 0 {

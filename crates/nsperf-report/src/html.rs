@@ -16,7 +16,8 @@
 //! - `latency`: p50 / p99 / p99.9 per group, where the engine reported them;
 //! - `cpu`: mean busy % per core for each step.
 //!
-//! After the run table, every run that took a packet capture gets its analysis: the trace
+//! After the run table, the mirrored io runs beside their native runs (`replication.rs`), and
+//! every run that took a packet capture gets its analysis: the trace
 //! findings and the diagnosed limit of its busiest connections (`capture.rs`).
 //!
 //! A small inline script counts the drawn shapes of each chart on load and writes the count
@@ -168,6 +169,7 @@ impl Exporter for HtmlExporter {
             );
         }
         o.push_str("</table>\n");
+        crate::replication::section(d, &mut o);
         crate::events::section(d, &mut o);
         crate::capture::section(d, &mut o);
         o.push_str("<h2>Host</h2>\n");

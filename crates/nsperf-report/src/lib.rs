@@ -16,6 +16,7 @@ mod events;
 mod html;
 mod json;
 mod protocol;
+mod replication;
 mod svg;
 mod xlsx;
 

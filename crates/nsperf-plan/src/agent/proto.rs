@@ -65,7 +65,8 @@ impl StepClass {
         use crate::step::StepSpec;
         match spec {
             StepSpec::Net { .. } => StepClass::Net,
-            StepSpec::NetServer { .. } => StepClass::Server,
+            // A mirror peer listens for writers as a server does (into a directory of its own).
+            StepSpec::NetServer { .. } | StepSpec::MirrorPeer { .. } => StepClass::Server,
             StepSpec::Io { .. } | StepSpec::Bonnie { .. } => StepClass::Io,
             StepSpec::Capture { .. } => StepClass::Capture,
             // Serving a directory of the agent's host over the network gives as much away as

@@ -152,3 +152,50 @@ fn a_failed_setup_fails_its_cell_and_skips_its_teardown() {
         "{errors:#?}"
     );
 }
+
+/// An io step with `replicate`: the runner starts the site's mirror peer once, before the
+/// first step that replicates to it, gives each run the peer's running address, and stops it
+/// at the end.
+#[test]
+fn a_mirror_peer_runs_around_the_steps_that_replicate_to_it() {
+    let plan = r#"
+name = "mirror"
+repetitions = 2
+[lab]
+name = "mirlab"
+sites = ["a", "b"]
+rate = "45mbit"
+rtt = "{rtt}"
+[matrix]
+rtt = ["0ms", "50ms"]
+[[step]]
+name = "w"
+type = "io"
+site = "a"
+dir = "/tmp"
+workload = "seqwrite"
+size = "1m"
+bs = "64k"
+replicate = { peer = "b", compare = true }
+"#;
+    let peers = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let seen = std::rc::Rc::clone(&peers);
+    let mut ex = MockExecutor::new(Box::new(move |ctx, step| {
+        if let crate::plan::Action::Io(io) = &step.action
+            && let Ok(c) = ctx.io_config(io)
+        {
+            seen.borrow_mut().push(c.replicate.map(|r| r.peer));
+        }
+        1e6
+    }));
+    let (s, status, _) = run(&mut ex, plan);
+    assert_eq!(s.measured, 4);
+    // The running peer's address (the mock's port), not the load-time port 0.
+    assert_eq!(*peers.borrow(), vec![Some("10.77.0.2:7789".to_string()); 4]);
+    assert!(status.iter().all(|st| *st == RunStatus::Ok));
+    assert_eq!(count(&ex.log, "service_start mirror.b"), 1, "{:#?}", ex.log);
+    assert_eq!(count(&ex.log, "service_stop mirror.b"), 1);
+    let start = ex.log.iter().position(|l| l == "service_start mirror.b");
+    let stop = ex.log.iter().position(|l| l == "service_stop mirror.b");
+    assert!(start < stop);
+}

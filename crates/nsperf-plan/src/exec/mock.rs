@@ -145,8 +145,18 @@ impl Executor for MockExecutor {
     ) -> Result<ServiceAnswer, ExecError> {
         self.log.push(format!("service_start {}", service.name));
         self.running.push(service.name.clone());
-        let dir = &service.config.dir;
-        Ok(match service.config.protocol {
+        let config = match &service.kind {
+            crate::plan::ServiceKind::Files(c) => c,
+            crate::plan::ServiceKind::MirrorPeer { .. } => {
+                let i = service.site_index.unwrap_or(0);
+                return Ok(ServiceAnswer {
+                    url: format!("{}:7789", nsperf_lab::site_addr(i)),
+                    credentials: None,
+                });
+            }
+        };
+        let dir = &config.dir;
+        Ok(match config.protocol {
             nsperf_lab::service::Protocol::Nfs => ServiceAnswer {
                 url: format!("nfs://127.0.0.1:2049{}", dir.display()),
                 credentials: None,

@@ -76,7 +76,8 @@ pub struct RunContext<'a> {
     pub phase: Phase,
     /// Repetition, 1-based.
     pub repetition: u32,
-    /// Where the running service the step goes through answers, if it goes through one.
+    /// Where the running service the step goes through answers (a mirror peer's
+    /// `ADDRESS:PORT`), if it goes through one.
     pub service: Option<&'a ServiceAnswer>,
 }
 
@@ -108,6 +109,12 @@ impl RunContext<'_> {
                 }
             })?;
         }
+        if let (Some(p), Some(rep)) = (&io.peer, config.replicate.as_mut()) {
+            let answer = self
+                .service
+                .ok_or_else(|| ExecError::ServiceNotRunning(p.name.clone()))?;
+            rep.peer = answer.url.clone();
+        }
         Ok(config)
     }
 }
@@ -115,7 +122,8 @@ impl RunContext<'_> {
 /// Where a running service answers: what its clients are given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServiceAnswer {
-    /// The URL of its export or share (`nfs://ADDRESS[:PORT]/DIR`, `smb://ADDRESS/SHARE`).
+    /// The URL of its export or share (`nfs://ADDRESS[:PORT]/DIR`, `smb://ADDRESS/SHARE`), or
+    /// a mirror peer's `ADDRESS:PORT`.
     pub url: String,
     /// The smbclient-style credentials file of a Samba share (the secret stays in it).
     pub credentials: Option<std::path::PathBuf>,

@@ -75,6 +75,9 @@ pub(super) fn build(raw: RawPlan, text: &str) -> Result<Plan, PlanError> {
     }
     let hosts = super::hosts::settled(hosts);
     super::service::check_used(&services, &raw.step)?;
+    let peers = super::service::mirror_peers(&cells, &services, lab.as_ref())?;
+    let mut services = services;
+    services.extend(peers);
     let plan = Plan {
         name: raw.name,
         description: raw.description,

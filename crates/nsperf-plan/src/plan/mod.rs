@@ -208,6 +208,10 @@ pub struct IoStep {
     pub config: RunConfig,
     /// The plan's service it goes through, if any.
     pub service: Option<ServiceUse>,
+    /// The plan's mirror peer its writes are replicated to (`replicate`): its
+    /// `config.replicate` holds the peer site's address (port 0), and the runner puts in the
+    /// address and port the running peer listens on.
+    pub peer: Option<PeerUse>,
     /// Take a capture of its protocol's packets during the step and analyse it.
     pub capture: Option<CapturePoint>,
 }
@@ -241,35 +245,71 @@ pub struct ServiceUse {
     pub path: String,
 }
 
-/// A file service of the plan (`[[service]]`): started when the first step that goes
-/// through it comes, health-checked, and stopped when the plan ends (or its lab is
+/// An io step's mirror peer (`replicate = { peer = "SITE" }`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerUse {
+    /// The service's name, `mirror.SITE`.
+    pub name: String,
+    /// The lab site it runs in.
+    pub site: String,
+    /// Where it makes its directory (absolute): `replicate.dir`, or the step's own.
+    pub dir: std::path::PathBuf,
+}
+
+/// A service of the plan: a file server (`[[service]]`), or the mirror peer of the io steps
+/// that replicate to a lab site (`replicate = { peer = "SITE" }`). Started when the first step
+/// that goes through it comes, health-checked, and stopped when the plan ends (or its lab is
 /// rebuilt).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServiceSpec {
-    /// Its name in the plan.
+    /// Its name in the plan (a mirror peer's is `mirror.SITE`).
     pub name: String,
     /// The lab site it runs in; `None`: this host's loopback, on a free port.
     pub site: Option<String>,
     /// Index of the site in the lab (its address is `10.77.0.(i+1)`).
     pub site_index: Option<usize>,
-    /// What it serves and with which server (the lab's own type, checked by its rules).
-    pub config: ServiceConfig,
+    /// What it is.
+    pub kind: ServiceKind,
+}
+
+/// What a plan's service runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServiceKind {
+    /// A file server: what it serves and with which server (the lab's own type, checked by
+    /// its rules).
+    Files(ServiceConfig),
+    /// `nsperf io peer`: the receiving end of the mirror of io steps with `replicate`, in a
+    /// directory `.nsperf-PID-peer` it makes inside `dir` (and removes when it stops), on a
+    /// free port of its site.
+    MirrorPeer {
+        /// Where its directory is made (absolute).
+        dir: std::path::PathBuf,
+    },
 }
 
 impl ServiceSpec {
-    /// For people: `nas (embedded nfs of /srv/x in site server)`.
+    /// For people: `nas (embedded nfs of /srv/x in site server)`, `mirror.b (mirror peer
+    /// writing under /data in site b)`.
     pub fn describe(&self) -> String {
-        format!(
-            "{} ({} {} of {}{})",
-            self.name,
-            self.config.server,
-            self.config.protocol,
-            self.config.dir.display(),
-            self.site
-                .as_ref()
-                .map(|s| format!(" in site {s}"))
-                .unwrap_or_else(|| " on this host's loopback".into())
-        )
+        let place = self
+            .site
+            .as_ref()
+            .map(|s| format!(" in site {s}"))
+            .unwrap_or_else(|| " on this host's loopback".into());
+        match &self.kind {
+            ServiceKind::Files(c) => format!(
+                "{} ({} {} of {}{place})",
+                self.name,
+                c.server,
+                c.protocol,
+                c.dir.display(),
+            ),
+            ServiceKind::MirrorPeer { dir } => format!(
+                "{} (mirror peer writing under {}{place})",
+                self.name,
+                dir.display()
+            ),
+        }
     }
 }
 
@@ -386,10 +426,15 @@ impl ResolvedStep {
         }
     }
 
-    /// The plan's service the step goes through, if any.
+    /// The plan's service the step goes through (a file server, or the mirror peer it
+    /// replicates to), if any.
     pub fn service(&self) -> Option<&str> {
         match &self.action {
-            Action::Io(io) => io.service.as_ref().map(|s| s.name.as_str()),
+            Action::Io(io) => io
+                .service
+                .as_ref()
+                .map(|s| s.name.as_str())
+                .or(io.peer.as_ref().map(|p| p.name.as_str())),
             _ => None,
         }
     }
@@ -466,6 +511,22 @@ impl Cell {
                             .saturating_mul(u64::from(io.config.jobs))
                             .saturating_mul(clients),
                     );
+                }
+                // Mirrored to a peer across the lab's link: its ceilings, and the mirror's
+                // window, the writes in flight to the peer (protocol A: the bytes in flight
+                // allowed, its writes complete once sent).
+                if io.peer.is_some()
+                    && let (Some(r), Some(l)) = (&io.config.replicate, &self.link)
+                {
+                    c.in_lab = true;
+                    c.link_rate_bps = link_rate_bps(l);
+                    c.rtt_s = link_rtt(l).map(|t| t.as_secs_f64());
+                    let queued = u64::from(io.config.iodepth).saturating_mul(io.config.bs_bytes);
+                    let per_job = match r.protocol {
+                        nsperf_io::mirror::Protocol::A => r.max_in_flight_bytes,
+                        _ => queued.min(r.max_in_flight_bytes),
+                    };
+                    c.window_bytes = Some(per_job.saturating_mul(u64::from(io.config.jobs)));
                 }
             }
             Action::Bonnie(_) | Action::Exec(_) => {}
@@ -573,5 +634,7 @@ pub fn params_map(c: &Cell) -> BTreeMap<String, String> {
     c.params.iter().cloned().collect()
 }
 
+#[cfg(test)]
+mod replicate_tests;
 #[cfg(test)]
 mod tests;

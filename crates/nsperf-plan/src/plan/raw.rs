@@ -208,6 +208,7 @@ pub(super) struct RawStep {
     pub(super) files: Option<Param>,
     pub(super) credentials: Option<Param>,
     pub(super) service: Option<String>,
+    pub(super) replicate: Option<RawReplicate>,
     // exec (site also for io)
     pub(super) site: Option<Param>,
     pub(super) command: Option<Vec<Param>>,
@@ -219,6 +220,38 @@ pub(super) struct RawStep {
     pub(super) concurrent: Option<bool>,
     // a fault schedule played on the lab's links during the step
     pub(super) schedule: Option<String>,
+}
+
+/// An io step's `replicate = { peer = "SITE", … }`: its writes mirrored to a peer the plan
+/// runs in another lab site (`nsperf io run --replicate`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawReplicate {
+    pub(super) peer: Param,
+    pub(super) protocol: Option<Param>,
+    pub(super) in_flight: Option<Param>,
+    pub(super) congestion: Option<Param>,
+    pub(super) compare: Option<Param>,
+    pub(super) check: Option<Param>,
+    pub(super) dir: Option<Param>,
+}
+
+impl RawReplicate {
+    /// Every field, for the variables it names.
+    fn params(&self) -> impl Iterator<Item = &Param> {
+        std::iter::once(&self.peer).chain(
+            [
+                &self.protocol,
+                &self.in_flight,
+                &self.congestion,
+                &self.compare,
+                &self.check,
+                &self.dir,
+            ]
+            .into_iter()
+            .flatten(),
+        )
+    }
 }
 
 pub(super) fn value_text(v: &toml::Value) -> String {
@@ -277,6 +310,9 @@ pub(super) fn used_variables(s: &RawStep, raw: &RawPlan) -> Vec<String> {
     {
         texts.extend(c.iter().map(Param::to_string));
     }
+    if let Some(r) = &s.replicate {
+        texts.extend(r.params().map(Param::to_string));
+    }
     let mut used: Vec<String> = texts.iter().flat_map(|t| variables(t)).collect();
     // Matrix values may name derived variables.
     for (k, v) in &raw.matrix {
@@ -293,6 +329,7 @@ pub(super) fn used_variables(s: &RawStep, raw: &RawPlan) -> Vec<String> {
         || s.server.is_some()
         || s.site.is_some()
         || s.capture.is_some()
+        || s.replicate.is_some()
         || s.on.as_deref().is_some_and(|on| on_lab_sites(on, raw));
     if (in_lab || used.iter().any(|u| u == "bdp"))
         && let Some(l) = &raw.lab
@@ -358,6 +395,11 @@ pub(super) fn variable_kinds(s: &RawStep, raw: &RawPlan) -> BTreeMap<String, Par
         (&s.fsync, Text),
         (&s.engine, Text),
     ];
+    if let Some(r) = &s.replicate {
+        fields.push((&r.in_flight, Size));
+        fields.push((&r.protocol, Text));
+        fields.push((&r.congestion, Text));
+    }
     if let Some(l) = &raw.lab {
         fields.push((&l.rate, Rate));
         fields.push((&l.rtt, Duration));
@@ -453,6 +495,7 @@ pub(super) fn allowed(kind: StepKind) -> &'static [&'static str] {
             "verify",
             "credentials",
             "service",
+            "replicate",
             "site",
             "capture",
             "time",
@@ -510,6 +553,7 @@ pub(super) fn present_fields(s: &RawStep) -> Vec<&'static str> {
         files,
         credentials,
         service,
+        replicate,
         site,
         command,
         payload,

@@ -5,17 +5,18 @@ use std::time::Duration;
 
 use nsperf_core::units::{Bytes, parse_duration};
 use nsperf_io::bonnie::BonnieConfig;
+use nsperf_io::mirror::{Protocol, Replicate};
 use nsperf_io::{CacheMode, EngineKind, FsyncMode, RunConfig, VerifyMode, Workload};
 use nsperf_lab::Schedule;
 use nsperf_lab::topology::{Layout, LinkKind};
 use nsperf_net::{DEFAULT_PORT, Direction, Mode, TestParams};
 
 use super::ctx::{Ctx, invalid};
-use super::raw::{Param, RawStep, allowed, present_fields};
+use super::raw::{Param, RawReplicate, RawStep, allowed, present_fields};
 use super::service::{io_engine, io_phases, io_target, with_credentials};
 use super::{
     Action, BonnieStep, CapturePoint, ExecStep, Hosts, IoStep, LabSpec, NetStep, OnHosts, Payload,
-    Phase, ResolvedStep, StepKind, Target,
+    PeerUse, Phase, ResolvedStep, StepKind, Target,
 };
 use crate::error::PlanError;
 
@@ -252,6 +253,7 @@ fn on_hosts(f: &Fields<'_>, s: &RawStep, kind: StepKind) -> Result<Option<OnHost
     })?;
     for (field, set) in [
         ("site", s.site.is_some()),
+        ("replicate", s.replicate.is_some()),
         ("client", s.client.is_some()),
         ("host", s.host.is_some()),
         ("capture", s.capture.is_some()),
@@ -640,6 +642,14 @@ fn io(f: &Fields<'_>, s: &RawStep, phases: &[Phase]) -> Result<IoStep, PlanError
         }
         config.ramp = (!r.is_zero()).then_some(r);
     }
+    let peer = match &s.replicate {
+        Some(r) => {
+            let (rep, peer) = replicate(f, r, site.as_deref(), &config)?;
+            config.replicate = Some(rep);
+            Some(peer)
+        }
+        None => None,
+    };
     // The io engine's own rules (sizes, engine capabilities, direct I/O alignment, …).
     config
         .validate()
@@ -649,8 +659,84 @@ fn io(f: &Fields<'_>, s: &RawStep, phases: &[Phase]) -> Result<IoStep, PlanError
         site,
         config,
         service: place.service,
+        peer,
         capture,
     })
+}
+
+/// An io step's `replicate`: its writes mirrored to the plan's peer in another lab site,
+/// which the runner starts there (`nsperf io peer`). The mirror's settings as the engine
+/// takes them (the peer's address with port 0: the running peer's port is put in when the
+/// step runs), and the peer the step uses.
+fn replicate(
+    f: &Fields<'_>,
+    r: &RawReplicate,
+    site: Option<&str>,
+    config: &RunConfig,
+) -> Result<(Replicate, PeerUse), PlanError> {
+    let err = |m: String| f.err("replicate", m);
+    let peer_field = Some(r.peer.clone());
+    let Some(peer) = f.site("replicate.peer", &peer_field)? else {
+        return Err(err("peer: empty".into()));
+    };
+    let Some(me) = site else {
+        return Err(err(format!(
+            "the mirror crosses the lab's link from the step's site to peer site {peer}: the step needs site = \"SITE\" (the writing side)"
+        )));
+    };
+    if me == peer {
+        return Err(err(format!(
+            "peer \"{peer}\" is the step's own site: the mirror must cross the lab's link to another site"
+        )));
+    }
+    let nsperf_io::Target::Dir { path } = &config.target else {
+        return Err(err(format!(
+            "mirrors the files of a local directory, not {}",
+            config.target
+        )));
+    };
+    if !config.workload.is_block() {
+        return Err(err(format!(
+            "mirrors the record workloads (seqwrite, randwrite, randrw, …), not {}",
+            config.workload
+        )));
+    }
+    let protocol = f
+        .parsed("replicate.protocol", &r.protocol, str::parse::<Protocol>)?
+        .unwrap_or(Protocol::C);
+    let max_in_flight_bytes = f
+        .size("replicate.in_flight", &r.in_flight)?
+        .map_or(nsperf_io::mirror::DEFAULT_MAX_IN_FLIGHT, |b| b.0);
+    if max_in_flight_bytes == 0 {
+        return Err(err("in_flight: must be at least 1 byte".into()));
+    }
+    let index = f
+        .lab
+        .and_then(|l| l.sites.iter().position(|x| *x == peer))
+        .unwrap_or(0);
+    let dir = match f.str("replicate.dir", &r.dir)? {
+        Some(d) if d.trim().is_empty() => return Err(err("dir: empty".into())),
+        Some(d) => super::service::absolute(std::path::Path::new(&d)),
+        None => super::service::absolute(path),
+    };
+    let rep = Replicate {
+        peer: format!("{}:0", nsperf_lab::site_addr(index)),
+        protocol,
+        max_in_flight_bytes,
+        check: f.bool("replicate.check", &r.check)?,
+        congestion: f
+            .str("replicate.congestion", &r.congestion)?
+            .filter(|c| !c.is_empty()),
+        compare: f.bool("replicate.compare", &r.compare)?,
+    };
+    Ok((
+        rep,
+        PeerUse {
+            name: format!("mirror.{peer}"),
+            site: peer,
+            dir,
+        },
+    ))
 }
 
 /// A bonnie step: the suite of `nsperf io bonnie` in a directory (of this host, or of a lab

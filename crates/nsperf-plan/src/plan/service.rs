@@ -11,7 +11,7 @@ use nsperf_smb::SmbUrl;
 
 use super::ctx::{check_name, invalid};
 use super::raw::{RawService, RawStep};
-use super::{LabSpec, Phase, ServiceSpec, ServiceUse};
+use super::{Cell, LabSpec, Phase, ServiceKind, ServiceSpec, ServiceUse};
 use crate::error::PlanError;
 use crate::exec::ServiceAnswer;
 
@@ -67,10 +67,11 @@ pub(super) fn services(
         config
             .validate(r.site.is_some())
             .map_err(|e| invalid(format!("{at}: {e}")))?;
-        if let Some(o) = out
-            .iter()
-            .find(|o| o.site.is_some() && o.site == r.site && o.config.protocol == protocol)
-        {
+        if let Some(o) = out.iter().find(|o| {
+            o.site.is_some()
+                && o.site == r.site
+                && matches!(&o.kind, ServiceKind::Files(c) if c.protocol == protocol)
+        }) {
             return Err(invalid(format!(
                 "{at}: site {} already runs {} service \"{}\" (its ports are taken): one per site",
                 r.site.as_deref().unwrap_or(""),
@@ -82,7 +83,7 @@ pub(super) fn services(
             name: r.name.clone(),
             site: r.site.clone(),
             site_index,
-            config,
+            kind: ServiceKind::Files(config),
         });
     }
     Ok(out)
@@ -104,9 +105,56 @@ pub(super) fn check_used(services: &[ServiceSpec], steps: &[RawStep]) -> Result<
     Ok(())
 }
 
+/// The mirror peers the io steps of `cells` replicate to (`replicate = { peer = "SITE" }`):
+/// one per site, named `mirror.SITE`, writing under the one directory every step that uses
+/// it gives (its `replicate.dir`, or its own dir).
+pub(super) fn mirror_peers(
+    cells: &[Cell],
+    files: &[ServiceSpec],
+    lab: Option<&LabSpec>,
+) -> Result<Vec<ServiceSpec>, PlanError> {
+    let mut out: Vec<ServiceSpec> = Vec::new();
+    let uses = cells
+        .iter()
+        .flat_map(|c| &c.steps)
+        .filter_map(|s| match &s.action {
+            super::Action::Io(io) => io.peer.as_ref().map(|p| (s.name.as_str(), p)),
+            _ => None,
+        });
+    for (step, p) in uses {
+        if files.iter().any(|f| f.name == p.name) {
+            return Err(invalid(format!(
+                "service \"{}\": the name is the mirror peer's that step \"{step}\" replicates to: name the [[service]] otherwise",
+                p.name
+            )));
+        }
+        match out.iter().find(|o| o.name == p.name) {
+            Some(ServiceSpec {
+                kind: ServiceKind::MirrorPeer { dir },
+                ..
+            }) if *dir != p.dir => {
+                return Err(invalid(format!(
+                    "step \"{step}\" replicate: the peer in site {} writes under {}, but another step (or cell) has it write under {}: one peer per site, give the same replicate.dir",
+                    p.site,
+                    dir.display(),
+                    p.dir.display()
+                )));
+            }
+            Some(_) => {}
+            None => out.push(ServiceSpec {
+                name: p.name.clone(),
+                site: Some(p.site.clone()),
+                site_index: lab.and_then(|l| l.sites.iter().position(|x| *x == p.site)),
+                kind: ServiceKind::MirrorPeer { dir: p.dir.clone() },
+            }),
+        }
+    }
+    Ok(out)
+}
+
 /// `dir` made absolute against the directory nsperf runs in (not resolved: it may not
 /// exist before a setup command makes it; the runner resolves it when it starts the service).
-fn absolute(p: &Path) -> PathBuf {
+pub(super) fn absolute(p: &Path) -> PathBuf {
     if p.is_absolute() {
         return p.to_path_buf();
     }
@@ -213,6 +261,12 @@ pub(super) fn io_target(
         }
         _ => {}
     }
+    let ServiceKind::Files(config) = &svc.kind else {
+        return Err(err(
+            "service",
+            format!("\"{name}\" is a mirror peer, which an io step reaches with replicate"),
+        ));
+    };
     let rel: String = relp
         .components()
         .filter_map(|c| match c {
@@ -225,11 +279,11 @@ pub(super) fn io_target(
         Some(i) => nsperf_lab::site_addr(i).to_string(),
         None => "127.0.0.1".into(),
     };
-    let base = match svc.config.protocol {
-        Protocol::Nfs => format!("nfs://{host}{}", svc.config.dir.display()),
+    let base = match config.protocol {
+        Protocol::Nfs => format!("nfs://{host}{}", config.dir.display()),
         Protocol::Smb => format!(
             "smb://{host}/{}",
-            nsperf_lab::samba::share_name(&svc.config.dir)
+            nsperf_lab::samba::share_name(&config.dir)
         ),
     };
     // An SMB share's credentials file is known once its server runs.

@@ -73,6 +73,7 @@ pub fn run() -> anyhow::Result<()> {
                 Some(&mut count),
             )
         }
+        StepSpec::MirrorPeer { dir, .. } => mirror_peer(&dir),
         StepSpec::Capture { file, snaplen, .. } => {
             // --immediate-mode: each packet is handed to tcpdump as it arrives. Without it
             // the kernel fills a block of its ring for up to a second before handing it
@@ -186,6 +187,32 @@ fn wait_until(at_unix_ns: u64) -> anyhow::Result<()> {
             )
         };
     }
+}
+
+/// A mirror peer step: its own directory `.nsperf-PID-peer` inside `dir` (a stale one of a
+/// dead peer is swept by the next io run there), a free port, `listening` printed; then the
+/// copies it is sent, until interrupted; then its directory removed with what is left in it.
+fn mirror_peer(dir: &std::path::Path) -> anyhow::Result<()> {
+    let own = dir.join(format!(".nsperf-{}-peer", std::process::id()));
+    std::fs::create_dir(&own).map_err(|e| {
+        classified(
+            Failure::Input,
+            format!("mirror peer: {}: {e}", own.display()),
+        )
+    })?;
+    let served = (|| -> anyhow::Result<()> {
+        let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::UNSPECIFIED, 0))
+            .context("mirror peer: listening")?;
+        print_json_line(&StepReport::Listening {
+            addr: listener.local_addr()?,
+        })?;
+        let log = Arc::new(|line: &str| eprintln!("nsperf io peer: {line}"));
+        nsperf_io::mirror::peer::serve(listener, &own, None, false, log)
+            .context("mirror peer: accepting connections")
+    })();
+    let removed = std::fs::remove_dir_all(&own);
+    served?;
+    removed.with_context(|| format!("mirror peer: removing {}", own.display()))
 }
 
 /// A server step: says where it listens, serves until interrupted (the runner or the agent

@@ -10,8 +10,9 @@ use crate::error::ExecError;
 use crate::exec::child::Background;
 use crate::exec::served::{self, ServiceCounts};
 use crate::exec::{Lab, Measurement, ServiceAnswer};
-use crate::plan::ServiceSpec;
+use crate::plan::{ServiceKind, ServiceSpec};
 use crate::step::{StepReport, StepSpec};
+use nsperf_lab::service::ServiceConfig;
 
 /// A service step running in the background.
 pub(super) struct RunningService {
@@ -66,30 +67,43 @@ impl ProcessExecutor {
     ) -> Result<ServiceAnswer, ExecError> {
         self.stop_service(&service.name);
         let what = format!("service {}", service.describe());
-        let mut config = service.config.clone();
-        config.dir = config
-            .dir
-            .canonicalize()
-            .map_err(|source| ExecError::ServiceDir {
-                what: what.clone(),
-                dir: service.config.dir.display().to_string(),
-                source,
-            })?;
+        let dir = match &service.kind {
+            ServiceKind::Files(c) => &c.dir,
+            ServiceKind::MirrorPeer { dir } => dir,
+        };
+        let dir = dir.canonicalize().map_err(|source| ExecError::ServiceDir {
+            what: what.clone(),
+            dir: dir.display().to_string(),
+            source,
+        })?;
         let site = match &service.site {
             Some(s) => {
                 Some(site_ref(lab, Some(s)).ok_or_else(|| ExecError::NeedsLab(what.clone()))?)
             }
             None => None,
         };
-        let spec = StepSpec::Service {
-            site,
-            service: config,
+        let spec = match &service.kind {
+            ServiceKind::Files(c) => StepSpec::Service {
+                site,
+                service: ServiceConfig { dir, ..c.clone() },
+            },
+            ServiceKind::MirrorPeer { .. } => StepSpec::MirrorPeer { site, dir },
         };
         let (cmd, input) = self.step(&spec)?;
         let mut bg = Background::spawn_tied(cmd, Some(input), &what)?;
         let answer = match bg.next_line(SERVICE_READY) {
             Some(line) => match serde_json::from_str::<StepReport>(&line) {
                 Ok(StepReport::Serving { url, credentials }) => ServiceAnswer { url, credentials },
+                // A mirror peer: its site's address and the port it listens on.
+                Ok(StepReport::Listening { addr }) => {
+                    let host = service
+                        .site_index
+                        .map_or(addr.ip(), |i| nsperf_lab::site_addr(i).into());
+                    ServiceAnswer {
+                        url: std::net::SocketAddr::new(host, addr.port()).to_string(),
+                        credentials: None,
+                    }
+                }
                 Ok(other) => return Err(unexpected(&what, &other)),
                 Err(e) => {
                     return Err(ExecError::Output {
