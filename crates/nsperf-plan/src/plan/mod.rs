@@ -254,6 +254,10 @@ pub struct PeerUse {
     pub site: String,
     /// Where it makes its directory (absolute): `replicate.dir`, or the step's own.
     pub dir: std::path::PathBuf,
+    /// True when the path from the step's site crosses the lab's link (`rate`, `rtt`: a
+    /// mesh's pair link, a star's port, a dumbbell's WAN); false when it crosses only access
+    /// links (two sites of one dumbbell group: `access_rate`, `access_delay`).
+    pub crosses_link: bool,
 }
 
 /// A service of the plan: a file server (`[[service]]`), or the mirror peer of the io steps
@@ -515,12 +519,16 @@ impl Cell {
                 // Mirrored to a peer across the lab's link: its ceilings, and the mirror's
                 // window, the writes in flight to the peer (protocol A: the bytes in flight
                 // allowed, its writes complete once sent).
-                if io.peer.is_some()
-                    && let (Some(r), Some(l)) = (&io.config.replicate, &self.link)
-                {
+                if let (Some(p), Some(r), Some(l)) = (&io.peer, &io.config.replicate, &self.link) {
                     c.in_lab = true;
-                    c.link_rate_bps = link_rate_bps(l);
-                    c.rtt_s = link_rtt(l).map(|t| t.as_secs_f64());
+                    if p.crosses_link {
+                        c.link_rate_bps = link_rate_bps(l);
+                        c.rtt_s = link_rtt(l).map(|t| t.as_secs_f64());
+                    } else {
+                        // Out through one access link and in through the peer's.
+                        c.link_rate_bps = l.access.rate_bps.filter(|r| *r > 0.0);
+                        c.rtt_s = l.access.delay_ns.map(|d| d as f64 * 4.0 / 1e9);
+                    }
                     let queued = u64::from(io.config.iodepth).saturating_mul(io.config.bs_bytes);
                     let per_job = match r.protocol {
                         nsperf_io::mirror::Protocol::A => r.max_in_flight_bytes,

@@ -178,3 +178,34 @@ fn bad_replicate_settings_are_plan_errors_at_load() {
     .to_string();
     assert!(e.contains("name the [[service]] otherwise"), "{e}");
 }
+
+#[test]
+fn the_example_plan_mirrors_over_the_access_links_and_across_the_wan() {
+    let p = Plan::parse(include_str!("../../../../examples/replication.toml").as_bytes()).unwrap();
+    assert_eq!(p.services.len(), 2);
+    let mut seen = (0, 0);
+    for cell in &p.cells {
+        for s in &cell.steps {
+            let Action::Io(io) = &s.action else { panic!() };
+            let peer = io.peer.as_ref().unwrap();
+            let c = cell.conditions(s);
+            match s.name.as_str() {
+                // primary and ha share the dumbbell's left side: their access links only.
+                "ha-pair" => {
+                    seen.0 += 1;
+                    assert!(!peer.crosses_link);
+                    assert_eq!((c.link_rate_bps, c.rtt_s), (Some(1e9), None));
+                    assert_eq!(io.config.replicate.as_ref().unwrap().peer, "10.77.0.2:0");
+                }
+                _ => {
+                    seen.1 += 1;
+                    assert!(peer.crosses_link);
+                    assert_eq!(c.link_rate_bps, Some(45e6));
+                    assert_eq!(io.config.replicate.as_ref().unwrap().peer, "10.77.0.3:0");
+                }
+            }
+        }
+    }
+    // ha-pair once per rtt (its protocol is fixed), two-site per rtt and protocol.
+    assert_eq!(seen, (4, 8));
+}

@@ -710,17 +710,29 @@ fn replicate(
     if max_in_flight_bytes == 0 {
         return Err(err("in_flight: must be at least 1 byte".into()));
     }
-    let index = f
-        .lab
-        .and_then(|l| l.sites.iter().position(|x| *x == peer))
-        .unwrap_or(0);
+    let index = |s: &str| {
+        f.lab
+            .and_then(|l| l.sites.iter().position(|x| *x == s))
+            .unwrap_or(0)
+    };
+    let crosses_link = match f.lab {
+        Some(lab) => {
+            let layout =
+                Layout::new(&lab.shape.topology, &lab.sites).map_err(|e| err(e.to_string()))?;
+            let hops = layout.route(index(me), index(&peer));
+            hops.hops().iter().any(|&d| {
+                layout.links[layout.directions[usize::from(d)].link].kind != LinkKind::Access
+            })
+        }
+        None => true,
+    };
     let dir = match f.str("replicate.dir", &r.dir)? {
         Some(d) if d.trim().is_empty() => return Err(err("dir: empty".into())),
         Some(d) => super::service::absolute(std::path::Path::new(&d)),
         None => super::service::absolute(path),
     };
     let rep = Replicate {
-        peer: format!("{}:0", nsperf_lab::site_addr(index)),
+        peer: format!("{}:0", nsperf_lab::site_addr(index(&peer))),
         protocol,
         max_in_flight_bytes,
         check: f.bool("replicate.check", &r.check)?,
@@ -735,6 +747,7 @@ fn replicate(
             name: format!("mirror.{peer}"),
             site: peer,
             dir,
+            crosses_link,
         },
     ))
 }

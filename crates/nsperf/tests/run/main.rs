@@ -14,4 +14,5 @@ mod run_lab;
 mod run_lab_shapes;
 mod run_many;
 mod run_protocol;
+mod run_replicate;
 mod run_service;
