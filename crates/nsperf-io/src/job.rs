@@ -335,6 +335,7 @@ pub fn run_job<E: IoEngine>(
             what: "attach",
             source,
         })?;
+    engine.measure_from(clock.measure, clock.interval, clock.deadline);
     let expect = clock
         .deadline
         .map(|d| {

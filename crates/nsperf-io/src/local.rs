@@ -152,7 +152,14 @@ pub(crate) fn run_block(
     };
     summary.verify = verify;
     summary.memory = memory;
-    summary.replication = mirror.map(MirrorSetup::facts);
+    summary.replication = mirror.map(|m| {
+        let lengths: Vec<f64> = intervals
+            .iter()
+            .filter(|i| i.job.is_none())
+            .map(|i| i.length_s)
+            .collect();
+        m.facts(&lengths)
+    });
     fill_cpu(&mut summary, &cpu);
     rep.duration_ns = (summary.elapsed_s * 1e9) as u64;
     rep.intervals = intervals;
@@ -306,9 +313,11 @@ impl MirrorSetup {
         }
     }
 
-    fn facts(self) -> ReplicationFacts {
-        let f = self.facts.lock().unwrap_or_else(|e| e.into_inner());
-        f.clone()
+    /// What the jobs added up, the mirror's intervals given the run's interval `lengths`.
+    fn facts(self, lengths: &[f64]) -> ReplicationFacts {
+        let mut f = self.facts.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        crate::mirror::grid::align(&mut f.intervals, lengths);
+        f
     }
 
     /// Job `plan`'s engine: `inner` with its connection to the peer.

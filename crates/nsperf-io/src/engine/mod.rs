@@ -63,6 +63,16 @@ pub trait IoEngine: Send {
     fn reap(&mut self, _min: usize, _out: &mut Vec<Completion>) -> io::Result<()> {
         Err(io::Error::from(io::ErrorKind::Unsupported))
     }
+    /// The job's interval grid: measuring starts at `measure`, intervals are `interval`
+    /// long, and no op starts after `deadline`. For engines that report figures of their
+    /// own over the run's intervals (the mirror's acks); the others ignore it.
+    fn measure_from(
+        &mut self,
+        _measure: std::time::Instant,
+        _interval: std::time::Duration,
+        _deadline: Option<std::time::Instant>,
+    ) {
+    }
     /// Makes written data durable (fsync, msync).
     fn sync_file(&mut self) -> io::Result<()>;
     /// Queued engines: what [`IoEngine::reap`] does, for its error messages

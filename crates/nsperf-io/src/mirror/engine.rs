@@ -14,8 +14,9 @@ use std::io::{self, IoSlice, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use super::grid::AckGrid;
 use super::wire::{Ack, AckKind, Frame, FrameKind, HELLO_LEN, Hello, MSG_LEN, NAME_MAX};
 use super::{MAX_WRITES_IN_FLIGHT, MirrorError, Protocol, Replicate, ReplicationFacts};
 use crate::buffer::BufferPool;
@@ -36,6 +37,8 @@ struct Sent {
     slot: Option<u32>,
     /// Its local result (bytes or -errno).
     local: i32,
+    /// When it was handed to the connection.
+    at: Instant,
 }
 
 /// An op queued and not yet started.
@@ -74,6 +77,10 @@ pub(crate) struct Mirror<E> {
     check: bool,
     /// The round trip measured at connect, ns.
     rtt_ns: u64,
+    /// The acks over the run's intervals, once the job's clock is known.
+    grid: Option<AckGrid>,
+    /// The end of the last local write: the send time of its frame.
+    stamp: Instant,
 }
 
 // SAFETY: the raw pointers are the job's buffer pool, which lives on the job's thread with
@@ -190,6 +197,8 @@ impl<E: IoEngine> Mirror<E> {
             file_len,
             check: rep.check,
             rtt_ns: 0,
+            grid: None,
+            stamp: Instant::now(),
         }
         .probed()
     }
@@ -245,16 +254,19 @@ impl<E: IoEngine> Mirror<E> {
                 break;
             }
         }
+        // One clock read per batch of acks, only when the grid needs it.
+        let now = (self.grid.is_some() && self.rend - self.rstart >= MSG_LEN).then(Instant::now);
         while self.rend - self.rstart >= MSG_LEN {
             let a = Ack::decode(&self.rbuf[self.rstart..self.rstart + MSG_LEN])
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
             self.rstart += MSG_LEN;
-            self.on_ack(a)?;
+            self.on_ack(a, now)?;
         }
         Ok(())
     }
 
-    fn on_ack(&mut self, a: Ack) -> io::Result<()> {
+    /// Takes one ack, arrived at `now` (when the grid wants the time).
+    fn on_ack(&mut self, a: Ack, now: Option<Instant>) -> io::Result<()> {
         if a.status != 0 {
             return Err(MirrorError::PeerFailed {
                 peer: self.peer.clone(),
@@ -273,6 +285,9 @@ impl<E: IoEngine> Mirror<E> {
                     })?;
                 self.bytes_in_flight -= u64::from(s.len);
                 self.facts.write_ns += a.value;
+                if let (Some(g), Some(now)) = (self.grid.as_mut(), now) {
+                    g.ack(now, s.at, u64::from(s.len), a.value);
+                }
                 if let Some(slot) = s.slot {
                     self.ready.push(Completion {
                         slot,
@@ -306,6 +321,10 @@ impl<E: IoEngine> Mirror<E> {
             self.take_acks(true)?;
         }
         self.facts.waited += u64::from(waited);
+        if waited {
+            // Sent now, not when its local write ended: the wait for room is not the peer's.
+            self.stamp = Instant::now();
+        }
         // Acks that came in meanwhile: read so that they never fill the socket's buffers.
         self.take_acks(false)?;
         let seq = self.next_seq;
@@ -332,6 +351,7 @@ impl<E: IoEngine> Mirror<E> {
             len: data.len() as u32,
             slot,
             local,
+            at: self.stamp,
         });
         self.bytes_in_flight += len;
         self.facts.writes += 1;
@@ -344,9 +364,10 @@ impl<E: IoEngine> Mirror<E> {
         if kind == DataOp::Read {
             return self.inner.submit_sync(kind, offset, buf);
         }
-        let t = std::time::Instant::now();
+        let t = Instant::now();
         let r = self.inner.submit_sync(kind, offset, buf);
-        self.facts.local_ns += t.elapsed().as_nanos() as u64;
+        self.stamp = Instant::now();
+        self.facts.local_ns += self.stamp.saturating_duration_since(t).as_nanos() as u64;
         self.facts.local_writes += 1;
         r
     }
@@ -484,6 +505,9 @@ impl<E: IoEngine> Mirror<E> {
         if let Some(eq) = f.checked {
             s.copies_equal = Some(s.copies_equal.unwrap_or(true) && eq);
         }
+        if let Some(g) = self.grid.take() {
+            g.add_to(&mut s.intervals);
+        }
     }
 }
 
@@ -502,6 +526,11 @@ impl<E: IoEngine> IoEngine for Mirror<E> {
             .collect();
         self.todo = Vec::with_capacity(pool.count());
         self.inner.attach(fd, len, pool)
+    }
+
+    fn measure_from(&mut self, measure: Instant, interval: Duration, deadline: Option<Instant>) {
+        self.grid = Some(AckGrid::new(measure, interval, deadline));
+        self.inner.measure_from(measure, interval, deadline);
     }
 
     fn detach(&mut self) {

@@ -10,6 +10,7 @@
 //! that wraps the local one (`engine`).
 
 pub(crate) mod engine;
+pub(crate) mod grid;
 pub mod peer;
 pub mod wire;
 
@@ -21,6 +22,8 @@ use nsperf_core::Failure;
 use nsperf_core::failure::Classify;
 
 use serde::{Deserialize, Serialize};
+
+pub use grid::MirrorInterval;
 
 /// Most writes in flight to the peer on one connection, whatever the bytes allow (their acks
 /// must fit the socket buffers without being read).
@@ -182,6 +185,10 @@ pub struct ReplicationFacts {
     /// Each job's file compared with the peer's copy after the run (CRC-32 of the whole file):
     /// `Some(true)` when all are equal, `None` when not checked.
     pub copies_equal: Option<bool>,
+    /// The mirror over the run's intervals (the same start and length, row by row): the
+    /// acks' bytes and rate, their wait, and the peer's write time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<MirrorInterval>,
 }
 
 /// What went wrong with the peer; carried inside the `io::Error` of the engine's calls.

@@ -250,6 +250,8 @@ fn mirrored(lab: &Lab, dir: &str, protocol: &str, ramp: &str, time: &str) -> Mir
             "--replicate-check",
             "--replicate-congestion",
             "cubic",
+            "--interval",
+            "500ms",
             "--json",
         ],
     );
@@ -257,6 +259,7 @@ fn mirrored(lab: &Lab, dir: &str, protocol: &str, ramp: &str, time: &str) -> Mir
     let s = &j["summary"];
     let m = &s["replication"];
     assert_eq!(m["copies_equal"], true, "{j}");
+    mirror_intervals_agree(&j, protocol);
     Mirrored {
         mb_per_s: s["throughput_bytes_per_s"].as_f64().unwrap() / 1e6,
         peer_write_ns: m["peer_write_mean_ns"].as_f64().unwrap(),
@@ -270,6 +273,50 @@ fn mirrored(lab: &Lab, dir: &str, protocol: &str, ramp: &str, time: &str) -> Mir
             .unwrap_or_default()
             .to_string(),
     }
+}
+
+/// The mirror's intervals line up with the run's, add up to what the run wrote (within
+/// the bytes in flight at either end: an ack lands in the interval it arrived in), never
+/// carry more than the 100 Mbit/s link can, and wait at least the round trip for an ack.
+fn mirror_intervals_agree(j: &serde_json::Value, protocol: &str) {
+    let s = &j["summary"];
+    let m = &s["replication"];
+    let mine = m["intervals"].as_array().expect("the mirror's intervals");
+    let runs: Vec<&serde_json::Value> = j["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i.get("job").is_none())
+        .collect();
+    assert_eq!(mine.len(), runs.len(), "{m}");
+    let mut acked = 0.0;
+    for (a, b) in mine.iter().zip(&runs) {
+        assert_eq!(a["start_s"], b["start_s"], "{a} {b}");
+        assert_eq!(a["length_s"], b["length_s"], "{a} {b}");
+        acked += a["acked_bytes"].as_f64().unwrap();
+        let rate = a["link_bytes_per_s"].as_f64().unwrap();
+        assert!(
+            rate * wire_bytes(65536.0) / 65536.0 * 8.0 <= 100e6 * 1.05,
+            "protocol {protocol}: the mirror carried {rate} B/s in {a}"
+        );
+        if a["acked_writes"].as_u64().unwrap() > 0 {
+            let wait = a["ack_wait_mean_ns"].as_f64().unwrap();
+            let rtt = m["rtt_us"].as_f64().unwrap() * 1e3;
+            assert!(
+                wait >= rtt * 0.9,
+                "protocol {protocol}: {wait} ns < RTT {rtt} ns: {a}"
+            );
+            if protocol == "C" {
+                assert!(a["peer_write_mean_ns"].as_f64().unwrap() > 0.0, "{a}");
+            }
+        }
+    }
+    let bytes = s["bytes"].as_f64().unwrap();
+    let slack = 256.0 * 1024.0 + 65536.0;
+    assert!(
+        (acked - bytes).abs() <= slack,
+        "protocol {protocol}: the intervals acked {acked} bytes, the run wrote {bytes}"
+    );
 }
 
 #[test]

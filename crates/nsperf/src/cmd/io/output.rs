@@ -52,15 +52,7 @@ pub fn human(r: &IoReport) -> String {
     } else {
         o += &header(r, &resident);
     }
-    let mut t = Table::new(["interval", "throughput", "IOPS"]);
-    for i in r.intervals.iter().filter(|i| i.job.is_none()) {
-        t.row([
-            format!("{:.2}-{:.2} s", i.start_s, i.start_s + i.length_s),
-            rate(i.throughput_bytes_per_s),
-            ops(i.iops),
-        ]);
-    }
-    o += &t.render();
+    o += &interval_table(r);
     o += "\n";
     o += &format!(
         "total     {} in {:.3} s = {}, {} ops/s ({} ops){}\n",
@@ -338,4 +330,42 @@ fn mirror_comparison(s: &nsperf_io::IoSummary, n: &nsperf_io::mirror::NativeFigu
         t.row([name.to_string(), dur_ns(a), dur_ns(b), ratio(b, a)]);
     }
     format!("\n{}\n", t.render())
+}
+
+/// The interval table; with a mirror, its figures over the same intervals beside each row:
+/// the acks' rate (the mirror on the link), their wait, and the peer's write time (C).
+fn interval_table(r: &IoReport) -> String {
+    let mirror = r
+        .summary
+        .replication
+        .as_ref()
+        .map_or(&[][..], |m| &m.intervals[..]);
+    let mut head = vec!["interval", "throughput", "IOPS"];
+    if !mirror.is_empty() {
+        head.extend(["mirror acked", "ack wait", "peer write"]);
+    }
+    let mut t = Table::new(head);
+    for (n, i) in r.intervals.iter().filter(|i| i.job.is_none()).enumerate() {
+        let mut row = vec![
+            format!("{:.2}-{:.2} s", i.start_s, i.start_s + i.length_s),
+            rate(i.throughput_bytes_per_s),
+            ops(i.iops),
+        ];
+        if !mirror.is_empty() {
+            match mirror.get(n).filter(|m| m.acked_writes > 0) {
+                Some(m) => row.extend([
+                    rate(m.link_bytes_per_s),
+                    dur_ns(m.ack_wait_mean_ns),
+                    if m.peer_write_mean_ns > 0.0 {
+                        dur_ns(m.peer_write_mean_ns)
+                    } else {
+                        "-".into()
+                    },
+                ]),
+                None => row.extend(["-".into(), "-".into(), "-".into()]),
+            }
+        }
+        t.row(row);
+    }
+    t.render()
 }
