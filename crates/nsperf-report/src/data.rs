@@ -31,6 +31,47 @@ pub struct ExperimentData {
     pub hosts: BTreeMap<i64, Vec<HostPart>>,
     /// The lab's link events each run overlapped, per run id (runs without any have none).
     pub events: BTreeMap<i64, Vec<RunEvent>>,
+    /// What the mirror of a replicated io run reported, per run id (runs without one have
+    /// none).
+    pub mirrors: BTreeMap<i64, MirrorFacts>,
+}
+
+/// A replicated io run's mirror, from its stored report (`summary.replication` and its
+/// `mirror_*` finding).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MirrorFacts {
+    /// `A`, `B` or `C`.
+    pub protocol: String,
+    /// The copies compared with their originals after the run: all equal, or not; `None`
+    /// when not checked.
+    pub copies_equal: Option<bool>,
+    /// The finding naming what limited the run (`mirror_round_trip: …`), when there is one.
+    pub finding: Option<String>,
+}
+
+impl MirrorFacts {
+    /// The mirror of an io report (JSON), if it has one.
+    fn of_report(json: &str) -> Option<MirrorFacts> {
+        if !json.contains("\"replication\"") {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_str(json).ok()?;
+        let rep = v.get("summary")?.get("replication")?;
+        let finding = v.get("findings")?.as_array()?.iter().find_map(|f| {
+            let id = f.get("id")?.as_str()?;
+            let message = f.get("message")?.as_str()?;
+            id.starts_with("mirror").then(|| format!("{id}: {message}"))
+        });
+        Some(MirrorFacts {
+            protocol: rep
+                .get("protocol")?
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            copies_equal: rep.get("copies_equal").and_then(serde_json::Value::as_bool),
+            finding,
+        })
+    }
 }
 
 impl ExperimentData {
@@ -43,6 +84,7 @@ impl ExperimentData {
         let mut traces = BTreeMap::new();
         let mut hosts = BTreeMap::new();
         let mut events = BTreeMap::new();
+        let mut mirrors = BTreeMap::new();
         for r in &runs {
             let ev = store.events(r.id)?;
             if !ev.is_empty() {
@@ -54,7 +96,11 @@ impl ExperimentData {
             }
             series.insert(r.id, store.series(r.id)?);
             cpu.insert(r.id, store.cpu(r.id)?);
-            if let (_, Some(t)) = store.raw_json(r.id)?
+            let (report, trace) = store.raw_json(r.id)?;
+            if let Some(m) = report.as_deref().and_then(MirrorFacts::of_report) {
+                mirrors.insert(r.id, m);
+            }
+            if let Some(t) = trace
                 && let Ok(v) = serde_json::from_str(&t)
             {
                 traces.insert(r.id, v);
@@ -80,6 +126,7 @@ impl ExperimentData {
             traces,
             hosts,
             events,
+            mirrors,
         })
     }
 

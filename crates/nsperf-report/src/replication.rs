@@ -2,7 +2,8 @@
 //! `compare`): per step, parameters and phase, the native and the mirrored figures side by
 //! side with mirrored / native per column, in bonnie's table shape (the HA-cluster builder's
 //! comparison of a replicated device with the native one), and the mirror's own round trip
-//! and peer write time beside them.
+//! and peer write time beside them; under each, the copies' check and the finding that named
+//! what limited the mirror (from the stored report).
 //!
 //! A mirrored run stores its native run's figures as `replication.native.FIELD` metrics and
 //! its own as `FIELD` (`throughput_bytes_per_s`, `iops`, `lat_mean_ns`, …); both are means
@@ -13,6 +14,7 @@ use std::fmt::Write;
 use nsperf_results::{Metric, RunRecord, RunStatus, params_label};
 
 use crate::ExperimentData;
+use crate::data::MirrorFacts;
 use crate::svg::esc;
 
 /// What a column's values are.
@@ -73,6 +75,20 @@ fn ratio(r: f64) -> String {
     format!("{r:.digits$}")
 }
 
+/// The copies' check over the group's runs, and the last run's finding.
+fn notes(facts: &[&MirrorFacts]) -> String {
+    let checked: Vec<bool> = facts.iter().filter_map(|f| f.copies_equal).collect();
+    let check = match (checked.len(), checked.iter().filter(|e| !**e).count()) {
+        (0, _) => "copies not checked".to_string(),
+        (n, 0) => format!("copies equal to their originals ({n} of {n} runs checked)"),
+        (n, bad) => format!("copies DIFFER from their originals in {bad} of {n} runs"),
+    };
+    match facts.iter().rev().find_map(|f| f.finding.as_deref()) {
+        Some(f) => format!("{check}; last run: {f}"),
+        None => check,
+    }
+}
+
 /// The runs with a native run beside them, grouped in the order they ran.
 fn groups(d: &ExperimentData) -> Vec<Group<'_>> {
     let native = Metric::new("replication.native.throughput_bytes_per_s");
@@ -116,21 +132,27 @@ pub(crate) fn section(d: &ExperimentData, o: &mut String) {
             .map(|c| mean(&g.runs, &format!("replication.native.{}", c.1)))
             .collect();
         let lead = format!(
-            "<td class=\"t\" rowspan=\"3\">{}</td><td class=\"t\" rowspan=\"3\">{}</td><td class=\"t\" rowspan=\"3\">{}</td><td rowspan=\"3\">{}</td>",
+            "<td class=\"t\" rowspan=\"4\">{}</td><td class=\"t\" rowspan=\"4\">{}</td><td class=\"t\" rowspan=\"4\">{}</td><td rowspan=\"4\">{}</td>",
             esc(g.step),
             esc(&g.params),
             esc(&g.phase),
             g.runs.len()
         );
+        let facts: Vec<&MirrorFacts> = g.runs.iter().filter_map(|r| d.mirrors.get(&r.id)).collect();
+        let protocol = facts.first().map(|f| f.protocol.as_str()).unwrap_or("");
         let rtt = mean(&g.runs, "replication.rtt_us").map(|u| format!("{:.2} ms", u / 1e3));
         let peer = mean(&g.runs, "replication.peer_write_mean_ns");
         for (i, (side, vals)) in [("native", &native), ("mirrored", &own)]
             .into_iter()
             .enumerate()
         {
+            let label = match i {
+                0 => side.to_string(),
+                _ => format!("{side}, protocol {}", esc(protocol)),
+            };
             let _ = write!(
                 o,
-                "<tr class=\"{side}\">{}<td class=\"t\">{side}</td>",
+                "<tr class=\"{side}\">{}<td class=\"t\">{label}</td>",
                 if i == 0 { lead.as_str() } else { "" }
             );
             for (v, c) in vals.iter().zip(COLUMNS) {
@@ -156,6 +178,12 @@ pub(crate) fn section(d: &ExperimentData, o: &mut String) {
             let _ = write!(o, "<td>{r}</td>");
         }
         o.push_str("<td></td><td></td></tr>\n");
+        let _ = writeln!(
+            o,
+            "<tr class=\"finding\"><td class=\"t\" colspan=\"{}\">{}</td></tr>",
+            COLUMNS.len() + 3,
+            esc(&notes(&facts))
+        );
     }
     o.push_str("</table>\n");
 }

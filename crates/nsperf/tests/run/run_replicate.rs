@@ -128,6 +128,14 @@ fn the_replication_example_stores_every_cell_and_c_falls_with_rtt() {
     let html = std::fs::read_to_string(html).unwrap();
     assert!(html.contains("<h2>Replication: native against mirrored</h2>"));
     assert_eq!(html.matches("<tr class=\"ratio\">").count(), 9);
+    // Under each group the copies' check and the finding that named the limit.
+    assert_eq!(
+        html.matches("copies equal to their originals (1 of 1 runs checked); last run: mirror_")
+            .count(),
+        9,
+        "{html}"
+    );
+    assert_eq!(html.matches("mirrored, protocol C").count(), 6);
     // The peers removed their directories, the runs their files.
     let left: Vec<_> = std::fs::read_dir(&data)
         .unwrap()
