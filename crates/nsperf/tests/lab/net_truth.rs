@@ -138,9 +138,21 @@ fn nptcp(lab: &Lab, size: u32, port: u16) -> (f64, f64) {
 }
 
 /// The sweep is NetPIPE's: per size within 10 % of NPtcp (the band widens with the load of
-/// a shared machine) and never above the link rate (the old overlapping sweep reported up
+/// a shared machine, and to NPtcp's own spread over its repeats without their extremes: a
+/// tool cannot be held closer to the reference than the reference is to itself) and never above the link rate (the old overlapping sweep reported up
 /// to 1.45 Gbit/s on this 1 Gbit/s link). Each nsperf run gets the trial length NPtcp just
 /// used: for small messages the figure depends on it (two ends on one CPU or on two).
+/// How far a tool's repeats spread once their extremes are set aside: second largest over
+/// second smallest, less one (0 with fewer than 5 repeats: nothing is left but the median).
+fn spread(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    if v.len() < 5 || v[1] <= 0.0 {
+        return 0.0;
+    }
+    v[v.len() - 2] / v[1] - 1.0
+}
+
 #[test]
 fn sweep_agrees_with_nptcp_and_stays_below_the_link() {
     let what = "sweep against NPtcp";
@@ -154,7 +166,10 @@ fn sweep_agrees_with_nptcp_and_stays_below_the_link() {
     let mut table = Vec::new();
     for &size in &sizes {
         let (mut np, mut ns) = (Vec::new(), Vec::new());
-        for _ in 0..3 {
+        // 16 B is latency-bound (about 11 µs a message through the lab, where 1.5 µs of a
+        // scheduler's whim is 13 %): five alternations for it, three for the others.
+        let repeats = if size <= 1024 { 5 } else { 3 };
+        for _ in 0..repeats {
             port += 1;
             let (bps, trial) = nptcp(&lab, size, port);
             np.push(bps);
@@ -169,15 +184,26 @@ fn sweep_agrees_with_nptcp_and_stays_below_the_link() {
             );
             ns.push(bps);
         }
-        table.push((size, median(&mut np), median(&mut ns)));
+        let own = spread(&np);
+        table.push((size, median(&mut np), median(&mut ns), own));
     }
-    let band = (0.10 * load_per_core().max(1.0)).min(0.6);
+    let load_band = (0.10 * load_per_core().max(1.0)).min(0.6);
     let text: Vec<String> = table
         .iter()
-        .map(|(s, a, b)| format!("{s} B: NPtcp {a:.3e}, nsperf {b:.3e} ({:.2})", b / a))
+        .map(|(s, a, b, own)| {
+            format!(
+                "{s} B: NPtcp {a:.3e} (own spread {:.0} %), nsperf {b:.3e} ({:.2})",
+                own * 100.0,
+                b / a
+            )
+        })
         .collect();
-    eprintln!("sweep vs NPtcp (band ±{:.0} %): {text:?}", band * 100.0);
-    for (s, a, b) in &table {
+    eprintln!(
+        "sweep vs NPtcp (band ±{:.0} % or NPtcp's own spread): {text:?}",
+        load_band * 100.0
+    );
+    for (s, a, b, own) in &table {
+        let band = load_band.max(*own);
         assert!(
             (b / a - 1.0).abs() <= band,
             "{s} B outside ±{:.0} % of NPtcp: {text:?}",
