@@ -227,3 +227,100 @@ pub fn against(url: &str, workloads: &[Workload], replayed: &Replayed) -> Agains
             .collect(),
     }
 }
+
+/// The workload replayed through a lab `nsperf replay --lab` built: at the capture's own
+/// conditions first with `--check`, then at each asked RTT.
+#[derive(Debug, Clone, Serialize)]
+pub struct LabReport {
+    /// The lab's name (removed afterwards).
+    pub lab: String,
+    /// `--check`: the replay at the capture's own RTT and rate, its error against the
+    /// captured duration (`replay_vs_captured_pct`) the replay's own; absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check: Option<LabRun>,
+    /// One replay per asked RTT, in the order asked.
+    pub runs: Vec<LabRun>,
+}
+
+/// One replay through the lab, beside the capture and the model at the lab's conditions.
+#[derive(Debug, Clone, Serialize)]
+pub struct LabRun {
+    /// The lab's round trip, ms.
+    pub rtt_ms: f64,
+    /// The lab's rate each way, bit/s; null: not limited (the model: transfers as captured).
+    pub rate_bps: Option<f64>,
+    /// The lab's loss as given (`1%`); null: none.
+    pub loss: Option<String>,
+    /// First call to last reply of all connections, captured, s.
+    pub captured_duration_s: f64,
+    /// The same, replayed through the lab, s.
+    pub replayed_duration_s: f64,
+    /// The model at the lab's RTT and rate: the latest of each connection's captured start
+    /// plus its predicted duration, s.
+    pub model_duration_s: f64,
+    /// (replayed − model) / model, %.
+    pub replay_vs_model_pct: f64,
+    /// (replayed − captured) / captured, %.
+    pub replay_vs_captured_pct: f64,
+    /// Per connection: captured, replayed and predicted.
+    pub clients: Vec<LabClient>,
+    /// The replay in full, per connection and operation, beside the capture.
+    pub replay: AgainstReport,
+}
+
+/// One connection of a [`LabRun`].
+#[derive(Debug, Clone, Serialize)]
+pub struct LabClient {
+    /// The captured connection's id.
+    pub connection: u32,
+    /// Its first call, s after the capture's first.
+    pub start_s: f64,
+    /// Captured duration, s.
+    pub captured_duration_s: f64,
+    /// Replayed through the lab, s.
+    pub replayed_duration_s: f64,
+    /// The model at the lab's RTT and rate, s.
+    pub model_s: f64,
+}
+
+/// The run of `replayed` (the script of `workloads`) through a lab at `rtt_ms`, `rate_bps`.
+pub fn lab_run(
+    url: &str,
+    workloads: &[Workload],
+    replayed: &Replayed,
+    rtt_ms: f64,
+    rate_bps: Option<f64>,
+    loss: Option<String>,
+) -> LabRun {
+    let replay = against(url, workloads, replayed);
+    let t0 = workloads.iter().map(|w| w.start_ns).min().unwrap_or(0);
+    let clients: Vec<LabClient> = workloads
+        .iter()
+        .zip(&replay.clients)
+        .map(|(w, c)| LabClient {
+            connection: c.connection,
+            start_s: (w.start_ns - t0) as f64 / 1e9,
+            captured_duration_s: c.captured_duration_s,
+            replayed_duration_s: c.replayed_duration_s,
+            model_s: model::table(w, &[rtt_ms], rate_bps, None)
+                .first()
+                .map_or(0.0, |p| p.duration_s),
+        })
+        .collect();
+    let model_s = clients
+        .iter()
+        .map(|c| c.start_s + c.model_s)
+        .fold(0.0, f64::max);
+    LabRun {
+        rtt_ms,
+        rate_bps,
+        loss,
+        captured_duration_s: replay.captured_duration_s,
+        replayed_duration_s: replay.replayed_duration_s,
+        model_duration_s: model_s,
+        replay_vs_model_pct: pct(replay.replayed_duration_s, model_s),
+        replay_vs_captured_pct: pct(replay.replayed_duration_s, replay.captured_duration_s),
+        clients,
+        replay,
+    }
+}

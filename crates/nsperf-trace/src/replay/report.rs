@@ -9,10 +9,11 @@ use super::{FileUse, OpUse, Workload};
 use crate::proto::requests::RequestStream;
 
 /// What is not built yet, said in every report.
-pub const NOT_BUILT: &str = "the replay through a lab at another RTT (--check: the \
-     workload replayed at the asked RTT, its error beside the model's) is not built yet: \
-     the durations over the RTT axis are the model's predictions (--against replays the \
-     workload against a server over the path as it is)";
+pub const NOT_BUILT: &str = "the replay of NFSv4 and SMB captures, the lab's TCP window \
+     (--lab --window) and a replay step in plans are not built yet: the durations over the \
+     RTT axis are the model's predictions (--lab replays an NFSv3 workload through a lab at \
+     each asked RTT, --check at the capture's own first; --against against a server over \
+     the path as it is)";
 
 /// What was asked.
 #[derive(Debug, Clone, Serialize)]
@@ -37,6 +38,9 @@ pub struct ReplaySummary {
     /// The replay against a server (`--against`), beside the capture; absent without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub against: Option<super::against::AgainstReport>,
+    /// The replay through a lab at each asked RTT (`--lab`, `--check`); absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lab: Option<super::against::LabReport>,
     /// What is not built yet.
     pub not_built: &'static str,
 }
@@ -106,6 +110,7 @@ pub fn summary(spec: &ReplaySpec, stream: &RequestStream) -> ReplaySummary {
         requests: stream.requests.len() as u64,
         clients,
         against: None,
+        lab: None,
         not_built: NOT_BUILT,
     }
 }

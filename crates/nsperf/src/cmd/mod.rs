@@ -13,6 +13,7 @@ pub mod lab_report;
 pub mod lab_serve;
 pub mod net;
 pub mod replay;
+mod replay_lab;
 pub mod report;
 pub mod results;
 pub mod run;

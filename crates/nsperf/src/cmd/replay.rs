@@ -1,9 +1,9 @@
 //! `nsperf replay CAPTURE`: the storage workload a capture holds, per client connection, and
 //! the model's prediction of it over an RTT axis (issue 25 items 1 and 3); with `--against
 //! nfs://…`, an NFSv3 workload replayed against a server over the path as it is (item 2's
-//! engine; the replay through a lab at another RTT, items 2 and 4, is not built yet and the
-//! report says so). Arguments and printing only; the extraction, the model and the
-//! comparison are `nsperf_trace::replay`'s, the replay `nsperf_nfs::replay`'s.
+//! engine); with `--lab` (`--check`), replayed through a lab at each asked RTT beside the
+//! model (items 2 and 4, `replay_lab.rs`). Arguments and printing only; the extraction, the
+//! model and the comparison are `nsperf_trace::replay`'s, the replay `nsperf_nfs::replay`'s.
 
 use std::path::PathBuf;
 
@@ -19,7 +19,7 @@ use nsperf_nfs::NfsUrl;
 use nsperf_nfs::replay::{self as engine, Options};
 use nsperf_nfs::url::NfsVersion;
 use nsperf_trace::proto::requests::DEFAULT_MAX_REQUESTS;
-use nsperf_trace::replay::against::{AgainstReport, OpAgainst, against};
+use nsperf_trace::replay::against::{AgainstReport, LabReport, OpAgainst, against};
 use nsperf_trace::replay::report::{ClientReport, ReplaySpec, ReplaySummary, summary};
 use nsperf_trace::replay::{script::script, workloads};
 use nsperf_trace::{DEFAULT_IDLE_NS, TraceConfig};
@@ -59,6 +59,17 @@ pub struct ReplayArgs {
     /// With --against: leave the replay's directory and files on the server.
     #[arg(long, requires = "against")]
     pub keep: bool,
+    /// Replay the workload (NFSv3 captures) through a two-site lab built for it, against
+    /// nsperf's embedded NFS server, at each --rtt (and --rate, --loss); needs root.
+    #[arg(long, conflicts_with = "against")]
+    pub lab: bool,
+    /// With the lab (implies --lab): replay at the capture's own RTT first and report the
+    /// replay's own error against the captured duration.
+    #[arg(long, conflicts_with = "against")]
+    pub check: bool,
+    /// With --lab: the lab's random loss each way (`1%`, as `lab up --loss` takes it).
+    #[arg(long)]
+    pub loss: Option<String>,
     /// Print the report as JSON (docs/schema.md) and nothing else.
     #[arg(long, short = 'J')]
     pub json: bool,
@@ -93,6 +104,32 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
             ));
         }
     }
+    let lab = args.lab || args.check;
+    if lab && args.window.is_some() {
+        return Err(classified(
+            Failure::Usage,
+            "replay --lab --window: the lab's TCP window is not built yet (the model takes --window without --lab)",
+        ));
+    }
+    if lab && !nsperf_lab::netns::is_root() {
+        return Err(nsperf_lab::LabError::NeedsRoot("replay --lab").into());
+    }
+    if let Some(l) = &args.loss {
+        if !lab {
+            return Err(classified(Failure::Usage, "replay --loss: only with --lab"));
+        }
+        l.parse::<nsperf_lab::config::LossModel>()?;
+    }
+    if lab && args.rtt.len() > super::replay_lab::MAX_LAB_RTTS {
+        return Err(classified(
+            Failure::Usage,
+            format!(
+                "replay --lab: {} RTTs, at most {} (a replay each)",
+                args.rtt.len(),
+                super::replay_lab::MAX_LAB_RTTS
+            ),
+        ));
+    }
     let t0 = std::time::Instant::now();
     let name = args.capture.display().to_string();
     let cfg = TraceConfig {
@@ -122,31 +159,45 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         window_bytes: args.window.map(|w| w.0),
     };
     let mut sum = summary(&spec, &stream);
-    if let Some(url) = &args.against {
+    if args.against.is_some() || lab {
+        let flag = if lab { "--lab" } else { "--against" };
         let ws = workloads(&stream.requests, &stream.connections);
         let sc = script(&ws).map_err(|p| {
             classified(
                 Failure::Usage,
-                format!("replay {name} --against: the replay of {p} captures is not built yet (NFSv3 only)"),
+                format!(
+                    "replay {name} {flag}: the replay of {p} captures is not built yet (NFSv3 only)"
+                ),
             )
         })?;
         if sc.conns.len() > engine::MAX_CONNECTIONS {
             return Err(classified(
                 Failure::Refused,
                 format!(
-                    "replay {name} --against: {} client connections, the replay runs at most {} (a thread each)",
+                    "replay {name} {flag}: {} client connections, the replay runs at most {} (a thread each)",
                     sc.conns.len(),
                     engine::MAX_CONNECTIONS
                 ),
             ));
         }
-        let opt = Options {
-            timeout: nsperf_nfs::client::DEFAULT_TIMEOUT,
-            keep: args.keep,
-        };
-        let done =
-            engine::run(url, &sc, opt).with_context(|| format!("replay {name} --against {url}"))?;
-        sum.against = Some(against(&url.to_string(), &ws, &done));
+        if lab {
+            let ask = super::replay_lab::LabAsk {
+                rtts_ms: args.rtt.clone(),
+                rate_bps: args.rate.and_then(|r| r.0),
+                loss: args.loss.clone(),
+                check: args.check,
+            };
+            sum.lab = Some(super::replay_lab::run(&name, &ws, &sc, &ask)?);
+        }
+        if let Some(url) = &args.against {
+            let opt = Options {
+                timeout: nsperf_nfs::client::DEFAULT_TIMEOUT,
+                keep: args.keep,
+            };
+            let done = engine::run(url, &sc, opt)
+                .with_context(|| format!("replay {name} --against {url}"))?;
+            sum.against = Some(against(&url.to_string(), &ws, &done));
+        }
     }
     let mut r: ReplayReport = Report::new(Command::Replay, spec, sum);
     r.duration_ns = t0.elapsed().as_nanos() as u64;
@@ -183,6 +234,10 @@ fn human(r: &ReplayReport) -> String {
     if let Some(a) = &s.against {
         out.push('\n');
         out.push_str(&replayed(a));
+    }
+    if let Some(l) = &s.lab {
+        out.push('\n');
+        out.push_str(&through_lab(l));
     }
     out.push_str(&format!("\nnote: {}.\n", s.not_built));
     out
@@ -310,6 +365,50 @@ fn replayed(a: &AgainstReport) -> String {
         a.path_rtt_ms
     ));
     out.push_str(&indent(&t.render()));
+    out
+}
+
+/// The replays through the lab beside the capture and the model.
+fn through_lab(l: &LabReport) -> String {
+    let mut out = format!(
+        "replayed through lab {} (embedded NFSv3 server in site b, from site a; the lab removed afterwards)\n",
+        l.lab
+    );
+    let mut t = Table::new([
+        "",
+        "RTT ms",
+        "rate",
+        "loss",
+        "path RTT ms",
+        "replayed s",
+        "model s",
+        "replay vs model",
+        "captured s",
+        "replay vs captured",
+    ]);
+    let rows = l.check.iter().map(|r| ("check", r));
+    for (what, r) in rows.chain(l.runs.iter().map(|r| ("", r))) {
+        t.row([
+            what.to_string(),
+            format!("{:.3}", r.rtt_ms),
+            r.rate_bps
+                .map_or("-".to_string(), |b| BitRate(b).to_string()),
+            r.loss.clone().unwrap_or_else(|| "-".into()),
+            format!("{:.3}", r.replay.path_rtt_ms),
+            format!("{:.4}", r.replayed_duration_s),
+            format!("{:.4}", r.model_duration_s),
+            format!("{:+.1} %", r.replay_vs_model_pct),
+            format!("{:.4}", r.captured_duration_s),
+            format!("{:+.1} %", r.replay_vs_captured_pct),
+        ]);
+    }
+    out.push_str(&indent(&t.render()));
+    if let Some(c) = &l.check {
+        out.push_str(&format!(
+            "  the replay's own error at the capture's RTT {:.3} ms: {:+.1} % ({:.4} s replayed, {:.4} s captured)\n",
+            c.rtt_ms, c.replay_vs_captured_pct, c.replayed_duration_s, c.captured_duration_s
+        ));
+    }
     out
 }
 

@@ -10,6 +10,7 @@ mod common;
 
 mod replay;
 mod replay_against;
+mod replay_lab;
 mod replay_model;
 mod trace;
 mod trace_live;
