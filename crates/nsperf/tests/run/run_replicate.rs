@@ -136,6 +136,16 @@ fn the_replication_example_stores_every_cell_and_c_falls_with_rtt() {
         "{html}"
     );
     assert_eq!(html.matches("mirrored, protocol C").count(), 6);
+    // Each group's throughput ratio is its stored mirrored / native (one run per group).
+    for r in runs {
+        let want = metric(r, "throughput_bytes_per_s")
+            / metric(r, "replication.native.throughput_bytes_per_s");
+        let digits = (2 - want.log10().floor() as i32).clamp(0, 6) as usize;
+        let cell = format!(
+            "<tr class=\"ratio\"><td class=\"t\">mirrored / native</td><td>{want:.digits$}</td>"
+        );
+        assert!(html.contains(&cell), "{cell} not in the report");
+    }
     // The peers removed their directories, the runs their files.
     let left: Vec<_> = std::fs::read_dir(&data)
         .unwrap()
