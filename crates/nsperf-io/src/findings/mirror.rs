@@ -75,6 +75,20 @@ pub(super) fn mirror_limit(
             .with("in_flight_ceiling_bytes_per_s", ceiling)
         });
     }
+    // A without waits for room whose writes took mostly something else than the local
+    // write: the rest is handing the data to the connection, whose send buffer was full (the
+    // link drains it slower than the writes come).
+    if protocol == Protocol::A && m.local_write_mean_ns * 2.0 < write_latency_mean_ns {
+        return Some(f(
+            "mirror_link",
+            format!(
+                "mirror: the link to the peer: protocol A did not wait for room, but a write took {:.3} ms of which the local write {:.3} ms: the rest was handing it to the connection, whose send buffer the link drains slower than the writes come ({} written)",
+                ms(write_latency_mean_ns),
+                ms(m.local_write_mean_ns),
+                BitRate(rate_bytes_per_s * 8.0)
+            ),
+        ));
+    }
     if protocol == Protocol::A {
         return Some(f(
             "mirror_local_disk",
@@ -192,6 +206,15 @@ mod tests {
         // Protocol A without waits: the local disk.
         let f = mirror_limit(&facts(Protocol::A, 50_000.0, 30e3, 0.0, 0), 40e3, 1e9, 1).unwrap();
         assert_eq!(f.id, "mirror_local_disk");
+        // Protocol A without waits whose writes blocked on the connection (a T3 at 50 ms,
+        // 64 KiB writes, the whole file within the bytes in flight): the link.
+        let f = mirror_limit(&facts(Protocol::A, 50_000.0, 30e3, 0.0, 0), 8.7e6, 7.5e6, 1).unwrap();
+        assert_eq!(f.id, "mirror_link", "{}", f.message);
+        assert!(
+            f.message.contains("of which the local write 0.030 ms"),
+            "{}",
+            f.message
+        );
     }
 
     #[test]
