@@ -5,20 +5,24 @@ use std::time::Duration;
 
 use nsperf_core::units::{Bytes, parse_duration};
 use nsperf_io::bonnie::BonnieConfig;
-use nsperf_io::mirror::{Protocol, Replicate};
 use nsperf_io::{CacheMode, EngineKind, FsyncMode, RunConfig, VerifyMode, Workload};
 use nsperf_lab::Schedule;
-use nsperf_lab::topology::{Layout, LinkKind};
 use nsperf_net::{DEFAULT_PORT, Direction, Mode, TestParams};
 
 use super::ctx::{Ctx, invalid};
-use super::raw::{Param, RawReplicate, RawStep, allowed, present_fields};
+use super::raw::{Param, RawStep, allowed, present_fields};
 use super::service::{io_engine, io_phases, io_target, with_credentials};
 use super::{
-    Action, BonnieStep, CapturePoint, ExecStep, Hosts, IoStep, LabSpec, NetStep, OnHosts, Payload,
-    PeerUse, Phase, ResolvedStep, StepKind, Target,
+    Action, BonnieStep, ExecStep, Hosts, IoStep, LabSpec, NetStep, OnHosts, Payload, Phase,
+    ResolvedStep, StepKind, Target,
 };
 use crate::error::PlanError;
+
+mod capture;
+mod replicate;
+
+use capture::{capture_point, io_capture_point};
+use replicate::replicate;
 
 /// The fields of one step in one cell, read with the place named in every error.
 struct Fields<'a> {
@@ -483,108 +487,6 @@ fn net(f: &Fields<'_>, s: &RawStep, kind: StepKind) -> Result<NetStep, PlanError
     })
 }
 
-/// Where a network step's capture is taken: `"link"` is the emulated link its packets
-/// cross (the lab's bottleneck on their path), any other value a site (tcpdump there).
-fn capture_point(
-    f: &Fields<'_>,
-    s: &RawStep,
-    target: &Target,
-) -> Result<Option<CapturePoint>, PlanError> {
-    if s.capture.is_none() {
-        return Ok(None);
-    }
-    let Target::Lab { client, server, .. } = target else {
-        return Err(f.err(
-            "capture",
-            "captures are taken in a lab site or on its link (\"link\")",
-        ));
-    };
-    capture_between(f, s, client, server)
-}
-
-/// Where an io step's capture is taken: as a network step's, its client being the step's
-/// site and its server the site that serves its target — the plan service's, or the lab
-/// site whose address its `nfs://` or `smb://` URL names.
-fn io_capture_point(
-    f: &Fields<'_>,
-    s: &RawStep,
-    site: Option<&str>,
-    config: &RunConfig,
-    service: Option<&super::ServiceUse>,
-) -> Result<Option<CapturePoint>, PlanError> {
-    if s.capture.is_none() {
-        return Ok(None);
-    }
-    let server = match service {
-        Some(u) => f
-            .ctx
-            .services
-            .iter()
-            .find(|x| x.name == u.name)
-            .and_then(|x| x.site.clone()),
-        None => url_site(f.lab, &config.target),
-    };
-    match (site, server) {
-        (Some(client), Some(server)) => capture_between(f, s, client, &server),
-        _ => Err(f.err(
-            "capture",
-            "an io step's capture is taken in a lab: the step needs site = \"CLIENT SITE\" and a target served in a lab site (a [[service]] with a site, or an nfs:// or smb:// URL to a site's address)",
-        )),
-    }
-}
-
-/// The lab site whose address an `nfs://` or `smb://` target names.
-fn url_site(lab: Option<&LabSpec>, target: &nsperf_io::Target) -> Option<String> {
-    let host = match target {
-        nsperf_io::Target::Nfs { url } => &url.host,
-        nsperf_io::Target::Smb { url, .. } => &url.host,
-        _ => return None,
-    };
-    let addr: std::net::Ipv4Addr = host.parse().ok()?;
-    let sites = &lab?.sites;
-    (0..sites.len())
-        .find(|&i| nsperf_lab::site_addr(i) == addr)
-        .map(|i| sites[i].clone())
-}
-
-/// The capture point `capture` names for packets between sites `client` and `server`.
-fn capture_between(
-    f: &Fields<'_>,
-    s: &RawStep,
-    client: &str,
-    server: &str,
-) -> Result<Option<CapturePoint>, PlanError> {
-    let (Some(at), Some(lab)) = (f.str("capture", &s.capture)?, f.lab) else {
-        return Err(f.err(
-            "capture",
-            "captures are taken in a lab site or on its link (\"link\")",
-        ));
-    };
-    if at != "link" {
-        return Ok(f.site("capture", &s.capture)?.map(CapturePoint::Site));
-    }
-    let layout = Layout::new(&lab.shape.topology, &lab.sites)
-        .map_err(|e| f.err("capture", e.to_string()))?;
-    let index = |s: &str| lab.sites.iter().position(|x| x == s).unwrap_or(0);
-    let (c, v) = (index(client), index(server));
-    // The bottleneck of the path: the mesh's pair link, the star's port, the dumbbell's WAN
-    // (or, within one group, the server's access link).
-    let hops = layout.route(c, v);
-    let dir = hops
-        .hops()
-        .iter()
-        .map(|&d| usize::from(d))
-        .find(|&d| {
-            let kind = layout.links[layout.directions[d].link].kind;
-            kind != LinkKind::Access
-        })
-        .or_else(|| hops.hops().last().map(|&d| usize::from(d)))
-        .ok_or_else(|| f.err("capture", "the client and server share no link"))?;
-    Ok(Some(CapturePoint::Link(
-        layout.links[layout.directions[dir].link].name.clone(),
-    )))
-}
-
 fn io(f: &Fields<'_>, s: &RawStep, phases: &[Phase]) -> Result<IoStep, PlanError> {
     let workload: Workload = f
         .parsed("workload", &s.workload, str::parse)?
@@ -662,94 +564,6 @@ fn io(f: &Fields<'_>, s: &RawStep, phases: &[Phase]) -> Result<IoStep, PlanError
         peer,
         capture,
     })
-}
-
-/// An io step's `replicate`: its writes mirrored to the plan's peer in another lab site,
-/// which the runner starts there (`nsperf io peer`). The mirror's settings as the engine
-/// takes them (the peer's address with port 0: the running peer's port is put in when the
-/// step runs), and the peer the step uses.
-fn replicate(
-    f: &Fields<'_>,
-    r: &RawReplicate,
-    site: Option<&str>,
-    config: &RunConfig,
-) -> Result<(Replicate, PeerUse), PlanError> {
-    let err = |m: String| f.err("replicate", m);
-    let peer_field = Some(r.peer.clone());
-    let Some(peer) = f.site("replicate.peer", &peer_field)? else {
-        return Err(err("peer: empty".into()));
-    };
-    let Some(me) = site else {
-        return Err(err(format!(
-            "the mirror crosses the lab's link from the step's site to peer site {peer}: the step needs site = \"SITE\" (the writing side)"
-        )));
-    };
-    if me == peer {
-        return Err(err(format!(
-            "peer \"{peer}\" is the step's own site: the mirror must cross the lab's link to another site"
-        )));
-    }
-    let nsperf_io::Target::Dir { path } = &config.target else {
-        return Err(err(format!(
-            "mirrors the files of a local directory, not {}",
-            config.target
-        )));
-    };
-    if !config.workload.is_block() {
-        return Err(err(format!(
-            "mirrors the record workloads (seqwrite, randwrite, randrw, …), not {}",
-            config.workload
-        )));
-    }
-    let protocol = f
-        .parsed("replicate.protocol", &r.protocol, str::parse::<Protocol>)?
-        .unwrap_or(Protocol::C);
-    let max_in_flight_bytes = f
-        .size("replicate.in_flight", &r.in_flight)?
-        .map_or(nsperf_io::mirror::DEFAULT_MAX_IN_FLIGHT, |b| b.0);
-    if max_in_flight_bytes == 0 {
-        return Err(err("in_flight: must be at least 1 byte".into()));
-    }
-    let index = |s: &str| {
-        f.lab
-            .and_then(|l| l.sites.iter().position(|x| *x == s))
-            .unwrap_or(0)
-    };
-    let crosses_link = match f.lab {
-        Some(lab) => {
-            let layout =
-                Layout::new(&lab.shape.topology, &lab.sites).map_err(|e| err(e.to_string()))?;
-            let hops = layout.route(index(me), index(&peer));
-            hops.hops().iter().any(|&d| {
-                layout.links[layout.directions[usize::from(d)].link].kind != LinkKind::Access
-            })
-        }
-        None => true,
-    };
-    let dir = match f.str("replicate.dir", &r.dir)? {
-        Some(d) if d.trim().is_empty() => return Err(err("dir: empty".into())),
-        Some(d) => super::service::absolute(std::path::Path::new(&d)),
-        None => super::service::absolute(path),
-    };
-    let rep = Replicate {
-        peer: format!("{}:0", nsperf_lab::site_addr(index(&peer))),
-        protocol,
-        max_in_flight_bytes,
-        check: f.bool("replicate.check", &r.check)?,
-        congestion: f
-            .str("replicate.congestion", &r.congestion)?
-            .filter(|c| !c.is_empty()),
-        compare: f.bool("replicate.compare", &r.compare)?,
-    };
-    Ok((
-        rep,
-        PeerUse {
-            name: format!("mirror.{peer}"),
-            site: peer,
-            dir,
-            crosses_link,
-        },
-    ))
 }
 
 /// A bonnie step: the suite of `nsperf io bonnie` in a directory (of this host, or of a lab
