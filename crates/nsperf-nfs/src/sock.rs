@@ -1,7 +1,8 @@
 //! TCP connections to a server: a timed connect that first binds a reserved source port when
 //! running as root (servers that export with `secure`, the Linux default, refuse others),
 //! with `TCP_NODELAY`. Socket buffers are left to the kernel's autotuning (setting them would
-//! cap them at `net.core.rmem_max`, below what a long fat link needs).
+//! cap them at `net.core.rmem_max`, below what a long fat link needs), unless a window is
+//! asked ([`connect_window`]: a replay at a given TCP window).
 
 use std::io;
 use std::net::{SocketAddr, TcpStream};
@@ -10,6 +11,17 @@ use std::time::Duration;
 
 /// Connects to `addr` within `timeout`; as root, from a port below 1024 when one is free.
 pub fn connect(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
+    connect_window(addr, timeout, None)
+}
+
+/// [`connect`], with the send and receive buffers set to `window` bytes before the
+/// connection opens (so the window scale it negotiates fits), as `nsperf net --window` sets
+/// them: past `wmem_max`/`rmem_max` as root (`SO_SNDBUFFORCE`), clamped to them otherwise.
+pub fn connect_window(
+    addr: SocketAddr,
+    timeout: Duration,
+    window: Option<u64>,
+) -> io::Result<TcpStream> {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         // A few candidates spread over the reserved range; any failure falls back below.
@@ -19,7 +31,7 @@ pub fn connect(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
         // all eight turned one 30 s timeout into 270 s, issue 20).
         for i in 0..8u16 {
             let port = 600 + (seed.wrapping_add(i.wrapping_mul(53)) % 423);
-            match connect_from(addr, Some(port), timeout) {
+            match connect_from(addr, Some(port), timeout, window) {
                 Ok(s) => return Ok(s),
                 Err(e) if port_taken(&e) => continue,
                 Err(e) if e.raw_os_error() == Some(libc::EACCES) => break,
@@ -27,7 +39,7 @@ pub fn connect(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
             }
         }
     }
-    connect_from(addr, None, timeout)
+    connect_from(addr, None, timeout, window)
 }
 
 /// The local port (or the address pair) is in use: another candidate port may work.
@@ -38,7 +50,12 @@ fn port_taken(e: &io::Error) -> bool {
     )
 }
 
-fn connect_from(addr: SocketAddr, port: Option<u16>, timeout: Duration) -> io::Result<TcpStream> {
+fn connect_from(
+    addr: SocketAddr,
+    port: Option<u16>,
+    timeout: Duration,
+    window: Option<u64>,
+) -> io::Result<TcpStream> {
     let family = if addr.is_ipv4() {
         libc::AF_INET
     } else {
@@ -51,6 +68,9 @@ fn connect_from(addr: SocketAddr, port: Option<u16>, timeout: Duration) -> io::R
     }
     // SAFETY: fd is a fresh socket we own.
     let stream = unsafe { TcpStream::from_raw_fd(fd) };
+    if let Some(w) = window {
+        set_buffers(fd, w);
+    }
     if let Some(p) = port {
         let local: SocketAddr = if addr.is_ipv4() {
             (std::net::Ipv4Addr::UNSPECIFIED, p).into()
@@ -93,6 +113,40 @@ fn connect_from(addr: SocketAddr, port: Option<u16>, timeout: Duration) -> io::R
     stream.set_nonblocking(false)?;
     stream.set_nodelay(true)?;
     Ok(stream)
+}
+
+/// `SO_SNDBUFFORCE` and `SO_RCVBUFFORCE` (past the sysctl caps, with `CAP_NET_ADMIN`).
+const SO_SNDBUFFORCE: libc::c_int = 32;
+const SO_RCVBUFFORCE: libc::c_int = 33;
+
+/// Bounds the bytes in flight each way to about `bytes`: the receive window clamped to it
+/// exactly (`TCP_WINDOW_CLAMP`, with a receive buffer that holds it), and a send buffer of
+/// `bytes` as the kernel counts it (it doubles what it is asked for its bookkeeping, so half
+/// is asked): the unacknowledged data sent stays below it. The `FORCE` options first (past
+/// the sysctl caps, as root), the plain ones (clamped to the caps) when refused.
+fn set_buffers(fd: libc::c_int, bytes: u64) {
+    let w = bytes.min(i32::MAX as u64 / 2) as libc::c_int;
+    let set = |level, opt, v: libc::c_int| {
+        // SAFETY: fd is a socket we own; v lives across the call.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                opt,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        }
+    };
+    for (force, plain, v) in [
+        (SO_SNDBUFFORCE, libc::SO_SNDBUF, (w / 2).max(1)),
+        (SO_RCVBUFFORCE, libc::SO_RCVBUF, w),
+    ] {
+        if set(libc::SOL_SOCKET, force, v) != 0 {
+            set(libc::SOL_SOCKET, plain, v);
+        }
+    }
+    set(libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP, w);
 }
 
 fn sockaddr(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {

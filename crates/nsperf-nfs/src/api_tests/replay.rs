@@ -125,6 +125,7 @@ fn every_mapped_operation_replays_on_two_connections() {
     let opt = Options {
         timeout: Duration::from_secs(10),
         keep: true,
+        window_bytes: None,
     };
     let sc = script();
     let r = replay::run(&url, &sc, opt).unwrap();
@@ -162,7 +163,13 @@ fn every_mapped_operation_replays_on_two_connections() {
     assert_eq!(std::fs::metadata(dir.join("f1")).unwrap().len(), 256 << 10);
     assert!(dir.join("c0-0").exists());
     assert!(!dir.join("r0-0").exists());
-    // not kept: nothing left
-    let r2 = replay::run(&url, &sc, Options { keep: false, ..opt }).unwrap();
+    // not kept: nothing left (and at a set window, the calls the same)
+    let opt = Options {
+        keep: false,
+        window_bytes: Some(64 << 10),
+        ..opt
+    };
+    let r2 = replay::run(&url, &sc, opt).unwrap();
+    assert_eq!((r2.read_bytes, r2.written_bytes), (256 << 10, 128 << 10));
     assert!(!d.path().join(&r2.directory).exists());
 }

@@ -207,6 +207,9 @@ pub struct Options {
     pub timeout: Duration,
     /// Leave the replay's directory and its files on the server (to look at them).
     pub keep: bool,
+    /// The TCP window of the replayed connections: their send and receive buffers, bytes
+    /// (set before they connect); None: the kernel's autotuning.
+    pub window_bytes: Option<u64>,
 }
 
 /// The handles the connections use, looked up at set-up.
@@ -278,10 +281,12 @@ pub fn run(url: &NfsUrl, script: &Script, opt: Options) -> Result<Replayed, NfsE
     let mut socks = Vec::with_capacity(script.conns.len());
     for _ in &script.conns {
         socks.push(
-            crate::sock::connect(addr, timeout).map_err(|source| NfsError::Connect {
-                what: "NFS",
-                addr: addr.to_string(),
-                source,
+            crate::sock::connect_window(addr, timeout, opt.window_bytes).map_err(|source| {
+                NfsError::Connect {
+                    what: "NFS",
+                    addr: addr.to_string(),
+                    source,
+                }
             })?,
         );
     }

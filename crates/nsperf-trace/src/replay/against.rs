@@ -251,6 +251,9 @@ pub struct LabRun {
     pub rate_bps: Option<f64>,
     /// The lab's loss as given (`1%`); null: none.
     pub loss: Option<String>,
+    /// The TCP window of the replay's connections (their socket buffers), bytes, which the
+    /// model is given too; null: the kernel's autotuning (the model: the captured windows).
+    pub window_bytes: Option<u64>,
     /// First call to last reply of all connections, captured, s.
     pub captured_duration_s: f64,
     /// The same, replayed through the lab, s.
@@ -283,15 +286,27 @@ pub struct LabClient {
     pub model_s: f64,
 }
 
-/// The run of `replayed` (the script of `workloads`) through a lab at `rtt_ms`, `rate_bps`.
-pub fn lab_run(
-    url: &str,
-    workloads: &[Workload],
-    replayed: &Replayed,
-    rtt_ms: f64,
-    rate_bps: Option<f64>,
-    loss: Option<String>,
-) -> LabRun {
+/// The link a replay ran through: what the model is given beside it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabLink {
+    /// Round trip, ms.
+    pub rtt_ms: f64,
+    /// Rate each way, bit/s; None: not limited.
+    pub rate_bps: Option<f64>,
+    /// Loss as given (`1%`).
+    pub loss: Option<String>,
+    /// The replay connections' TCP window, bytes; None: autotuned.
+    pub window_bytes: Option<u64>,
+}
+
+/// The run of `replayed` (the script of `workloads`) through a lab's `link`.
+pub fn lab_run(url: &str, workloads: &[Workload], replayed: &Replayed, link: LabLink) -> LabRun {
+    let LabLink {
+        rtt_ms,
+        rate_bps,
+        loss,
+        window_bytes,
+    } = link;
     let replay = against(url, workloads, replayed);
     let t0 = workloads.iter().map(|w| w.start_ns).min().unwrap_or(0);
     let clients: Vec<LabClient> = workloads
@@ -302,7 +317,7 @@ pub fn lab_run(
             start_s: (w.start_ns - t0) as f64 / 1e9,
             captured_duration_s: c.captured_duration_s,
             replayed_duration_s: c.replayed_duration_s,
-            model_s: model::table(w, &[rtt_ms], rate_bps, None)
+            model_s: model::table(w, &[rtt_ms], rate_bps, window_bytes)
                 .first()
                 .map_or(0.0, |p| p.duration_s),
         })
@@ -315,6 +330,7 @@ pub fn lab_run(
         rtt_ms,
         rate_bps,
         loss,
+        window_bytes,
         captured_duration_s: replay.captured_duration_s,
         replayed_duration_s: replay.replayed_duration_s,
         model_duration_s: model_s,

@@ -49,7 +49,8 @@ pub struct ReplayArgs {
     #[arg(long, value_parser = |s: &str| parse_rate(s).map(RateArg))]
     rate: Option<RateArg>,
     /// TCP window bounding the bytes in flight each way (`64k`, `4m`); default: each
-    /// connection's largest advertised windows in the capture.
+    /// connection's largest advertised windows in the capture. With --lab the replay's
+    /// connections get it too (their socket buffers), and the model beside each replay.
     #[arg(long)]
     pub window: Option<Bytes>,
     /// Replay the workload (NFSv3 captures) against this server, `nfs://HOST[:PORT]/DIR`,
@@ -105,12 +106,6 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         }
     }
     let lab = args.lab || args.check;
-    if lab && args.window.is_some() {
-        return Err(classified(
-            Failure::Usage,
-            "replay --lab --window: the lab's TCP window is not built yet (the model takes --window without --lab)",
-        ));
-    }
     if lab && !nsperf_lab::netns::is_root() {
         return Err(nsperf_lab::LabError::NeedsRoot("replay --lab").into());
     }
@@ -185,6 +180,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
                 rtts_ms: args.rtt.clone(),
                 rate_bps: args.rate.and_then(|r| r.0),
                 loss: args.loss.clone(),
+                window_bytes: args.window.map(|w| w.0),
                 check: args.check,
             };
             sum.lab = Some(super::replay_lab::run(&name, &ws, &sc, &ask)?);
@@ -193,6 +189,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
             let opt = Options {
                 timeout: nsperf_nfs::client::DEFAULT_TIMEOUT,
                 keep: args.keep,
+                // the report's model at the path RTT takes the captured windows
+                window_bytes: None,
             };
             let done = engine::run(url, &sc, opt)
                 .with_context(|| format!("replay {name} --against {url}"))?;
@@ -379,6 +377,7 @@ fn through_lab(l: &LabReport) -> String {
         "RTT ms",
         "rate",
         "loss",
+        "window",
         "path RTT ms",
         "replayed s",
         "model s",
@@ -394,6 +393,8 @@ fn through_lab(l: &LabReport) -> String {
             r.rate_bps
                 .map_or("-".to_string(), |b| BitRate(b).to_string()),
             r.loss.clone().unwrap_or_else(|| "-".into()),
+            r.window_bytes
+                .map_or("-".to_string(), |w| Bytes(w).to_string()),
             format!("{:.3}", r.replay.path_rtt_ms),
             format!("{:.4}", r.replayed_duration_s),
             format!("{:.4}", r.model_duration_s),

@@ -18,7 +18,7 @@ use nsperf_nfs::NfsUrl;
 use nsperf_nfs::replay::{self as engine, Options, Script};
 use nsperf_nfs::server::{Server, ServerConfig, ServerHandle};
 use nsperf_trace::replay::Workload;
-use nsperf_trace::replay::against::{LabReport, LabRun, lab_run};
+use nsperf_trace::replay::against::{LabLink, LabReport, LabRun, lab_run};
 
 /// What `--lab` is asked: the RTTs, rate and loss of the lab's link.
 pub(crate) struct LabAsk {
@@ -28,6 +28,8 @@ pub(crate) struct LabAsk {
     pub rate_bps: Option<f64>,
     /// The link's loss as given (`1%`).
     pub loss: Option<String>,
+    /// The replay connections' TCP window (socket buffers), bytes; the model's too.
+    pub window_bytes: Option<u64>,
     /// Replay at the capture's own RTT first.
     pub check: bool,
 }
@@ -179,17 +181,17 @@ fn replay_at(
     let opt = Options {
         timeout: nsperf_nfs::client::DEFAULT_TIMEOUT,
         keep: false,
+        window_bytes: ask.window_bytes,
     };
     let done = netns::with_netns(&netns_name(lab, "a"), move || {
         engine::run(&u, &s, opt).map_err(anyhow::Error::from)
     })
     .with_context(|| format!("replay --lab at RTT {rtt_ms} ms against {url}"))?;
-    Ok(lab_run(
-        &url.to_string(),
-        ws,
-        &done,
+    let link = LabLink {
         rtt_ms,
-        ask.rate_bps,
-        ask.loss.clone(),
-    ))
+        rate_bps: ask.rate_bps,
+        loss: ask.loss.clone(),
+        window_bytes: ask.window_bytes,
+    };
+    Ok(lab_run(&url.to_string(), ws, &done, link))
 }

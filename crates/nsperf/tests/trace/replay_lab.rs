@@ -126,13 +126,13 @@ fn replay_lab_check_gives_the_capture_back_and_follows_the_model_at_50ms() {
 }
 
 /// `--lab` without root (as root: under setpriv as nobody): one line, exit 4 (a missing
-/// privilege); `--lab --window` and `--loss` without `--lab`: 2.
+/// privilege); `--lab --window 0` and `--loss` without `--lab`: 2.
 #[test]
-fn replay_lab_needs_root_and_has_no_window() {
+fn replay_lab_needs_root_and_a_window_of_some_bytes() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("x.pcap");
     std::fs::write(&p, b"").unwrap();
-    let r = run(&["replay", p.to_str().unwrap(), "--lab", "--window", "64k"]);
+    let r = run(&["replay", p.to_str().unwrap(), "--lab", "--window", "0"]);
     assert_eq!(r.code, Some(2), "{r:?}");
     assert_eq!(r.stderr.trim().lines().count(), 1, "{r:?}");
     let r = run(&["replay", p.to_str().unwrap(), "--loss", "1%"]);
