@@ -298,7 +298,7 @@ fn resolve_cell(
     };
     let mut steps = Vec::new();
     for s in &raw.step {
-        let used = used_variables(s, raw);
+        let used = used_variables(s, raw, lab);
         let repeats = params.iter().zip(&raw.matrix).any(|((k, v), (_, first))| {
             !used.contains(k)
                 && first

@@ -17,6 +17,7 @@ mod ctx;
 mod hosts;
 mod raw;
 mod resolve;
+mod route;
 mod service;
 
 use std::collections::BTreeMap;

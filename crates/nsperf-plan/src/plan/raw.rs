@@ -220,6 +220,8 @@ pub(super) struct RawStep {
     pub(super) concurrent: Option<bool>,
     // a fault schedule played on the lab's links during the step
     pub(super) schedule: Option<String>,
+    // traffic kept on the lab's links while the step runs
+    pub(super) load: Option<RawLoad>,
 }
 
 /// An io step's `replicate = { peer = "SITE", … }`: its writes mirrored to a peer the plan
@@ -234,6 +236,37 @@ pub(super) struct RawReplicate {
     pub(super) compare: Option<Param>,
     pub(super) check: Option<Param>,
     pub(super) dir: Option<Param>,
+}
+
+/// A step's `load = { from = "SITE", to = "SITE", … }`: network streams the runner keeps
+/// between two lab sites while the step runs (the clients' traffic its path shares).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLoad {
+    pub(super) from: Param,
+    pub(super) to: Param,
+    pub(super) streams: Option<Param>,
+    pub(super) cc: Option<Param>,
+    pub(super) window: Option<Param>,
+    pub(super) port: Option<Param>,
+    pub(super) ramp: Option<Param>,
+}
+
+impl RawLoad {
+    /// Every field, for the variables it names.
+    pub(super) fn params(&self) -> impl Iterator<Item = &Param> {
+        [&self.from, &self.to].into_iter().chain(
+            [
+                &self.streams,
+                &self.cc,
+                &self.window,
+                &self.port,
+                &self.ramp,
+            ]
+            .into_iter()
+            .flatten(),
+        )
+    }
 }
 
 impl RawReplicate {
@@ -265,7 +298,11 @@ pub(super) fn value_text(v: &toml::Value) -> String {
 /// lab's link settings when it runs in the lab, and, through `{bdp}` (also inside matrix
 /// values it uses), the lab's rate and rtt parameters. A step is not repeated over the
 /// parameters it does not depend on.
-pub(super) fn used_variables(s: &RawStep, raw: &RawPlan) -> Vec<String> {
+pub(super) fn used_variables(
+    s: &RawStep,
+    raw: &RawPlan,
+    lab: Option<&super::LabSpec>,
+) -> Vec<String> {
     let mut texts: Vec<String> = Vec::new();
     let params = [
         &s.timeout,
@@ -313,6 +350,9 @@ pub(super) fn used_variables(s: &RawStep, raw: &RawPlan) -> Vec<String> {
     if let Some(r) = &s.replicate {
         texts.extend(r.params().map(Param::to_string));
     }
+    if let Some(l) = &s.load {
+        texts.extend(l.params().map(Param::to_string));
+    }
     let mut used: Vec<String> = texts.iter().flat_map(|t| variables(t)).collect();
     // Matrix values may name derived variables.
     for (k, v) in &raw.matrix {
@@ -330,12 +370,23 @@ pub(super) fn used_variables(s: &RawStep, raw: &RawPlan) -> Vec<String> {
         || s.site.is_some()
         || s.capture.is_some()
         || s.replicate.is_some()
+        || s.load.is_some()
         || s.on.as_deref().is_some_and(|on| on_lab_sites(on, raw));
-    if (in_lab || used.iter().any(|u| u == "bdp"))
+    let bdp = used.iter().any(|u| u == "bdp");
+    if (in_lab || bdp)
         && let Some(l) = &raw.lab
     {
+        // A step whose traffic crosses only access links (a dumbbell's two sites on one
+        // side, a local run in a site) does not depend on the main link's settings: the HA
+        // pair's step is not repeated over the WAN's RTT.
+        let access_only = !bdp
+            && l.link_args.is_empty()
+            && lab.is_some_and(|spec| super::route::crosses_access_only(s, raw, spec));
         let settings = l.link_settings();
-        let templated = settings.iter().filter_map(|(_, p)| p.as_ref());
+        let templated = settings
+            .iter()
+            .filter(|(name, _)| !access_only || name.starts_with("access"))
+            .filter_map(|(_, p)| p.as_ref());
         for p in templated.chain(&l.link_args) {
             used.extend(variables(&p.to_string()));
         }

@@ -882,3 +882,68 @@ server = "b"
     let e = err_of(&plan.replace("{r}", "fast"));
     assert!(e.starts_with("[lab]"), "{e}");
 }
+
+/// A step whose traffic crosses only access links, or no link at all, does not repeat over
+/// the lab's main link settings; one whose path cannot be told from the plan does.
+#[test]
+fn steps_repeat_only_over_the_links_they_cross() {
+    let text = r#"
+name = "routes"
+[lab]
+sites = ["a", "b", "c"]
+topology = "dumbbell"
+left = ["a", "b"]
+rate = "45mbit"
+rtt = "{rtt}"
+access_rate = "{access}"
+[matrix]
+rtt = ["0ms", "50ms"]
+access = ["1gbit", "100mbit"]
+[[step]]
+name = "local"
+type = "io"
+site = "a"
+dir = "/var/tmp"
+workload = "seqwrite"
+[[step]]
+name = "same-side"
+type = "net"
+client = "a"
+server = "b"
+[[step]]
+name = "across"
+type = "net"
+client = "a"
+server = "c"
+[[step]]
+name = "command"
+type = "exec"
+site = "a"
+command = ["true"]
+[[step]]
+name = "bdp"
+type = "net"
+client = "a"
+server = "b"
+window = "{bdp}"
+"#;
+    let p = Plan::parse(text.as_bytes()).unwrap();
+    // The cells each step runs in.
+    let count = |name: &str| {
+        p.cells
+            .iter()
+            .filter(|c| c.steps.iter().any(|s| s.name == name))
+            .count()
+    };
+    // The local run and the same-side pair over the access links: per access rate only.
+    assert_eq!(count("local"), 2);
+    assert_eq!(count("same-side"), 2);
+    // Across the WAN, a command that may reach any site, a window made of rate and rtt:
+    // every cell.
+    assert_eq!(count("across"), 4);
+    assert_eq!(count("command"), 4);
+    assert_eq!(count("bdp"), 4);
+    let local = p.cells[0].steps.iter().find(|s| s.name == "local").unwrap();
+    let names: Vec<&str> = local.params.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(names, ["access"]);
+}
