@@ -89,6 +89,24 @@ fn notes(facts: &[&MirrorFacts]) -> String {
     }
 }
 
+/// The load the group's runs shared their path with (a step's `load`): its mean rate over
+/// the runs' windows and the last run's finding on the shared link.
+fn load_note(runs: &[&RunRecord]) -> Option<String> {
+    let bps = mean(runs, "load.throughput_bps")?;
+    let rate = nsperf_core::units::BitRate(bps);
+    let last = runs
+        .iter()
+        .rev()
+        .find_map(|r| r.findings.iter().find(|f| f.id.starts_with("load_")));
+    Some(match last {
+        Some(f) => format!(
+            "load beside the mirror: {rate} (mean); last run: {}",
+            f.message
+        ),
+        None => format!("load beside the mirror: {rate} (mean)"),
+    })
+}
+
 /// The runs with a native run beside them, grouped in the order they ran.
 fn groups(d: &ExperimentData) -> Vec<Group<'_>> {
     let native = Metric::new("replication.native.throughput_bytes_per_s");
@@ -184,6 +202,14 @@ pub(crate) fn section(d: &ExperimentData, o: &mut String) {
             COLUMNS.len() + 3,
             esc(&notes(&facts))
         );
+        if let Some(load) = load_note(&g.runs) {
+            let _ = writeln!(
+                o,
+                "<tr class=\"finding load\"><td class=\"t\" colspan=\"{}\">{}</td></tr>",
+                COLUMNS.len() + 3,
+                esc(&load)
+            );
+        }
     }
     o.push_str("</table>\n");
 }

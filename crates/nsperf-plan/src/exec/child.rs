@@ -272,6 +272,35 @@ impl Background {
         kill_group(self.child.id(), libc::SIGINT);
         self.finish(grace);
     }
+
+    /// Sends SIGINT to the group and reads the rest of what the child prints until it closes
+    /// its output (at most `grace`; then its group is killed): a step child's report of what
+    /// it did until then. Gives that output, and how the child ended (its exit status and
+    /// the last line of its stderr) when it did.
+    pub(super) fn interrupt_output(mut self, grace: Duration) -> (String, Option<String>) {
+        kill_group(self.child.id(), libc::SIGINT);
+        let t0 = Instant::now();
+        let mut out = String::new();
+        while t0.elapsed() < grace {
+            match self.lines.recv_timeout(Duration::from_millis(20)) {
+                Ok(l) => {
+                    out.push_str(&l);
+                    out.push('\n');
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        while t0.elapsed() < grace {
+            if let Some(how) = self.ended() {
+                return (out, Some(how));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let how = self.ended();
+        self.finish(Duration::ZERO);
+        (out, how)
+    }
 }
 
 impl Drop for Background {

@@ -11,6 +11,7 @@
 
 mod child;
 mod hosts;
+mod load;
 mod measure;
 #[cfg(any(test, feature = "mock"))]
 pub mod mock;

@@ -279,6 +279,7 @@ fn resolve_cell(
         params: &params,
         bdp: None,
         link_rate_bps: None,
+        access_rate_bps: None,
         services,
     };
     let link = match (&raw.lab, lab) {
@@ -294,11 +295,16 @@ fn resolve_cell(
         params: &params,
         bdp,
         link_rate_bps: link.as_ref().and_then(super::link_rate_bps),
+        access_rate_bps: link
+            .as_ref()
+            .and_then(|l| l.access.rate_bps)
+            .filter(|r| *r > 0.0),
         services,
     };
     let mut steps = Vec::new();
     for s in &raw.step {
-        let used = used_variables(s, raw, lab);
+        let access_only = lab.is_some_and(|l| super::route::crosses_access_only(s, raw, l));
+        let used = used_variables(s, raw, access_only);
         let repeats = params.iter().zip(&raw.matrix).any(|((k, v), (_, first))| {
             !used.contains(k)
                 && first

@@ -36,6 +36,8 @@ pub(super) struct Ctx<'a> {
     pub(super) bdp: Option<u64>,
     /// The lab link's rate in this cell, bit/s, when limited.
     pub(super) link_rate_bps: Option<f64>,
+    /// The access links' rate in this cell, bit/s, when limited (a star or dumbbell).
+    pub(super) access_rate_bps: Option<f64>,
     /// The plan's services.
     pub(super) services: &'a [ServiceSpec],
 }

@@ -261,6 +261,70 @@ pub struct PeerUse {
     pub crosses_link: bool,
 }
 
+/// Network streams the runner keeps between two lab sites while a step runs (`load`): the
+/// clients' traffic the step's path shares, iperf3's cross traffic.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadSpec {
+    /// The sending site.
+    pub from: String,
+    /// The receiving site (its one-off server listens there).
+    pub to: String,
+    /// Its index: its address is `10.77.0.(to_index + 1)`.
+    pub to_index: usize,
+    /// The server's port.
+    pub port: u16,
+    /// The streams (`duration_ns` is set when it runs: the step's timeout; it is stopped
+    /// when the step ends).
+    pub params: TestParams,
+    /// How long it runs before the step starts (its streams at their share).
+    pub ramp: Duration,
+    /// What it shares with the step's own traffic.
+    pub shared: SharedPath,
+}
+
+impl std::fmt::Display for LoadSpec {
+    /// `2 streams ha -> dr (port 5302), from 1 s before the step; shares link wan (45 Mbit/s) with it`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.params.streams;
+        write!(
+            f,
+            "{n} stream{} {} -> {} (port {}), from {:.1} s before the step; ",
+            if n == 1 { "" } else { "s" },
+            self.from,
+            self.to,
+            self.port,
+            self.ramp.as_secs_f64()
+        )?;
+        match &self.shared {
+            SharedPath::Link { name, rate_bps } => {
+                let rate = rate_bps.map_or("its rate not set".into(), |r| {
+                    nsperf_core::units::BitRate(r).to_string()
+                });
+                write!(f, "shares link {name} ({rate}) with it")
+            }
+            SharedPath::Apart => f.write_str("crosses no link direction the step's traffic does"),
+            SharedPath::Unknown => f.write_str("the step's own path is not known"),
+        }
+    }
+}
+
+/// The link a load and a step's own traffic both cross in one direction.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SharedPath {
+    /// They share this link (the narrowest when several), of this rate in the cell when
+    /// limited.
+    Link {
+        /// The lab's name of the link (`wan`, `a-b`, a site's access link).
+        name: String,
+        /// Its rate, bit/s, in this cell.
+        rate_bps: Option<f64>,
+    },
+    /// They cross no link direction in common.
+    Apart,
+    /// The step's own path cannot be told (a command, a step on hosts, a URL).
+    Unknown,
+}
+
 /// A service of the plan: a file server (`[[service]]`), or the mirror peer of the io steps
 /// that replicate to a lab site (`replicate = { peer = "SITE" }`). Started when the first step
 /// that goes through it comes, health-checked, and stopped when the plan ends (or its lab is
@@ -392,11 +456,16 @@ pub struct ResolvedStep {
     pub setup: Option<Vec<String>>,
     /// Command run once in the cell after the step's last run, when its setup succeeded.
     pub teardown: Option<Vec<String>>,
+    /// Network streams kept on the lab's links while the step runs.
+    pub load: Option<LoadSpec>,
 }
 
 impl ResolvedStep {
     /// Whether the step runs in the plan's lab (so it needs the lab up).
     pub fn needs_lab(&self, plan_has_lab: bool) -> bool {
+        if self.load.is_some() {
+            return true;
+        }
         if let Some(on) = &self.on {
             return on.in_lab;
         }
@@ -643,6 +712,8 @@ pub fn params_map(c: &Cell) -> BTreeMap<String, String> {
     c.params.iter().cloned().collect()
 }
 
+#[cfg(test)]
+mod load_tests;
 #[cfg(test)]
 mod replicate_tests;
 #[cfg(test)]

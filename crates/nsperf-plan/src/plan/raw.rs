@@ -298,11 +298,11 @@ pub(super) fn value_text(v: &toml::Value) -> String {
 /// lab's link settings when it runs in the lab, and, through `{bdp}` (also inside matrix
 /// values it uses), the lab's rate and rtt parameters. A step is not repeated over the
 /// parameters it does not depend on.
-pub(super) fn used_variables(
-    s: &RawStep,
-    raw: &RawPlan,
-    lab: Option<&super::LabSpec>,
-) -> Vec<String> {
+///
+/// `access_only`: the step's traffic provably crosses only access links (`route`), so
+/// unless it names `{bdp}` or the lab has `link_args` it does not depend on the main
+/// link's settings.
+pub(super) fn used_variables(s: &RawStep, raw: &RawPlan, access_only: bool) -> Vec<String> {
     let mut texts: Vec<String> = Vec::new();
     let params = [
         &s.timeout,
@@ -379,9 +379,7 @@ pub(super) fn used_variables(
         // A step whose traffic crosses only access links (a dumbbell's two sites on one
         // side, a local run in a site) does not depend on the main link's settings: the HA
         // pair's step is not repeated over the WAN's RTT.
-        let access_only = !bdp
-            && l.link_args.is_empty()
-            && lab.is_some_and(|spec| super::route::crosses_access_only(s, raw, spec));
+        let access_only = access_only && !bdp && l.link_args.is_empty();
         let settings = l.link_settings();
         let templated = settings
             .iter()

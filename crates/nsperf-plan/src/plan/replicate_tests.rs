@@ -199,6 +199,13 @@ fn the_example_plan_mirrors_over_the_access_links_and_across_the_wan() {
                 }
                 _ => {
                     seen.1 += 1;
+                    // The shared step's load crosses the WAN the mirror crosses.
+                    if let Some(l) = &s.load {
+                        assert_eq!(s.name, "two-site-shared");
+                        assert!(
+                            matches!(&l.shared, super::SharedPath::Link { name, rate_bps: Some(r) } if name == "wan" && *r == 45e6)
+                        );
+                    }
                     assert!(peer.crosses_link);
                     assert_eq!(c.link_rate_bps, Some(45e6));
                     assert_eq!(io.config.replicate.as_ref().unwrap().peer, "10.77.0.3:0");
@@ -207,6 +214,7 @@ fn the_example_plan_mirrors_over_the_access_links_and_across_the_wan() {
         }
     }
     // ha-pair once: it crosses only the access links, so neither the WAN's rtt nor the
-    // protocol (which it does not name) repeats it; two-site per rtt and protocol.
-    assert_eq!(seen, (1, 8));
+    // protocol (which it does not name) repeats it; two-site and two-site-shared per rtt
+    // and protocol.
+    assert_eq!(seen, (1, 16));
 }

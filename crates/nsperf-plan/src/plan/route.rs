@@ -70,10 +70,7 @@ fn flows(s: &RawStep, raw: &RawPlan) -> Option<Vec<(String, String)>> {
         }
     }
     if let Some(l) = &s.load {
-        pairs.push((
-            named(&Some(l.from.clone()))??,
-            named(&Some(l.to.clone()))??,
-        ));
+        pairs.push((named(&Some(l.from.clone()))??, named(&Some(l.to.clone()))??));
     }
     Some(pairs)
 }
@@ -118,8 +115,16 @@ mod tests {
         assert!(!access_only(&l, "primary", "dr"));
         let ha = directions(&l, "primary", "ha").unwrap();
         let dr = directions(&l, "primary", "dr").unwrap();
-        assert_eq!(ha.len(), 2, "out through primary's access link, in through ha's");
-        assert_eq!(dr.len(), 3, "primary's access link, the WAN, dr's access link");
+        assert_eq!(
+            ha.len(),
+            2,
+            "out through primary's access link, in through ha's"
+        );
+        assert_eq!(
+            dr.len(),
+            3,
+            "primary's access link, the WAN, dr's access link"
+        );
         assert_eq!(ha[0], dr[0], "both leave through primary's access link");
         assert!(directions(&l, "primary", "nowhere").is_none());
     }

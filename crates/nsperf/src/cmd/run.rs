@@ -461,6 +461,9 @@ fn print_dry_run(plan: &Plan) {
                 s.kind,
                 phases.join(",")
             );
+            if let Some(l) = &s.load {
+                println!("    load: {l}");
+            }
             for (what, cmd) in [("setup", &s.setup), ("teardown", &s.teardown)] {
                 if let Some(c) = cmd {
                     println!("    {what} (once in this cell): {}", c.join(" "));

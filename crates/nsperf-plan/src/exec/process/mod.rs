@@ -17,6 +17,7 @@
 //! services.
 
 mod capture;
+mod load;
 mod services;
 mod step_child;
 mod steps;
@@ -246,6 +247,12 @@ impl Executor for ProcessExecutor {
         if let Some(s) = service.as_ref().and_then(|n| self.services.get_mut(n)) {
             s.before_step();
         }
+        // The step's load runs from before the step until after it; dropped (killed) when
+        // the step fails.
+        let load = match &step.load {
+            Some(l) => Some(self.start_load(ctx, step, l)?),
+            None => None,
+        };
         let mut m = match &step.action {
             _ if step.on.is_some() => self
                 .hosts
@@ -257,6 +264,10 @@ impl Executor for ProcessExecutor {
             Action::Bonnie(b) => self.bonnie(ctx, step, b)?,
             Action::Exec(e) => self.exec(ctx, step, e)?,
         };
+        if let (Some(running), Some(spec)) = (load, &step.load) {
+            let figures = self.stop_load(running)?;
+            crate::exec::load::beside_step(&mut m, spec, &figures);
+        }
         if let Some(name) = &service
             && let Some(s) = self.services.get_mut(name)
         {

@@ -82,7 +82,7 @@ impl ProcessExecutor {
     }
 
     /// Starts a one-off server step in a lab site and waits until it listens.
-    fn start_server(
+    pub(super) fn start_server(
         &self,
         lab: Option<&Lab>,
         site: &str,

@@ -19,6 +19,7 @@ use super::{
 use crate::error::PlanError;
 
 mod capture;
+mod load;
 mod replicate;
 
 use capture::{capture_point, io_capture_point};
@@ -200,6 +201,11 @@ pub(super) fn resolve_step(
         .map(|text| Schedule::parse(&format!("of {}", f.at), text.as_bytes()))
         .transpose()
         .map_err(|e| invalid(e.to_string()))?;
+    let load = s
+        .load
+        .as_ref()
+        .map(|r| load::load(&f, r, &action))
+        .transpose()?;
     let setup = f.command("setup", &s.setup)?;
     let teardown = f.command("teardown", &s.teardown)?;
     if on.is_some() && (setup.is_some() || teardown.is_some()) {
@@ -223,6 +229,7 @@ pub(super) fn resolve_step(
         setup,
         teardown,
         schedule,
+        load,
     };
     if step.schedule.is_some() && !step.needs_lab(lab.is_some()) {
         return Err(f.err(
