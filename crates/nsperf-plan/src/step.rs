@@ -126,6 +126,27 @@ pub enum StepSpec {
         /// Where its directory is made (absolute, existing).
         dir: PathBuf,
     },
+    /// A captured NFSv3 workload replayed against an NFS server (a plan's service), as
+    /// `nsperf replay --lab` replays it, beside the model at the link given; answers
+    /// [`StepReport::Replay`].
+    Replay {
+        /// The site to run in.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        site: Option<SiteRef>,
+        /// The capture file.
+        capture: PathBuf,
+        /// The server, `nfs://ADDRESS[:PORT]/DIR`: the replay's files are made in a fresh
+        /// directory under DIR.
+        url: String,
+        /// The replayed connections' TCP window (socket buffers), bytes; absent: autotuned.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        window_bytes: Option<u64>,
+        /// The link's round trip the model is given, ms.
+        rtt_ms: f64,
+        /// The link's rate each way the model is given, bit/s; absent: not limited.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rate_bps: Option<f64>,
+    },
     /// A user's command, run in place of the child (in a site when given).
     Exec {
         /// The site to run in.
@@ -321,6 +342,9 @@ pub enum StepReport {
     ServiceCount(ServiceCount),
     /// A held step is set up and waits for its [`StepGo`].
     Ready,
+    /// A replay's report: the replayed duration beside the captured one and the model's,
+    /// per connection and per operation (as `nsperf replay --lab` reports each RTT).
+    Replay(Box<nsperf_trace::replay::against::LabRun>),
 }
 
 /// How often a service step prints its own count.
@@ -336,6 +360,7 @@ impl StepSpec {
             | StepSpec::Bonnie { site, .. }
             | StepSpec::Service { site, .. }
             | StepSpec::MirrorPeer { site, .. }
+            | StepSpec::Replay { site, .. }
             | StepSpec::Exec { site, .. } => site.as_ref(),
             StepSpec::Capture { site, .. } => Some(site),
         }
@@ -364,6 +389,22 @@ impl StepSpec {
                         dir.display()
                     ))
                 }
+            }
+            StepSpec::Replay {
+                url,
+                window_bytes,
+                rtt_ms,
+                ..
+            } => {
+                url.parse::<nsperf_nfs::NfsUrl>()
+                    .map_err(|e| format!("replay against {url}: {e}"))?;
+                if *window_bytes == Some(0) {
+                    return Err("a replay window of 0 bytes holds no byte".into());
+                }
+                if !rtt_ms.is_finite() || *rtt_ms < 0.0 {
+                    return Err(format!("a replay's RTT of {rtt_ms} ms"));
+                }
+                Ok(())
             }
             StepSpec::Capture { snaplen, .. } => {
                 if *snaplen == 0 {

@@ -48,6 +48,8 @@ pub enum StepKind {
     Bonnie,
     /// A user's command.
     Exec,
+    /// A captured NFSv3 workload replayed through the lab (`nsperf replay --lab`).
+    Replay,
 }
 
 impl StepKind {
@@ -60,6 +62,7 @@ impl StepKind {
             StepKind::Io => "io",
             StepKind::Bonnie => "bonnie",
             StepKind::Exec => "exec",
+            StepKind::Replay => "replay",
         }
     }
 }
@@ -72,7 +75,7 @@ impl fmt::Display for StepKind {
 
 /// A name that is not a step type.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown type \"{0}\" (use net, rr, sweep, io, bonnie or exec)")]
+#[error("unknown type \"{0}\" (use net, rr, sweep, io, bonnie, exec or replay)")]
 pub struct UnknownStepKind(pub String);
 
 impl FromStr for StepKind {
@@ -85,6 +88,7 @@ impl FromStr for StepKind {
             "io" => StepKind::Io,
             "bonnie" => StepKind::Bonnie,
             "exec" => StepKind::Exec,
+            "replay" => StepKind::Replay,
             _ => return Err(UnknownStepKind(s.to_string())),
         })
     }
@@ -581,7 +585,7 @@ mod tests {
         let e = "fio".parse::<StepKind>().unwrap_err().to_string();
         assert_eq!(
             e,
-            "unknown type \"fio\" (use net, rr, sweep, io, bonnie or exec)"
+            "unknown type \"fio\" (use net, rr, sweep, io, bonnie, exec or replay)"
         );
     }
 

@@ -67,7 +67,10 @@ impl StepClass {
             StepSpec::Net { .. } => StepClass::Net,
             // A mirror peer listens for writers as a server does (into a directory of its own).
             StepSpec::NetServer { .. } | StepSpec::MirrorPeer { .. } => StepClass::Server,
-            StepSpec::Io { .. } | StepSpec::Bonnie { .. } => StepClass::Io,
+            // A replay reads a capture and replays it against a server: a measurement.
+            StepSpec::Io { .. } | StepSpec::Bonnie { .. } | StepSpec::Replay { .. } => {
+                StepClass::Io
+            }
             StepSpec::Capture { .. } => StepClass::Capture,
             // Serving a directory of the agent's host over the network gives as much away as
             // a command: allowed only where commands are.

@@ -184,6 +184,51 @@ pub(super) fn from_exec(elapsed_s: f64, payload: Option<u64>) -> Measurement {
     m
 }
 
+/// A replay step's measurement: the replayed duration (first call to last reply of every
+/// connection) the headline, beside it the captured duration, the model's at the cell's link,
+/// the replay's error against both, the path's RTT, the data moved, and per captured
+/// operation its requests, errors and latency (`op.NAME.latency_*_ms`).
+pub(super) fn from_replay(r: &nsperf_trace::replay::against::LabRun) -> Measurement {
+    let mut metrics = BTreeMap::new();
+    let a = &r.replay;
+    for (k, v) in [
+        ("captured_duration_s", r.captured_duration_s),
+        ("model_duration_s", r.model_duration_s),
+        ("replay_vs_model_pct", r.replay_vs_model_pct),
+        ("replay_vs_captured_pct", r.replay_vs_captured_pct),
+        ("path_rtt_ms", a.path_rtt_ms),
+        ("throughput_bps", a.replayed_throughput_bps),
+        ("read_bytes", a.read_bytes as f64),
+        ("written_bytes", a.written_bytes as f64),
+        ("connections", r.clients.len() as f64),
+    ] {
+        metrics.insert(Metric::new(k), v);
+    }
+    for o in &a.ops {
+        let op = o.op.trim_start_matches("nfs3:");
+        for (k, v) in [
+            ("requests", o.replayed_requests as f64),
+            ("errors", o.replayed_errors as f64),
+            ("latency_mean_ms", o.replayed_latency_mean_ms),
+            ("latency_p50_ms", o.replayed_latency_p50_ms),
+            ("latency_p99_ms", o.replayed_latency_p99_ms),
+            ("latency_max_ms", o.replayed_latency_max_ms),
+            ("captured_latency_mean_ms", o.captured_latency_mean_ms),
+        ] {
+            metrics.insert(Metric::new(format!("op.{op}.{k}")), v);
+        }
+    }
+    Measurement {
+        metric: Metric::ELAPSED_S,
+        value: r.replayed_duration_s,
+        metrics,
+        payload_bytes: Some(a.read_bytes + a.written_bytes),
+        duration_ns: (r.replayed_duration_s * 1e9) as u64,
+        report_json: serde_json::to_string(r).ok(),
+        ..Default::default()
+    }
+}
+
 /// NIC counters of every site of the lab (each read inside its namespace), or of this host.
 pub(super) fn read_nic(lab: Option<&Lab>) -> Vec<(String, Vec<NicCounters>)> {
     match lab {

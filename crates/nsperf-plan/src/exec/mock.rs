@@ -251,6 +251,7 @@ impl Executor for MockExecutor {
                     super::measure::headline_metric(nsperf_io::Headline::of(io.config.workload))
                 }
                 crate::plan::Action::Bonnie(_) => super::measure::BONNIE_HEADLINE,
+                crate::plan::Action::Replay(_) => Metric::ELAPSED_S,
                 _ if step.kind == StepKind::Io => Metric::THROUGHPUT_BYTES_PER_S,
                 _ => Metric::THROUGHPUT_BPS,
             },

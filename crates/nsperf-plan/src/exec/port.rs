@@ -38,7 +38,9 @@ pub(crate) fn shared_port(
     let one_way = match &step.action {
         crate::plan::Action::Io(io) => io.config.workload.reads() != io.config.workload.writes(),
         crate::plan::Action::Net(n) => n.params.direction != nsperf_net::Direction::Both,
-        crate::plan::Action::Exec(_) | crate::plan::Action::Bonnie(_) => false,
+        crate::plan::Action::Exec(_)
+        | crate::plan::Action::Bonnie(_)
+        | crate::plan::Action::Replay(_) => false,
     };
     let on_sites = step.on.as_ref().is_some_and(|o| o.in_lab);
     if let (true, true, Some(l)) = (one_way, on_sites, link)

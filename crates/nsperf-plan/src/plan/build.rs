@@ -110,7 +110,7 @@ fn host_needs(cells: &[Cell]) -> BTreeMap<String, BTreeSet<StepClass>> {
         let Some(on) = &step.on else { continue };
         let class = match &step.action {
             Action::Net(_) => StepClass::Net,
-            Action::Io(_) | Action::Bonnie(_) => StepClass::Io,
+            Action::Io(_) | Action::Bonnie(_) | Action::Replay(_) => StepClass::Io,
             Action::Exec(_) => StepClass::Exec,
         };
         for h in &on.hosts {
@@ -280,6 +280,7 @@ fn resolve_cell(
         bdp: None,
         link_rate_bps: None,
         access_rate_bps: None,
+        link_rtt_ms: None,
         services,
     };
     let link = match (&raw.lab, lab) {
@@ -299,6 +300,10 @@ fn resolve_cell(
             .as_ref()
             .and_then(|l| l.access.rate_bps)
             .filter(|r| *r > 0.0),
+        link_rtt_ms: link
+            .as_ref()
+            .and_then(super::link_rtt)
+            .map(|t| t.as_secs_f64() * 1e3),
         services,
     };
     let mut steps = Vec::new();

@@ -38,6 +38,8 @@ pub(super) struct Ctx<'a> {
     pub(super) link_rate_bps: Option<f64>,
     /// The access links' rate in this cell, bit/s, when limited (a star or dumbbell).
     pub(super) access_rate_bps: Option<f64>,
+    /// The lab link's round trip in this cell, ms, when set.
+    pub(super) link_rtt_ms: Option<f64>,
     /// The plan's services.
     pub(super) services: &'a [ServiceSpec],
 }

@@ -417,6 +417,26 @@ pub struct ExecStep {
     pub prime: Option<Vec<String>>,
 }
 
+/// A captured NFSv3 workload replayed through the lab (`type = "replay"`), resolved for one
+/// cell: from a lab site against the plan's NFS service in another, as `nsperf replay
+/// --lab` replays it, beside the model at the cell's link.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayStep {
+    /// The lab site the replayer runs in.
+    pub site: String,
+    /// The plan's NFS service it replays against (in another site).
+    pub service: String,
+    /// The capture (absolute), checked at load to hold an NFSv3 workload.
+    pub capture: std::path::PathBuf,
+    /// The replayed connections' TCP window (their socket buffers), bytes; None: the
+    /// kernel's autotuning (and the model's windows as captured).
+    pub window_bytes: Option<u64>,
+    /// The cell's link round trip, ms, and rate each way, bit/s: what the model is given.
+    pub rtt_ms: f64,
+    /// The cell's link rate, when limited.
+    pub rate_bps: Option<f64>,
+}
+
 /// What a step does.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
@@ -428,6 +448,8 @@ pub enum Action {
     Bonnie(BonnieStep),
     /// External command.
     Exec(ExecStep),
+    /// A captured workload replayed through the lab.
+    Replay(ReplayStep),
 }
 
 /// One step resolved for one cell.
@@ -474,6 +496,7 @@ impl ResolvedStep {
             Action::Io(io) => io.site.is_some(),
             Action::Bonnie(b) => b.site.is_some(),
             Action::Exec(e) => e.site.is_some() || e.prime.is_some() && plan_has_lab,
+            Action::Replay(_) => true,
         }
     }
 
@@ -487,6 +510,7 @@ impl ResolvedStep {
             Action::Io(io) => io.site.as_deref(),
             Action::Bonnie(b) => b.site.as_deref(),
             Action::Exec(e) => e.site.as_deref(),
+            Action::Replay(r) => Some(&r.site),
         }
     }
 
@@ -496,7 +520,7 @@ impl ResolvedStep {
         match &self.action {
             Action::Net(n) => n.capture.as_ref(),
             Action::Io(io) => io.capture.as_ref(),
-            Action::Bonnie(_) | Action::Exec(_) => None,
+            Action::Bonnie(_) | Action::Exec(_) | Action::Replay(_) => None,
         }
     }
 
@@ -509,6 +533,7 @@ impl ResolvedStep {
                 .as_ref()
                 .map(|s| s.name.as_str())
                 .or(io.peer.as_ref().map(|p| p.name.as_str())),
+            Action::Replay(r) => Some(&r.service),
             _ => None,
         }
     }
@@ -605,6 +630,16 @@ impl Cell {
                         _ => queued.min(r.max_in_flight_bytes),
                     };
                     c.window_bytes = Some(per_job.saturating_mul(u64::from(io.config.jobs)));
+                }
+            }
+            Action::Replay(r) => {
+                // Across the lab's link to the service's site: its ceilings, and the window
+                // asked of the replayed connections.
+                c.in_lab = true;
+                c.window_bytes = r.window_bytes;
+                if let Some(l) = &self.link {
+                    c.link_rate_bps = link_rate_bps(l);
+                    c.rtt_s = link_rtt(l).map(|t| t.as_secs_f64());
                 }
             }
             Action::Bonnie(_) | Action::Exec(_) => {}
@@ -714,6 +749,8 @@ pub fn params_map(c: &Cell) -> BTreeMap<String, String> {
 
 #[cfg(test)]
 mod load_tests;
+#[cfg(test)]
+mod replay_tests;
 #[cfg(test)]
 mod replicate_tests;
 #[cfg(test)]

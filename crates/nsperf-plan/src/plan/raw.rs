@@ -365,7 +365,8 @@ pub(super) fn used_variables(s: &RawStep, raw: &RawPlan, access_only: bool) -> V
         }
     }
     // A step on lab sites (`on`) crosses the lab's links as one with a `site` does.
-    let in_lab = s.client.is_some()
+    let in_lab = s.kind == "replay"
+        || s.client.is_some()
         || s.server.is_some()
         || s.site.is_some()
         || s.capture.is_some()
@@ -555,6 +556,7 @@ pub(super) fn allowed(kind: StepKind) -> &'static [&'static str] {
         StepKind::Bonnie => &[
             "dir", "size", "bs", "cache", "fsync", "engine", "files", "site", "schedule",
         ],
+        StepKind::Replay => &["site", "service", "capture", "window"],
         StepKind::Exec => &[
             "site",
             "command",

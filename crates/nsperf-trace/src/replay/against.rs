@@ -6,14 +6,14 @@ use std::collections::BTreeMap;
 
 use nsperf_core::stats::LatencyHistogram;
 use nsperf_nfs::replay::{ConnResult, OpResult, Replayed};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Workload;
 use super::model;
 use crate::proto::requests::Op;
 
 /// The replay against a server, beside the capture.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgainstReport {
     /// The server replayed against.
     pub url: String,
@@ -42,7 +42,7 @@ pub struct AgainstReport {
 }
 
 /// One client connection replayed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClientAgainst {
     /// The captured connection's id.
     pub connection: u32,
@@ -73,7 +73,7 @@ pub struct ClientAgainst {
 }
 
 /// One operation, captured and replayed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OpAgainst {
     /// `nfs3:NAME`, the captured operation.
     pub op: String,
@@ -230,7 +230,7 @@ pub fn against(url: &str, workloads: &[Workload], replayed: &Replayed) -> Agains
 
 /// The workload replayed through a lab `nsperf replay --lab` built: at the capture's own
 /// conditions first with `--check`, then at each asked RTT.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LabReport {
     /// The lab's name (removed afterwards).
     pub lab: String,
@@ -243,7 +243,7 @@ pub struct LabReport {
 }
 
 /// One replay through the lab, beside the capture and the model at the lab's conditions.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LabRun {
     /// The lab's round trip, ms.
     pub rtt_ms: f64,
@@ -272,7 +272,7 @@ pub struct LabRun {
 }
 
 /// One connection of a [`LabRun`].
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LabClient {
     /// The captured connection's id.
     pub connection: u32,

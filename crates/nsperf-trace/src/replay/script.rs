@@ -14,6 +14,40 @@ use crate::proto::requests::{OpKind, Protocol};
 /// NFSv3 procedures whose (first) handle is a directory's.
 const DIR_OPS: [u16; 10] = [3, 8, 9, 10, 11, 12, 13, 14, 16, 17];
 
+/// The NFSv3 workload of the capture file `path`, ready to replay: its workloads (one per
+/// client connection, in the order of the script's connections) and their script. The
+/// error is one line: the file unreadable, no request matched to its reply, more than
+/// [`DEFAULT_MAX_REQUESTS`](crate::proto::requests::DEFAULT_MAX_REQUESTS), a protocol whose
+/// replay is not built, more connections than the replay runs.
+pub fn nfs3_replay(path: &std::path::Path) -> Result<(Vec<Workload>, Script), String> {
+    use crate::proto::requests::DEFAULT_MAX_REQUESTS;
+    let cfg = crate::TraceConfig {
+        idle_ns: crate::DEFAULT_IDLE_NS,
+        ..crate::TraceConfig::default()
+    };
+    let (_, stream) =
+        crate::requests_file(path, cfg, DEFAULT_MAX_REQUESTS).map_err(|e| e.to_string())?;
+    if stream.dropped > 0 {
+        return Err(format!(
+            "more than {DEFAULT_MAX_REQUESTS} storage requests, the most replay keeps in memory"
+        ));
+    }
+    if stream.requests.is_empty() {
+        return Err("no NFS or SMB2 request matched to its reply in the capture".into());
+    }
+    let ws = super::workloads(&stream.requests, &stream.connections);
+    let sc = script(&ws)
+        .map_err(|p| format!("the replay of {p} captures is not built yet (NFSv3 only)"))?;
+    if sc.conns.len() > nsperf_nfs::replay::MAX_CONNECTIONS {
+        return Err(format!(
+            "{} client connections, the replay runs at most {}",
+            sc.conns.len(),
+            nsperf_nfs::replay::MAX_CONNECTIONS
+        ));
+    }
+    Ok((ws, sc))
+}
+
 /// The script of `workloads` (all NFSv3); the protocol of the first request that is not.
 pub fn script(workloads: &[Workload]) -> Result<Script, Protocol> {
     if let Some(s) = workloads

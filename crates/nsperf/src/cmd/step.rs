@@ -74,6 +74,14 @@ pub fn run() -> anyhow::Result<()> {
             )
         }
         StepSpec::MirrorPeer { dir, .. } => mirror_peer(&dir),
+        StepSpec::Replay {
+            capture,
+            url,
+            window_bytes,
+            rtt_ms,
+            rate_bps,
+            ..
+        } => replay(&capture, &url, window_bytes, rtt_ms, rate_bps),
         StepSpec::Capture { file, snaplen, .. } => {
             // --immediate-mode: each packet is handed to tcpdump as it arrives. Without it
             // the kernel fills a block of its ring for up to a second before handing it
@@ -151,6 +159,38 @@ fn io<R: Read>(
         ));
     }
     Ok(())
+}
+
+/// A replay step: the capture's NFSv3 workload replayed against `url` from this process's
+/// namespace (the step's site), reported beside the capture and the model at the link given.
+fn replay(
+    capture: &std::path::Path,
+    url: &str,
+    window_bytes: Option<u64>,
+    rtt_ms: f64,
+    rate_bps: Option<f64>,
+) -> anyhow::Result<()> {
+    let name = capture.display();
+    let (ws, sc) = nsperf_trace::replay::script::nfs3_replay(capture)
+        .map_err(|e| classified(Failure::Input, format!("replay {name}: {e}")))?;
+    let u: nsperf_nfs::NfsUrl = url
+        .parse()
+        .map_err(|e: nsperf_nfs::url::UrlError| usage(e.to_string()))?;
+    let opt = nsperf_nfs::replay::Options {
+        timeout: nsperf_nfs::client::DEFAULT_TIMEOUT,
+        keep: false,
+        window_bytes,
+    };
+    let done = nsperf_nfs::replay::run(&u, &sc, opt)
+        .with_context(|| format!("replay {name} against {url}"))?;
+    let link = nsperf_trace::replay::against::LabLink {
+        rtt_ms,
+        rate_bps,
+        loss: None,
+        window_bytes,
+    };
+    let run = nsperf_trace::replay::against::lab_run(url, &ws, &done, link);
+    print_json(&StepReport::Replay(Box::new(run)))
 }
 
 /// Sleeps until the wall clock reads `at_unix_ns`: in steps of at most 100 ms (Ctrl-C ends

@@ -14,5 +14,6 @@ mod run_lab;
 mod run_lab_shapes;
 mod run_many;
 mod run_protocol;
+mod run_replay;
 mod run_replicate;
 mod run_service;

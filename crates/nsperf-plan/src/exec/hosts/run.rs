@@ -79,6 +79,9 @@ impl HostRunner {
             Action::Bonnie(_) => Err(ExecError::NotOnHosts(
                 "a bonnie step runs on this host or in a lab site, not on [hosts]",
             )),
+            Action::Replay(_) => Err(ExecError::NotOnHosts(
+                "a replay step runs in a lab site, not on [hosts]",
+            )),
             Action::Exec(e) => {
                 let spec = StepSpec::Exec {
                     site: None,

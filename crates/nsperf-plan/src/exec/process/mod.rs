@@ -263,6 +263,7 @@ impl Executor for ProcessExecutor {
             Action::Io(io) => self.io(ctx, step, io)?,
             Action::Bonnie(b) => self.bonnie(ctx, step, b)?,
             Action::Exec(e) => self.exec(ctx, step, e)?,
+            Action::Replay(r) => self.replay(ctx, step, r)?,
         };
         if let (Some(running), Some(spec)) = (load, &step.load) {
             let figures = self.stop_load(running)?;

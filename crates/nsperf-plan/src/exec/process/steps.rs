@@ -12,7 +12,9 @@ use super::step_child::{site_ref, unexpected};
 use crate::error::ExecError;
 use crate::exec::child::{self, Background, ChildRun};
 use crate::exec::{Lab, Measurement, RunContext, measure};
-use crate::plan::{BonnieStep, ExecStep, IoStep, NetStep, Payload, ResolvedStep, Target};
+use crate::plan::{
+    BonnieStep, ExecStep, IoStep, NetStep, Payload, ReplayStep, ResolvedStep, Target,
+};
 use crate::step::{NetClient, StepReport, StepSpec};
 
 /// How long a server step may take to start listening.
@@ -165,6 +167,39 @@ impl ProcessExecutor {
         };
         let mut m = measure::from_bonnie(&report);
         m.cpu = child.cpu;
+        Ok(m)
+    }
+
+    /// A replay step: the step child replays the capture from its site against the running
+    /// service's URL.
+    pub(super) fn replay(
+        &mut self,
+        ctx: &RunContext<'_>,
+        step: &ResolvedStep,
+        r: &ReplayStep,
+    ) -> Result<Measurement, ExecError> {
+        let answer = ctx
+            .service
+            .ok_or_else(|| ExecError::ServiceNotRunning(r.service.clone()))?;
+        let spec = StepSpec::Replay {
+            site: site_ref(ctx.lab, Some(&r.site)),
+            capture: r.capture.clone(),
+            url: answer.url.clone(),
+            window_bytes: r.window_bytes,
+            rtt_ms: r.rtt_ms,
+            rate_bps: r.rate_bps,
+        };
+        let what = format!("replay step {}", step.name);
+        let nic_before = ctx.record.nic.then(|| measure::read_nic(ctx.lab));
+        let (report, child) = self.run_step(&spec, &what, step.timeout, ctx.record.cpu)?;
+        let StepReport::Replay(report) = report else {
+            return Err(unexpected(&what, &report));
+        };
+        let mut m = measure::from_replay(&report);
+        m.cpu = child.cpu;
+        if let Some(before) = nic_before {
+            measure::attach_nic(&mut m, &before, ctx.lab);
+        }
         Ok(m)
     }
 

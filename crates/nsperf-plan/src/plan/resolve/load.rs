@@ -140,6 +140,16 @@ fn step_flows(f: &Fields<'_>, action: &Action) -> Option<Vec<(String, String)>> 
             })
         }
         Action::Bonnie(_) => Some(Vec::new()),
+        Action::Replay(r) => {
+            let there = f
+                .ctx
+                .services
+                .iter()
+                .find(|s| s.name == r.service)?
+                .site
+                .clone()?;
+            Some(both(&r.site, &there))
+        }
         Action::Exec(_) => None,
     }
 }

@@ -20,6 +20,7 @@ use crate::error::PlanError;
 
 mod capture;
 mod load;
+mod replay;
 mod replicate;
 
 use capture::{capture_point, io_capture_point};
@@ -191,6 +192,15 @@ pub(super) fn resolve_step(
             Action::Bonnie(bonnie(&f, s)?)
         }
         StepKind::Exec => Action::Exec(exec(&f, s, &phases)?),
+        StepKind::Replay => {
+            if !phases.is_empty() {
+                return Err(f.err(
+                    "phases",
+                    "a replay's server makes its files afresh each run; phases apply to io and exec steps",
+                ));
+            }
+            Action::Replay(replay::replay(&f, s)?)
+        }
     };
     if let (Some(on), Action::Io(io)) = (&on, &action) {
         on_hosts_reach_service(&f, on, io)?;
