@@ -414,8 +414,11 @@ impl Forwarder {
                 match r {
                     Ok(len) if len > VNET_HDR_LEN => {
                         any = true;
-                        self.on_packet(src, *now, len);
+                        // A packet entered the link no earlier than it was read: the clock
+                        // read before the read (before a release or a preemption) would
+                        // let it leave early by as long as this thread waited.
                         *now = clock.now_ns();
+                        self.on_packet(src, *now, len);
                     }
                     Ok(_) => {}
                     Err(_) => break,

@@ -290,6 +290,14 @@ fn lab_verdicts_are_the_same_at_the_sender_the_link_and_the_receiver() {
             if !(47.0..60.0).contains(&rtt) {
                 wrong.push(format!("{case} at {site}: path RTT {rtt} ms"));
             }
+            // At the sender every data -> ACK sample spans the whole path, on one clock: no
+            // sample can be under the lab's 50 ms (a packet must never leave the lab's link
+            // before its delay; ci-7 saw 41.2 ms when the emulator stamped a packet with the
+            // time before it read it).
+            let down = d["path_rtt"]["downstream_min_ns"].as_f64().unwrap() / 1e6;
+            if site == "a" && down < 50.0 {
+                wrong.push(format!("{case} at {site}: data -> ACK {down} ms under 50"));
+            }
             if let Some(ceiling) = d["window_ceiling_bps"].as_f64() {
                 if ceiling < d["goodput_bps"].as_f64().unwrap() {
                     wrong.push(format!("{case} at {site}: ceiling {ceiling} below goodput"));
