@@ -32,10 +32,7 @@ pub fn reply(data: &[u8]) {
 /// xid landing on each of them.
 fn replay_reply(data: &[u8]) {
     use crate::replay::{Call, CallOp, Target, Trigger};
-    let call = |op| Call {
-        op,
-        trigger: Trigger::Start,
-    };
+    let call = |op| Call::new(op, Trigger::Start);
     let calls = [
         call(CallOp::Read {
             file: 0,
@@ -56,6 +53,10 @@ fn replay_reply(data: &[u8]) {
         .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
     for k in 0..5u32 {
         let _ = crate::replay::conn::reply_head(data, xid.wrapping_sub(k), &calls, |i| i != 3);
+        for seq in [false, true] {
+            let _ =
+                crate::replay::v4::reply_head(data, xid.wrapping_sub(k), &calls, |i| i != 3, seq);
+        }
     }
 }
 

@@ -89,6 +89,20 @@ impl RpcConn {
         })
     }
 
+    /// An RPC connection on `sock`, already connected to `addr`; replies may take `reply`.
+    pub(crate) fn on_stream(sock: TcpStream, addr: SocketAddr, reply: Duration) -> RpcConn {
+        sock.set_read_timeout(Some(reply)).ok();
+        sock.set_write_timeout(Some(reply)).ok();
+        RpcConn {
+            sock,
+            addr,
+            xid: initial_xid(),
+            cred: AuthSys::current(),
+            sbuf: Vec::with_capacity(4096),
+            rbuf: Vec::with_capacity(4096),
+        }
+    }
+
     /// The peer.
     pub fn peer(&self) -> SocketAddr {
         self.addr

@@ -25,15 +25,15 @@ impl Drop for Dir {
 fn chain(ops: &[CallOp]) -> Vec<Call> {
     ops.iter()
         .enumerate()
-        .map(|(i, &op)| Call {
-            op,
-            trigger: match i {
+        .map(|(i, &op)| {
+            let trigger = match i {
                 0 => Trigger::Start,
                 i => Trigger::Reply {
                     index: i - 1,
                     delay_ns: 0,
                 },
-            },
+            };
+            Call::new(op, trigger)
         })
         .collect()
 }
@@ -78,16 +78,16 @@ fn script() -> Script {
     ];
     // eight READs, all sent at once but at most 3 in flight
     let reads = (0..8)
-        .map(|k| Call {
-            op: r(k),
-            trigger: if k == 0 {
+        .map(|k| {
+            let trigger = if k == 0 {
                 Trigger::Start
             } else {
                 Trigger::Call {
                     index: k as usize - 1,
                     delay_ns: 0,
                 }
-            },
+            };
+            Call::new(r(k), trigger)
         })
         .collect();
     Script {

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use super::result::{ConnResult, Failed, OpStats};
 use super::schedule::{Next, Scheduler};
-use super::{Call, CallOp, ConnScript, Handles, PROCS};
+use super::v4::{self, V4Conn};
+use super::{Call, CallOp, ConnScript, Handles, OPS};
 use crate::error::NfsError;
 use crate::proto::{self, NfsStat, SetAttr};
 use crate::rpc::{self, AuthSys, RpcError};
@@ -61,10 +62,25 @@ enum Recv {
 /// A reply parsed, finished once its last byte is in.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Done {
-    index: usize,
-    failed: Option<Failed>,
-    read: u64,
-    written: u64,
+    pub(crate) index: usize,
+    pub(crate) failed: Option<Failed>,
+    pub(crate) read: u64,
+    pub(crate) written: u64,
+    /// NFSv4.1: the server took the SEQUENCE (the slot's sequence moves on).
+    pub(crate) seq_ok: bool,
+}
+
+impl Done {
+    /// A reply to request `index` that succeeded and moved no data (so far).
+    pub(crate) fn of(index: usize) -> Done {
+        Done {
+            index,
+            failed: None,
+            read: 0,
+            written: 0,
+            seq_ok: false,
+        }
+    }
 }
 
 /// One connection's replay.
@@ -86,6 +102,8 @@ pub(super) struct Driver<'a> {
     removes: usize,
     epoch: Instant,
     out: ConnResult,
+    /// NFSv4: the connection's minor version and session; None: NFSv3.
+    v4: Option<V4Conn>,
 }
 
 impl<'a> Driver<'a> {
@@ -94,10 +112,11 @@ impl<'a> Driver<'a> {
         conn: &'a ConnScript,
         sock: TcpStream,
         shared: &'a Shared<'a>,
+        v4: Option<V4Conn>,
     ) -> Driver<'a> {
-        let mut stats: Vec<Option<OpStats>> = vec![None; PROCS];
+        let mut stats: Vec<Option<OpStats>> = vec![None; OPS];
         for c in &conn.calls {
-            let p = (c.op.captured_proc() as usize).min(PROCS - 1);
+            let p = (c.captured as usize).min(OPS - 1);
             stats[p].get_or_insert_with(|| OpStats::new(matches!(c.op, CallOp::AsGetattr { .. })));
         }
         Driver {
@@ -118,6 +137,7 @@ impl<'a> Driver<'a> {
             removes: 0,
             epoch: Instant::now(),
             out: ConnResult::new(id, stats),
+            v4,
         }
     }
 
@@ -243,6 +263,20 @@ impl<'a> Driver<'a> {
             }
             _ => {}
         }
+        if let Some(v) = &mut self.v4 {
+            let (rec, data) = v.encode(
+                self.tx.hdr(),
+                i,
+                xid,
+                op,
+                &self.cred,
+                h,
+                &self.name,
+                self.shared.pattern.len(),
+            );
+            self.finish_call(rec, start, data);
+            return;
+        }
         let b = self.tx.hdr();
         let rec = rpc::begin_call(
             b,
@@ -319,7 +353,13 @@ impl<'a> Driver<'a> {
                 put_u32(b, DIR_COUNT); // maxcount
             }
         }
-        rpc::finish_record(b, rec, pad4(data));
+        self.finish_call(rec, start, data);
+    }
+
+    /// Ends the call record begun at `rec` (queued from `start`) with `data` bytes of the
+    /// pattern after it.
+    fn finish_call(&mut self, rec: usize, start: usize, data: usize) {
+        rpc::finish_record(self.tx.hdr(), rec, pad4(data));
         self.tx.mark(start);
         // SAFETY: the shared pattern outlives the connection (it is borrowed for 'a).
         unsafe { self.tx.push_payload(self.shared.pattern.as_ptr(), data) };
@@ -385,9 +425,13 @@ impl<'a> Driver<'a> {
                     return Ok(false);
                 }
                 let rec = &self.rbuf[self.rpos..self.rpos + len.min(HEAD_MAX)];
-                let done = reply_head(rec, self.xid0, &self.conn.calls, |i| {
-                    sched.sent_at(i).is_some()
-                })?;
+                let sent = |i| sched.sent_at(i).is_some();
+                let done = match &self.v4 {
+                    Some(v) => {
+                        v4::reply_head(rec, self.xid0, &self.conn.calls, sent, v.sessions())?
+                    }
+                    None => reply_head(rec, self.xid0, &self.conn.calls, sent)?,
+                };
                 self.state = Recv::Skip {
                     left: len,
                     then: Some(done),
@@ -420,8 +464,11 @@ impl<'a> Driver<'a> {
         if !sched.arrived(d.index, now) {
             return;
         }
+        if let Some(v) = &mut self.v4 {
+            v.done(d.index, d.seq_ok);
+        }
         let sent = sched.sent_at(d.index).unwrap_or(now);
-        let p = (self.conn.calls[d.index].op.captured_proc() as usize).min(PROCS - 1);
+        let p = (self.conn.calls[d.index].captured as usize).min(OPS - 1);
         if let Some(s) = &mut self.out.stats[p] {
             s.record(now.saturating_sub(sent), d.failed);
         }
@@ -448,12 +495,7 @@ pub(crate) fn reply_head(
         _ => return Err(bad("reply to no call sent (unknown xid)")),
     };
     let mut r = XdrReader::new(rec);
-    let mut done = Done {
-        index,
-        failed: None,
-        read: 0,
-        written: 0,
-    };
+    let mut done = Done::of(index);
     if let Err(e) = rpc::parse_reply(&mut r) {
         done.failed = Some(Failed::of_rpc(&e).ok_or(NfsError::Rpc {
             what: "replay",
@@ -513,10 +555,7 @@ mod tests {
     use crate::rpc::AcceptStat;
 
     fn calls() -> Vec<Call> {
-        let call = |op| Call {
-            op,
-            trigger: Trigger::Start,
-        };
+        let call = |op| Call::new(op, Trigger::Start);
         vec![
             call(CallOp::Read {
                 file: 0,

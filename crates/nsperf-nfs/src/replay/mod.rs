@@ -23,6 +23,7 @@
 pub(crate) mod conn;
 mod result;
 pub mod schedule;
+pub(crate) mod v4;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Barrier, OnceLock};
@@ -30,8 +31,10 @@ use std::time::{Duration, Instant};
 
 use crate::error::NfsError;
 use crate::proto::{FileHandle, Stable, proc3};
+use crate::rpc_conn::{RpcConn, Timeouts};
 use crate::session::Session;
-use crate::url::NfsUrl;
+use crate::url::{NfsUrl, NfsVersion};
+use crate::v4::{Client4, Stateid};
 
 pub use result::{ConnResult, OpResult, Replayed};
 
@@ -68,6 +71,20 @@ pub struct Call {
     pub op: CallOp,
     /// What starts it.
     pub trigger: Trigger,
+    /// The captured operation it is counted under: the NFSv3 procedure's number, or the
+    /// NFSv4 operation's for a capture of NFSv4 (below [`OPS`]).
+    pub captured: u32,
+}
+
+impl Call {
+    /// A call counted under the NFSv3 procedure it replays (or stands for).
+    pub fn new(op: CallOp, trigger: Trigger) -> Call {
+        Call {
+            op,
+            trigger,
+            captured: op.captured_proc(),
+        }
+    }
 }
 
 /// What starts a call (besides a free slot: see [`schedule`]).
@@ -197,8 +214,9 @@ impl CallOp {
 
 /// `NFSPROC3_READDIRPLUS`.
 const PROC_READDIRPLUS: u32 = 17;
-/// Procedures counted per connection (NFSv3's 0..=21).
-const PROCS: usize = 22;
+/// Captured operations counted per connection: NFSv3's procedures 0..=21, NFSv4's
+/// operations 0..=75 (a larger number is counted under the last).
+pub const OPS: usize = 76;
 
 /// How a replay runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,9 +235,16 @@ pub struct Options {
 struct Handles {
     dir: FileHandle,
     files: Vec<FileHandle>,
+    /// NFSv4: each file's stateid (its open at set-up); empty in NFSv3.
+    stateids: Vec<Stateid>,
 }
 
 impl Handles {
+    /// The stateid READ and WRITE of file `i` name (the anonymous one for none).
+    fn stateid(&self, i: u32) -> Stateid {
+        self.stateids.get(i as usize).copied().unwrap_or_default()
+    }
+
     fn of(&self, t: Target) -> &FileHandle {
         match t {
             Target::File(i) => self.files.get(i as usize).unwrap_or(&self.dir),
@@ -228,9 +253,104 @@ impl Handles {
     }
 }
 
+/// The control connection: an NFSv3 mount or an NFSv4 client.
+enum Control {
+    V3(Session),
+    V4(Client4),
+}
+
+impl Control {
+    /// Connects as the URL's version asks (`?version=4`: 4.1, else 4.0; none: NFSv3).
+    fn open(url: &NfsUrl, timeout: Duration) -> Result<Control, NfsError> {
+        let t = Timeouts::new(timeout);
+        match url.version {
+            None | Some(NfsVersion::V3) => Session::open(url, timeout).map(Control::V3),
+            Some(NfsVersion::V4_0) => Client4::connect(url, t, 0).map(Control::V4),
+            Some(NfsVersion::V4_1) => Client4::connect(url, t, 1).map(Control::V4),
+            Some(NfsVersion::V4) => match Client4::connect(url, t, 1) {
+                Err(NfsError::Nfs4 { stat, .. })
+                    if stat == crate::v4::wire::stat::MINOR_VERS_MISMATCH =>
+                {
+                    Client4::connect(url, t, 0).map(Control::V4)
+                }
+                r => r.map(Control::V4),
+            },
+        }
+    }
+
+    /// The directory of the URL.
+    fn dir(&self) -> FileHandle {
+        match self {
+            Control::V3(s) => s.dir,
+            Control::V4(c) => c.dir,
+        }
+    }
+
+    /// Where NFS answers.
+    fn addr(&self) -> std::net::SocketAddr {
+        match self {
+            Control::V3(s) => s.nfs_addr,
+            Control::V4(c) => c.lease().addr,
+        }
+    }
+
+    fn null(&mut self) -> Result<(), NfsError> {
+        match self {
+            Control::V3(s) => s.client.null(),
+            Control::V4(c) => c.null(),
+        }
+    }
+
+    fn mkdir(&mut self, dir: &FileHandle, name: &str) -> Result<FileHandle, NfsError> {
+        match self {
+            Control::V3(s) => s.client.mkdir(dir, name),
+            Control::V4(c) => c.mkdir(dir, name),
+        }
+    }
+
+    /// Creates (in NFSv4: and opens) `name` in `dir`.
+    fn create(&mut self, dir: &FileHandle, name: &str) -> Result<FileHandle, NfsError> {
+        match self {
+            Control::V3(s) => s.client.create(dir, name),
+            Control::V4(c) => c.create(dir, name),
+        }
+    }
+
+    fn set_size(&mut self, fh: &FileHandle, name: &str, size: u64) -> Result<(), NfsError> {
+        match self {
+            Control::V3(s) => s.client.set_size(fh, name, size),
+            Control::V4(c) => c.set_size(fh, name, size),
+        }
+    }
+
+    /// Removes everything in `dir` (named `name` under the URL's directory) and `dir`.
+    fn remove_all(&mut self, dir: &FileHandle, name: &str) {
+        let top = self.dir();
+        match self {
+            Control::V3(s) => {
+                let c = &mut s.client;
+                if let Ok(names) = c.readdir(dir, name) {
+                    for n in names {
+                        let _ = c.remove(dir, &n);
+                    }
+                }
+                let _ = c.rmdir(&top, name);
+            }
+            Control::V4(c) => {
+                if let Ok(names) = c.readdir(dir, name) {
+                    for n in names {
+                        let _ = c.remove(dir, &n);
+                    }
+                }
+                let _ = c.remove(&top, name);
+            }
+        }
+    }
+}
+
 /// The replay's directory on the server: removed with everything in it when dropped.
 struct Workspace {
-    session: Session,
+    control: Control,
     name: String,
     dir: Option<FileHandle>,
     keep: bool,
@@ -241,17 +361,12 @@ impl Drop for Workspace {
         let Some(dir) = self.dir.take().filter(|_| !self.keep) else {
             return;
         };
-        let c = &mut self.session.client;
-        if let Ok(names) = c.readdir(&dir, &self.name) {
-            for n in names {
-                let _ = c.remove(&dir, &n);
-            }
-        }
-        let _ = c.rmdir(&self.session.dir, &self.name);
+        self.control.remove_all(&dir, &self.name);
     }
 }
 
-/// Replays `script` against the NFSv3 server of `url` (see the module's doc).
+/// Replays `script` against the NFS server of `url`, in NFSv3 or, as the URL's `version`
+/// asks, NFSv4.0 or 4.1 (see the module's doc).
 pub fn run(url: &NfsUrl, script: &Script, opt: Options) -> Result<Replayed, NfsError> {
     let timeout = opt.timeout;
     if script.conns.len() > MAX_CONNECTIONS {
@@ -260,35 +375,44 @@ pub fn run(url: &NfsUrl, script: &Script, opt: Options) -> Result<Replayed, NfsE
             source: crate::rpc::RpcError::Bad("more than 1024 connections to replay"),
         });
     }
-    let session = Session::open(url, timeout)?;
+    let control = Control::open(url, timeout)?;
     let name = format!(
         ".nsperf-replay-{}-{:x}",
         std::process::id(),
         nsperf_core::clock::unix_time_ns() & 0xffff_ffff
     );
     let mut ws = Workspace {
-        session,
+        control,
         name,
         dir: None,
         keep: false,
     };
-    let null_rtt_ns = null_rtt(&mut ws.session)?;
+    let null_rtt_ns = null_rtt(&mut ws.control)?;
     let handles = set_up(&mut ws, script)?;
     // Set up whole: kept when asked (removed when the set-up failed half way).
     ws.keep = opt.keep;
-    let addr = ws.session.nfs_addr;
+    let addr = ws.control.addr();
     let pattern = pattern(script);
     let mut socks = Vec::with_capacity(script.conns.len());
-    for _ in &script.conns {
-        socks.push(
+    let mut v4s = Vec::with_capacity(script.conns.len());
+    for c in &script.conns {
+        let sock =
             crate::sock::connect_window(addr, timeout, opt.window_bytes).map_err(|source| {
                 NfsError::Connect {
                     what: "NFS",
                     addr: addr.to_string(),
                     source,
                 }
-            })?,
-        );
+            })?;
+        let (sock, v4) = match &ws.control {
+            Control::V3(_) => (sock, None),
+            Control::V4(c4) => {
+                let (sock, v) = v4_conn(c4, sock, c, &pattern, timeout)?;
+                (sock, Some(v))
+            }
+        };
+        socks.push(sock);
+        v4s.push(v4);
     }
     let barrier = Barrier::new(script.conns.len());
     let epoch = OnceLock::new();
@@ -305,11 +429,11 @@ pub fn run(url: &NfsUrl, script: &Script, opt: Options) -> Result<Replayed, NfsE
         let threads: Vec<_> = script
             .conns
             .iter()
-            .zip(socks)
+            .zip(socks.into_iter().zip(v4s))
             .enumerate()
-            .map(|(i, (c, sock))| {
+            .map(|(i, (c, (sock, v4)))| {
                 let shared = &shared;
-                s.spawn(move || conn::Driver::new(i, c, sock, shared).run())
+                s.spawn(move || conn::Driver::new(i, c, sock, shared, v4).run())
             })
             .collect();
         threads
@@ -335,20 +459,63 @@ pub fn run(url: &NfsUrl, script: &Script, opt: Options) -> Result<Replayed, NfsE
     Ok(Replayed::new(ws.name.clone(), null_rtt_ns, conns))
 }
 
+/// An NFSv4 replay connection on `sock`: in 4.1 with a session of its own of as many slots
+/// as `conn` has requests in flight at most (CREATE_SESSION, untimed).
+fn v4_conn(
+    c4: &Client4,
+    sock: std::net::TcpStream,
+    conn: &ConnScript,
+    pattern: &[u8],
+    timeout: Duration,
+) -> Result<(std::net::TcpStream, v4::V4Conn), NfsError> {
+    let lease = c4.lease();
+    if lease.minor == 0 {
+        return Ok((sock, v4::V4Conn::new(0, None, 0, conn.calls.len())));
+    }
+    let want = conn.in_flight_max.max(1);
+    let max_io = conn
+        .calls
+        .iter()
+        .map(|x| match x.op {
+            CallOp::Read { count, .. } => count,
+            _ => 0,
+        })
+        .max()
+        .unwrap_or(0)
+        .max(pattern.len() as u32)
+        .max(64 << 10)
+        + 4096;
+    let mut rc = RpcConn::on_stream(sock, lease.addr, timeout);
+    let (sid, granted) = lease.create_session(&mut rc, want, max_io)?;
+    if granted < want {
+        return Err(NfsError::Rpc {
+            what: "replay",
+            source: crate::rpc::RpcError::Bad(
+                "the server grants a session fewer slots than the capture had requests in flight",
+            ),
+        });
+    }
+    let sock = rc.into_stream();
+    sock.set_read_timeout(None).ok();
+    sock.set_write_timeout(None).ok();
+    Ok((sock, v4::V4Conn::new(1, Some(sid), want, conn.calls.len())))
+}
+
 /// The mean round trip of [`NULL_PROBES`] NULL calls, ns.
-fn null_rtt(s: &mut Session) -> Result<u64, NfsError> {
-    s.client.null()?;
+fn null_rtt(c: &mut Control) -> Result<u64, NfsError> {
+    c.null()?;
     let t = Instant::now();
     for _ in 0..NULL_PROBES {
-        s.client.null()?;
+        c.null()?;
     }
     Ok(t.elapsed().as_nanos() as u64 / u64::from(NULL_PROBES))
 }
 
 /// Makes the replay's directory, its files and the REMOVEs' victims.
 fn set_up(ws: &mut Workspace, script: &Script) -> Result<Handles, NfsError> {
-    let c = &mut ws.session.client;
-    let dir = c.mkdir(&ws.session.dir, &ws.name)?;
+    let top = ws.control.dir();
+    let c = &mut ws.control;
+    let dir = c.mkdir(&top, &ws.name)?;
     ws.dir = Some(dir);
     let mut files = Vec::with_capacity(script.files.len());
     for (i, &size) in script.files.iter().enumerate() {
@@ -373,7 +540,15 @@ fn set_up(ws: &mut Workspace, script: &Script) -> Result<Handles, NfsError> {
             c.create(&dir, &format!("r{ci}-{k}"))?;
         }
     }
-    Ok(Handles { dir, files })
+    let stateids = match c {
+        Control::V3(_) => Vec::new(),
+        Control::V4(c4) => files.iter().map(|f| c4.stateid_of(f)).collect(),
+    };
+    Ok(Handles {
+        dir,
+        files,
+        stateids,
+    })
 }
 
 /// The bytes every WRITE sends (a fixed pattern, as long as the longest WRITE).

@@ -6,15 +6,17 @@ use std::collections::BTreeMap;
 use nsperf_core::stats::{LatencyHistogram, LatencySummary};
 use serde::Serialize;
 
-use super::PROCS;
+use super::OPS;
 use crate::proto::NfsStat;
 use crate::rpc::RpcError;
 
 /// How a replayed request ended, when not OK.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Failed {
-    /// An NFS status.
+pub(crate) enum Failed {
+    /// An NFSv3 status.
     Nfs(u32),
+    /// An NFSv4 status.
+    Nfs4(u32),
     /// Refused below NFS (the RPC's accept status or a denial).
     Rpc(&'static str),
 }
@@ -32,11 +34,14 @@ impl Failed {
         }))
     }
 
-    fn name(self) -> String {
+    pub(crate) fn name(self) -> String {
         match self {
             Failed::Nfs(st) => NfsStat(st)
                 .name(3)
                 .map_or_else(|| format!("NFS status {st}"), str::to_string),
+            Failed::Nfs4(st) => NfsStat(st)
+                .name(4)
+                .map_or_else(|| format!("NFS4 status {st}"), str::to_string),
             Failed::Rpc(n) => n.to_string(),
         }
     }
@@ -188,7 +193,7 @@ pub struct Replayed {
 
 impl Replayed {
     pub(super) fn new(directory: String, null_rtt_ns: u64, conns: Vec<ConnResult>) -> Replayed {
-        let mut all: Vec<Option<OpStats>> = vec![None; PROCS];
+        let mut all: Vec<Option<OpStats>> = vec![None; OPS];
         for c in &conns {
             for (p, s) in c.stats.iter().enumerate() {
                 if let Some(s) = s {

@@ -128,10 +128,7 @@ mod tests {
             in_flight_max: max,
             calls: triggers
                 .iter()
-                .map(|&trigger| Call {
-                    op: CallOp::Getattr(Target::Dir),
-                    trigger,
-                })
+                .map(|&trigger| Call::new(CallOp::Getattr(Target::Dir), trigger))
                 .collect(),
         }
     }

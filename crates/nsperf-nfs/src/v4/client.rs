@@ -290,7 +290,16 @@ impl Client4 {
         if self.lease.minor == 0 { self.seq } else { 0 }
     }
 
-    fn stateid_of(&self, fh: &FileHandle) -> Stateid {
+    /// The NULL procedure (a round trip that asks nothing of the server).
+    pub fn null(&mut self) -> Result<(), NfsError> {
+        self.conn
+            .call("NULL", NFS_PROG, wire::NFS_V4, 0, |_| {})
+            .map(drop)
+    }
+
+    /// The stateid READ and WRITE name `fh` with: this client's open of it (seqid 0 in 4.1),
+    /// else the anonymous stateid.
+    pub fn stateid_of(&self, fh: &FileHandle) -> Stateid {
         let opens = self.opens.lock().unwrap_or_else(|p| p.into_inner());
         // Without an open of this client, the anonymous stateid (all zeros, RFC 8881 8.2.3).
         let st = opens.get(fh).copied().unwrap_or_default();

@@ -18,6 +18,7 @@ pub(crate) const NFS_V4: u32 = 4;
 /// Operation numbers (RFC 8881 section 18).
 #[allow(missing_docs)]
 pub mod op {
+    pub const ACCESS: u32 = 3;
     pub const CLOSE: u32 = 4;
     pub const COMMIT: u32 = 5;
     pub const CREATE: u32 = 6;
@@ -298,9 +299,20 @@ impl<'a> Compound<'a> {
     }
 
     pub fn commit(&mut self) {
+        self.commit_range(0, 0);
+    }
+
+    /// COMMIT of `count` bytes from `offset` (0: to the end).
+    pub fn commit_range(&mut self, offset: u64, count: u32) {
         let b = self.op(op::COMMIT);
-        put_u64(b, 0);
-        put_u32(b, 0);
+        put_u64(b, offset);
+        put_u32(b, count);
+    }
+
+    /// ACCESS asking for the rights in `mask`.
+    pub fn access(&mut self, mask: u32) {
+        let b = self.op(op::ACCESS);
+        put_u32(b, mask);
     }
 
     pub fn exchange_id(&mut self, verifier: u64, owner: &[u8]) {

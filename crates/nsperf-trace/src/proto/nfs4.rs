@@ -146,6 +146,7 @@ pub struct MainOp {
     file: u64,
     offset: u64,
     count: u32,
+    stable: Option<nsperf_nfs::Stable>,
 }
 
 impl MainOp {
@@ -168,10 +169,14 @@ impl MainOp {
             // READ, READ_PLUS: stateid, offset, count
             25 | 68 => (x.skip(16).and_then(|_| x.u64()), x.u32()),
             // WRITE: stateid, offset, stable, data length
-            WRITE => (
-                x.skip(16).and_then(|_| x.u64()),
-                x.u32().and_then(|_| x.u32()),
-            ),
+            WRITE => {
+                let offset = x.skip(16).and_then(|_| x.u64());
+                self.stable = x
+                    .u32()
+                    .ok()
+                    .and_then(|v| nsperf_nfs::Stable::from_wire(v).ok());
+                (offset, x.u32())
+            }
             // COMMIT: offset, count
             5 => (x.u64(), x.u32()),
             _ => return,
@@ -194,6 +199,7 @@ impl MainOp {
         info.file = self.file;
         info.offset = self.offset;
         info.count = self.count;
+        info.stable = self.stable;
     }
 }
 

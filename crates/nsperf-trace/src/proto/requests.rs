@@ -165,8 +165,8 @@ pub struct Request {
     pub offset: u64,
     /// Bytes a READ returned (asked, for NFSv4), a WRITE sent, a COMMIT covered.
     pub count: u32,
-    /// How an NFSv3 WRITE asked the server to store its data (`stable_how`); None for
-    /// anything else.
+    /// How a WRITE (NFSv3, NFSv4) asked the server to store its data (`stable_how`); None
+    /// for anything else.
     pub stable: Option<Stable>,
     /// Bytes of the call on the wire (its record: headers and data, no TCP/IP headers).
     pub call_bytes: u64,
@@ -185,7 +185,7 @@ pub struct CallInfo {
     pub offset: u64,
     /// Count (as asked).
     pub count: u32,
-    /// An NFSv3 WRITE's `stable_how`.
+    /// A WRITE's `stable_how` (NFSv3, NFSv4).
     pub stable: Option<Stable>,
     /// Bytes of the call record.
     pub bytes: u64,

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Workload;
 use super::model;
-use crate::proto::requests::Op;
+use crate::proto::requests::{Op, Protocol};
 
 /// The replay against a server, beside the capture.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -75,7 +75,7 @@ pub struct ClientAgainst {
 /// One operation, captured and replayed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OpAgainst {
-    /// `nfs3:NAME`, the captured operation.
+    /// `nfs3:NAME` or `nfs4:NAME`, the captured operation.
     pub op: String,
     /// Replayed as a GETATTR (the replay does not make it).
     pub replayed_as_getattr: bool,
@@ -118,7 +118,7 @@ fn bps(bytes: u64, s: f64) -> f64 {
     if s > 0.0 { bytes as f64 * 8.0 / s } else { 0.0 }
 }
 
-/// The captured latencies of `w`'s steps per NFSv3 procedure.
+/// The captured latencies of `w`'s steps per operation (NFSv3 procedure or NFSv4 operation).
 fn captured_latency(ws: &[&Workload]) -> BTreeMap<u16, LatencyHistogram> {
     let mut h: BTreeMap<u16, LatencyHistogram> = BTreeMap::new();
     for w in ws {
@@ -134,9 +134,14 @@ fn captured_latency(ws: &[&Workload]) -> BTreeMap<u16, LatencyHistogram> {
 fn ops(ws: &[&Workload], replayed: &[OpResult]) -> Vec<OpAgainst> {
     let lat = captured_latency(ws);
     let ms = |ns: f64| ns / 1e6;
+    let protocol = ws
+        .iter()
+        .flat_map(|w| w.steps.first())
+        .next()
+        .map_or(Protocol::Nfs3, |s| s.op.protocol);
     lat.iter()
         .map(|(&code, h)| {
-            let op = Op::nfs3(code);
+            let op = Op { protocol, code };
             let uses: Vec<_> = ws
                 .iter()
                 .flat_map(|w| w.ops.iter())
@@ -234,6 +239,9 @@ pub fn against(url: &str, workloads: &[Workload], replayed: &Replayed) -> Agains
 pub struct LabReport {
     /// The lab's name (removed afterwards).
     pub lab: String,
+    /// The server in site b: `embedded` (nsperf's NFSv3 server) or `ganesha` (nfs-ganesha).
+    #[serde(default)]
+    pub server: String,
     /// `--check`: the replay at the capture's own RTT and rate, its error against the
     /// captured duration (`replay_vs_captured_pct`) the replay's own; absent without it.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -9,11 +9,11 @@ use super::{FileUse, OpUse, Workload};
 use crate::proto::requests::RequestStream;
 
 /// What is not built yet, said in every report.
-pub const NOT_BUILT: &str = "the replay of NFSv4 and SMB captures is not built yet: the \
-     durations over the RTT axis are the model's predictions (--lab replays an NFSv3 \
-     workload through a lab at each asked RTT and --window, --check at the capture's own RTT \
-     first; --against against a server over the path as it is; a plan's replay step through \
-     the plan's lab)";
+pub const NOT_BUILT: &str = "the replay of SMB captures is not built yet: the durations \
+     over the RTT axis are the model's predictions (--lab replays an NFS workload through a \
+     lab at each asked RTT and --window, NFSv4 with --server ganesha, --check at the \
+     capture's own RTT first; --against against a server over the path as it is; a plan's \
+     replay step, NFSv3, through the plan's lab)";
 
 /// What was asked.
 #[derive(Debug, Clone, Serialize)]

@@ -1,6 +1,6 @@
-//! A capture's NFSv3 workloads as the [`Script`] `nsperf_nfs::replay` runs against a server:
-//! one connection per captured client connection, each request's operation mapped (see
-//! docs/replay.md, "The replay"), its trigger and the connection's most in flight as
+//! A capture's NFSv3 or NFSv4 workloads as the [`Script`] `nsperf_nfs::replay` runs against a
+//! server: one connection per captured client connection, each request's operation mapped
+//! (see docs/replay.md, "The replay"), its trigger and the connection's most in flight as
 //! captured, and one file per file handle hash sized to its extent.
 
 use std::collections::{BTreeSet, HashMap};
@@ -13,6 +13,32 @@ use crate::proto::requests::{OpKind, Protocol};
 
 /// NFSv3 procedures whose (first) handle is a directory's.
 const DIR_OPS: [u16; 10] = [3, 8, 9, 10, 11, 12, 13, 14, 16, 17];
+/// NFSv4 operations whose current file handle is a directory's: CREATE, LINK, LOOKUP,
+/// LOOKUPP, OPEN, OPENATTR, READDIR, REMOVE, RENAME, SECINFO.
+const DIR_OPS4: [u16; 10] = [6, 11, 15, 16, 18, 19, 26, 28, 29, 33];
+
+/// Why a capture's workloads make no script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotReplayable {
+    /// A protocol whose replay is not built (SMB2).
+    Protocol(Protocol),
+    /// NFSv3 and NFSv4 requests in one capture.
+    Mixed,
+}
+
+impl std::fmt::Display for NotReplayable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotReplayable::Protocol(p) => write!(
+                f,
+                "the replay of {p} captures is not built yet (NFSv3 and NFSv4 only)"
+            ),
+            NotReplayable::Mixed => f.write_str(
+                "the capture holds NFSv3 and NFSv4 requests; the replay takes one version (cut the capture by connection)",
+            ),
+        }
+    }
+}
 
 /// The NFSv3 workload of the capture file `path`, ready to replay: its workloads (one per
 /// client connection, in the order of the script's connections) and their script. The
@@ -36,8 +62,11 @@ pub fn nfs3_replay(path: &std::path::Path) -> Result<(Vec<Workload>, Script), St
         return Err("no NFS or SMB2 request matched to its reply in the capture".into());
     }
     let ws = super::workloads(&stream.requests, &stream.connections);
-    let sc = script(&ws)
-        .map_err(|p| format!("the replay of {p} captures is not built yet (NFSv3 only)"))?;
+    if protocol(&ws) == Ok(Protocol::Nfs4) {
+        // A plan's lab serves the embedded server, which speaks NFSv3 only.
+        return Err("the replay of nfs4 captures in a plan is not built yet (NFSv3 only)".into());
+    }
+    let sc = script(&ws).map_err(|e| e.to_string())?;
     if sc.conns.len() > nsperf_nfs::replay::MAX_CONNECTIONS {
         return Err(format!(
             "{} client connections, the replay runs at most {}",
@@ -48,18 +77,29 @@ pub fn nfs3_replay(path: &std::path::Path) -> Result<(Vec<Workload>, Script), St
     Ok((ws, sc))
 }
 
-/// The script of `workloads` (all NFSv3); the protocol of the first request that is not.
-pub fn script(workloads: &[Workload]) -> Result<Script, Protocol> {
-    if let Some(s) = workloads
-        .iter()
-        .flat_map(|w| w.steps.iter())
-        .find(|s| s.op.protocol != Protocol::Nfs3)
-    {
-        return Err(s.op.protocol);
+/// The protocol of `workloads`' requests (NFSv3 when there are none): all of one NFS
+/// version, else why not.
+pub fn protocol(workloads: &[Workload]) -> Result<Protocol, NotReplayable> {
+    let mut steps = workloads.iter().flat_map(|w| w.steps.iter());
+    let first = steps.next().map_or(Protocol::Nfs3, |s| s.op.protocol);
+    if first == Protocol::Smb2 {
+        return Err(NotReplayable::Protocol(first));
     }
+    match steps.find(|s| s.op.protocol != first) {
+        Some(s) if s.op.protocol == Protocol::Smb2 => Err(NotReplayable::Protocol(Protocol::Smb2)),
+        Some(_) => Err(NotReplayable::Mixed),
+        None => Ok(first),
+    }
+}
+
+/// The script of `workloads` (all NFSv3, or all NFSv4: calls counted under the captured
+/// operation's number); why not for another protocol or a mix.
+pub fn script(workloads: &[Workload]) -> Result<Script, NotReplayable> {
+    let v4 = protocol(workloads)? == Protocol::Nfs4;
+    let dir_ops: &[u16] = if v4 { &DIR_OPS4 } else { &DIR_OPS };
     let steps = || workloads.iter().flat_map(|w| w.steps.iter());
     let dirs: BTreeSet<u64> = steps()
-        .filter(|s| s.op.kind() == OpKind::Meta && DIR_OPS.contains(&s.op.code))
+        .filter(|s| s.op.kind() == OpKind::Meta && dir_ops.contains(&s.op.code))
         .map(|s| s.file)
         .collect();
     // Files in order of first use; data operations always name files.
@@ -89,7 +129,12 @@ pub fn script(workloads: &[Workload]) -> Result<Script, Protocol> {
                 .steps
                 .iter()
                 .map(|s| Call {
-                    op: call_op(s.op.code, s, &index),
+                    op: if v4 {
+                        call_op4(s.op.code, s, &index)
+                    } else {
+                        call_op(s.op.code, s, &index)
+                    },
+                    captured: u32::from(s.op.code),
                     trigger: match s.trigger {
                         Trigger::Start => Rt::Start,
                         Trigger::Call { index, delay_ns } => Rt::Call {
@@ -144,6 +189,46 @@ fn call_op(code: u16, s: &super::Step, index: &HashMap<u64, u32>) -> CallOp {
             file,
             offset: s.offset,
             count: s.count,
+        },
+        c => CallOp::AsGetattr {
+            captured: u32::from(c),
+            target,
+        },
+    }
+}
+
+/// The call replayed for NFSv4 operation `code` (a COMPOUND's main operation): the data
+/// operations and ACCESS, GETATTR, LOOKUP, READDIR, REMOVE, CREATE as their NFSv3 like
+/// (made as COMPOUNDs by the replay's NFSv4 dialect); OPEN as a LOOKUP of a replay file's
+/// name (the replay holds its files open from set-up); anything else as a GETATTR.
+fn call_op4(code: u16, s: &super::Step, index: &HashMap<u64, u32>) -> CallOp {
+    let target = match index.get(&s.file) {
+        Some(&i) => Target::File(i),
+        None => Target::Dir,
+    };
+    let file = index.get(&s.file).copied().unwrap_or(0);
+    match code {
+        3 => CallOp::Access(target),
+        5 => CallOp::Commit {
+            file,
+            offset: s.offset,
+            count: s.count,
+        },
+        6 => CallOp::Create,
+        9 => CallOp::Getattr(target),
+        15 | 18 => CallOp::Lookup,
+        25 => CallOp::Read {
+            file,
+            offset: s.offset,
+            count: s.count,
+        },
+        26 => CallOp::Readdir,
+        28 => CallOp::Remove,
+        38 => CallOp::Write {
+            file,
+            offset: s.offset,
+            count: s.count,
+            stable: s.stable.unwrap_or(Stable::FileSync),
         },
         c => CallOp::AsGetattr {
             captured: u32::from(c),

@@ -364,13 +364,119 @@ fn a_workload_becomes_the_replay_script() {
             count: 4096
         }
     );
-    // NFSv4 or SMB: not replayable (yet)
-    let mut v4 = rs[0];
+    // the captured procedure each call is counted under
+    let counted: Vec<u32> = c.calls.iter().map(|x| x.captured).collect();
+    assert_eq!(counted, [3, 7, 7, 21, 1, 1, 2, 16]);
+    // SMB: not replayable (yet); NFSv3 and NFSv4 together: not in one replay
+    let mut smb = rs[0];
+    smb.op = "smb2:READ".parse().unwrap();
+    assert_eq!(
+        script::script(&workloads(&[smb], &[conn(None)])).unwrap_err(),
+        script::NotReplayable::Protocol(crate::proto::requests::Protocol::Smb2)
+    );
+    let mut v4 = rs[1];
     v4.op = "nfs4:READ".parse().unwrap();
     assert_eq!(
-        script::script(&workloads(&[v4], &[conn(None)])).unwrap_err(),
-        crate::proto::requests::Protocol::Nfs4
+        script::script(&workloads(&[rs[0], v4], &[conn(None)])).unwrap_err(),
+        script::NotReplayable::Mixed
     );
+}
+
+/// An NFSv4 stream (COMPOUNDs' main operations) as a script: OPEN in the directory a LOOKUP
+/// of a replay file, WRITE (its `stable_how` kept), COMMIT and READ on the PUTFH's file,
+/// CLOSE and the session's operations a GETATTR, ACCESS, LOOKUP, READDIR, REMOVE, CREATE
+/// as their like; every call counted under the captured operation's number; the file's
+/// extent from its WRITEs and READ; the triggers and the most in flight as for NFSv3.
+#[test]
+fn an_nfs4_workload_becomes_the_replay_script() {
+    use nsperf_nfs::Stable;
+    use nsperf_nfs::replay::{CallOp, Target, Trigger as Rt};
+    let req = |op: &str, file: u64, offset: u64, count: u32, t: i64| Request {
+        op: op.parse().unwrap(),
+        file,
+        offset,
+        count,
+        stable: (op == "nfs4:WRITE").then_some(Stable::Unstable),
+        call_bytes: CALL,
+        reply_bytes: REPLY_HEAD,
+        ..read(0, t, t + MS, t + MS)
+    };
+    let (dir, f) = (9, 42);
+    let rs = vec![
+        req("nfs4:EXCHANGE_ID", 0, 0, 0, 0),
+        req("nfs4:OPEN", dir, 0, 0, 2 * MS),
+        req("nfs4:WRITE", f, 0, 65536, 4 * MS),
+        req("nfs4:WRITE", f, 65536, 65536, 4 * MS + 10), // pipelined behind it
+        req("nfs4:COMMIT", f, 0, 0, 6 * MS),
+        req("nfs4:READ", f, 131_072, 4096, 8 * MS),
+        req("nfs4:CLOSE", f, 0, 0, 10 * MS),
+        req("nfs4:GETATTR", f, 0, 0, 12 * MS),
+        req("nfs4:ACCESS", dir, 0, 0, 14 * MS),
+        req("nfs4:LOOKUP", dir, 0, 0, 16 * MS),
+        req("nfs4:READDIR", dir, 0, 0, 18 * MS),
+        req("nfs4:REMOVE", dir, 0, 0, 20 * MS),
+        req("nfs4:CREATE", dir, 0, 0, 22 * MS),
+    ];
+    let ws = workloads(&rs, &[conn(None)]);
+    let s = script::script(&ws).unwrap();
+    assert_eq!(s.files, [131_072 + 4096]);
+    let c = &s.conns[0];
+    assert_eq!((c.start_ns, c.in_flight_max), (0, 2));
+    let ops: Vec<CallOp> = c.calls.iter().map(|x| x.op).collect();
+    let file = Target::File(0);
+    assert_eq!(
+        ops,
+        [
+            CallOp::AsGetattr {
+                captured: 42,
+                target: Target::Dir
+            },
+            CallOp::Lookup,
+            CallOp::Write {
+                file: 0,
+                offset: 0,
+                count: 65536,
+                stable: Stable::Unstable
+            },
+            CallOp::Write {
+                file: 0,
+                offset: 65536,
+                count: 65536,
+                stable: Stable::Unstable
+            },
+            CallOp::Commit {
+                file: 0,
+                offset: 0,
+                count: 0
+            },
+            CallOp::Read {
+                file: 0,
+                offset: 131_072,
+                count: 4096
+            },
+            CallOp::AsGetattr {
+                captured: 4,
+                target: file
+            },
+            CallOp::Getattr(file),
+            CallOp::Access(Target::Dir),
+            CallOp::Lookup,
+            CallOp::Readdir,
+            CallOp::Remove,
+            CallOp::Create,
+        ]
+    );
+    let counted: Vec<u32> = c.calls.iter().map(|x| x.captured).collect();
+    assert_eq!(counted, [42, 18, 38, 38, 5, 25, 4, 9, 3, 15, 26, 28, 6]);
+    assert_eq!(c.calls[0].trigger, Rt::Start);
+    assert_eq!(
+        c.calls[3].trigger,
+        Rt::Call {
+            index: 2,
+            delay_ns: 10
+        }
+    );
+    assert!(matches!(c.calls[4].trigger, Rt::Reply { index: 2, .. }));
 }
 
 /// Slow start by hand: 100 dependent 1 MiB READs at 50 ms, transfers instant, no receive

@@ -15,13 +15,15 @@ use nsperf_core::report::Command;
 use nsperf_core::table::Table;
 use nsperf_core::units::{BitRate, Bytes};
 use nsperf_lab::config::parse_rate;
+use nsperf_lab::service::ServerKind;
 use nsperf_nfs::NfsUrl;
 use nsperf_nfs::replay::{self as engine, Options};
-use nsperf_nfs::url::NfsVersion;
 use nsperf_trace::proto::requests::DEFAULT_MAX_REQUESTS;
+use nsperf_trace::proto::requests::Protocol;
 use nsperf_trace::replay::against::{AgainstReport, LabReport, OpAgainst, against};
 use nsperf_trace::replay::report::{ClientReport, ReplaySpec, ReplaySummary, summary};
-use nsperf_trace::replay::{script::script, workloads};
+use nsperf_trace::replay::script::{protocol, script};
+use nsperf_trace::replay::workloads;
 use nsperf_trace::{DEFAULT_IDLE_NS, TraceConfig};
 
 use crate::exit::classified;
@@ -53,17 +55,22 @@ pub struct ReplayArgs {
     /// connections get it too (their socket buffers), and the model beside each replay.
     #[arg(long)]
     pub window: Option<Bytes>,
-    /// Replay the workload (NFSv3 captures) against this server, `nfs://HOST[:PORT]/DIR`,
-    /// in a fresh directory under DIR, and report it beside the capture.
+    /// Replay the workload (NFSv3 and NFSv4 captures) against this server,
+    /// `nfs://HOST[:PORT]/DIR` (`?version=4.1`, `4.0`, `4`: over NFSv4; else NFSv3), in a
+    /// fresh directory under DIR, and report it beside the capture.
     #[arg(long, value_name = "URL")]
     pub against: Option<NfsUrl>,
     /// With --against: leave the replay's directory and files on the server.
     #[arg(long, requires = "against")]
     pub keep: bool,
-    /// Replay the workload (NFSv3 captures) through a two-site lab built for it, against
-    /// nsperf's embedded NFS server, at each --rtt (and --rate, --loss); needs root.
+    /// Replay the workload through a two-site lab built for it, against --server in site b,
+    /// at each --rtt (and --rate, --loss); needs root.
     #[arg(long, conflicts_with = "against")]
     pub lab: bool,
+    /// With --lab: the server, embedded (nsperf's NFSv3 server, the default; NFSv3
+    /// captures) or ganesha (nfs-ganesha: NFSv4 captures over NFSv4.1, NFSv3 over NFSv3).
+    #[arg(long, value_name = "embedded|ganesha")]
+    pub server: Option<ServerKind>,
     /// With the lab (implies --lab): replay at the capture's own RTT first and report the
     /// replay's own error against the captured duration.
     #[arg(long, conflicts_with = "against")]
@@ -92,20 +99,20 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
             "replay: --window 0 holds no byte",
         ));
     }
-    if let Some(u) = &args.against {
-        if matches!(
-            u.version,
-            Some(NfsVersion::V4 | NfsVersion::V4_0 | NfsVersion::V4_1)
-        ) {
-            return Err(classified(
-                Failure::Usage,
-                format!(
-                    "replay --against {u}: the replay over NFSv4 is not built yet (NFSv3 only)"
-                ),
-            ));
-        }
-    }
     let lab = args.lab || args.check;
+    if args.server.is_some() && !lab {
+        return Err(classified(
+            Failure::Usage,
+            "replay --server: only with --lab",
+        ));
+    }
+    let server = args.server.unwrap_or(ServerKind::Embedded);
+    if server == ServerKind::Samba {
+        return Err(classified(
+            Failure::Usage,
+            "replay --lab --server samba: the replay of SMB captures is not built yet (embedded, ganesha)",
+        ));
+    }
     if lab && !nsperf_lab::netns::is_root() {
         return Err(nsperf_lab::LabError::NeedsRoot("replay --lab").into());
     }
@@ -157,14 +164,17 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
     if args.against.is_some() || lab {
         let flag = if lab { "--lab" } else { "--against" };
         let ws = workloads(&stream.requests, &stream.connections);
-        let sc = script(&ws).map_err(|p| {
-            classified(
+        let sc = script(&ws)
+            .map_err(|e| classified(Failure::Usage, format!("replay {name} {flag}: {e}")))?;
+        let v4 = protocol(&ws) == Ok(Protocol::Nfs4);
+        if lab && v4 && server == ServerKind::Embedded {
+            return Err(classified(
                 Failure::Usage,
                 format!(
-                    "replay {name} {flag}: the replay of {p} captures is not built yet (NFSv3 only)"
+                    "replay {name} --lab: an NFSv4 capture, and the embedded server speaks NFSv3 only: add --server ganesha"
                 ),
-            )
-        })?;
+            ));
+        }
         if sc.conns.len() > engine::MAX_CONNECTIONS {
             return Err(classified(
                 Failure::Refused,
@@ -182,6 +192,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
                 loss: args.loss.clone(),
                 window_bytes: args.window.map(|w| w.0),
                 check: args.check,
+                server,
+                v4,
             };
             sum.lab = Some(super::replay_lab::run(&name, &ws, &sc, &ask)?);
         }
@@ -369,8 +381,12 @@ fn replayed(a: &AgainstReport) -> String {
 /// The replays through the lab beside the capture and the model.
 fn through_lab(l: &LabReport) -> String {
     let mut out = format!(
-        "replayed through lab {} (embedded NFSv3 server in site b, from site a; the lab removed afterwards)\n",
-        l.lab
+        "replayed through lab {} ({} in site b, from site a; the lab removed afterwards)\n",
+        l.lab,
+        match l.server.as_str() {
+            "ganesha" => "nfs-ganesha",
+            _ => "embedded NFSv3 server",
+        }
     );
     let mut t = Table::new([
         "",

@@ -1,9 +1,10 @@
-//! `nsperf replay CAPTURE --lab [--check]` (issue 25 items 2 and 4): a two-site lab built
-//! with the lab library (as `lab up` builds one), nsperf's embedded NFSv3 server in site b
-//! (as `lab serve LAB b nfs DIR` runs it, here on a thread of this process inside the
-//! site's namespace), and the capture's workload replayed from site a at each asked RTT
-//! (`--check`: at the capture's own RTT first). The lab is removed afterwards, on error
-//! too.
+//! `nsperf replay CAPTURE --lab [--check] [--server ganesha]` (issue 25 items 2 and 4): a
+//! two-site lab built with the lab library (as `lab up` builds one), a server in site b —
+//! nsperf's embedded NFSv3 server (as `lab serve LAB b nfs DIR` runs it, here on a thread
+//! of this process inside the site's namespace) or nfs-ganesha (`lab serve LAB b nfs DIR
+//! --server ganesha`, run as that command) — and the capture's workload replayed from site
+//! a at each asked RTT (`--check`: at the capture's own RTT first), an NFSv4 capture over
+//! NFSv4.1. The lab is removed afterwards (its services with it), on error too.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use nsperf_core::process::ProcessId;
 use nsperf_lab::LabError;
 use nsperf_lab::config::LossModel;
 use nsperf_lab::lab::{self, UpConfig, netns_name};
+use nsperf_lab::service::ServerKind;
 use nsperf_lab::{LinkChange, netns};
 use nsperf_nfs::NfsUrl;
 use nsperf_nfs::replay::{self as engine, Options, Script};
@@ -32,6 +34,10 @@ pub(crate) struct LabAsk {
     pub window_bytes: Option<u64>,
     /// Replay at the capture's own RTT first.
     pub check: bool,
+    /// The server in site b: embedded or ganesha.
+    pub server: ServerKind,
+    /// The capture is NFSv4's: replayed over NFSv4.1 (ganesha only).
+    pub v4: bool,
 }
 
 /// Most RTTs one `--lab` replays at (a replay each).
@@ -112,12 +118,24 @@ pub(crate) fn run(
     let dir = std::env::temp_dir().join(format!("nsperf-replay-lab-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let export = ExportDir(dir.canonicalize()?);
-    let _server = serve(&lab_name, &export.0)?;
-    let url: NfsUrl = format!("nfs://10.77.0.2{}", export.0.display())
+    let _server = match ask.server {
+        ServerKind::Ganesha => {
+            serve_ganesha(&lab_name, &export.0)?;
+            None
+        }
+        _ => Some(serve(&lab_name, &export.0)?),
+    };
+    let version = match (ask.server, ask.v4) {
+        (_, true) => "?version=4.1",
+        (ServerKind::Ganesha, false) => "?version=3",
+        _ => "",
+    };
+    let url: NfsUrl = format!("nfs://10.77.0.2{}{version}", export.0.display())
         .parse()
         .map_err(|e| anyhow::anyhow!("the lab server's URL: {e}"))?;
     let mut report = LabReport {
         lab: lab_name.clone(),
+        server: ask.server.to_string(),
         check: None,
         runs: Vec::new(),
     };
@@ -158,6 +176,27 @@ fn serve(lab: &str, dir: &std::path::Path) -> anyhow::Result<SiteServer> {
     })
     .context("replay --lab")?;
     Ok(SiteServer(Some(h), ns))
+}
+
+/// nfs-ganesha in site b of `lab`, exporting `dir` (`nsperf lab serve LAB b nfs DIR
+/// --server ganesha`, which returns once a client mounts the export); it stops with the lab.
+fn serve_ganesha(lab: &str, dir: &std::path::Path) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("finding the nsperf binary")?;
+    let out = std::process::Command::new(exe)
+        .args(["lab", "serve", lab, "b", "nfs"])
+        .arg(dir)
+        .args(["--server", "ganesha"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .context("replay --lab: starting ganesha")?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        anyhow::bail!(
+            "replay --lab: ganesha did not start: {}",
+            err.lines().last().unwrap_or("no message").trim()
+        );
+    }
+    Ok(())
 }
 
 /// Sets the lab's link to `rtt_ms` (and the asked rate), replays the script from site a.

@@ -38,6 +38,22 @@ pub fn url_port(url: &str) -> u16 {
         .expect("port in the URL")
 }
 
+/// `nsperf lab serve LAB SITE nfs EXPORT [--server SERVER]` (the embedded server when
+/// `server` is None): the server's URL as `lab serve` printed it
+/// (`nfs://SITE-ADDRESS/CANONICAL-EXPORT`, no version).
+pub fn serve_nfs_in_site(lab: &str, site: &str, export: &Path, server: Option<&str>) -> String {
+    let mut a = vec!["lab", "serve", lab, site, "nfs", export.to_str().unwrap()];
+    if let Some(s) = server {
+        a.extend(["--server", s]);
+    }
+    let r = run(&a).ok();
+    r.stdout
+        .split_whitespace()
+        .find(|w| w.starts_with("nfs://"))
+        .unwrap_or_else(|| panic!("no URL from lab serve: {}", r.stdout))
+        .to_string()
+}
+
 /// smbd serving a directory in site b (10.77.0.2) of a lab with sites a and b.
 pub struct Smbd {
     /// `smb://10.77.0.2/SHARE`.

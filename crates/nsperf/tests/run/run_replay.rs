@@ -5,6 +5,7 @@
 
 use crate::common;
 use common::lab::{Lab, io_in_site, timing_lock};
+use common::servers::serve_nfs_in_site;
 use common::*;
 
 use std::path::Path;
@@ -18,16 +19,7 @@ fn capture_workload(pcap: &Path, export: &Path, what: &str) -> bool {
     }
     let lab = Lab::up("rpc", &["--sites", "a,b", "--rtt", "2ms"]);
     lab.offloads_off(&["a", "b"]);
-    run(&[
-        "lab",
-        "serve",
-        lab.name(),
-        "b",
-        "nfs",
-        export.to_str().unwrap(),
-    ])
-    .ok();
-    let url = format!("nfs://10.77.0.2{}", export.display());
+    let url = serve_nfs_in_site(lab.name(), "b", &export, None);
     let write = ["-w", "seqwrite", "-s", "1m", "-b", "64k", "-q"];
     io_in_site(lab.name(), "a", &url, &write).ok();
     let td = lab.spawn(

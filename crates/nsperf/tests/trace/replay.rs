@@ -10,7 +10,7 @@
 use crate::common;
 use common::lab::{io_in_site, lab_name};
 use common::scratch::{Scratch, disk_base};
-use common::servers::{Smbd, embedded_nfs, serve_smb, url_port};
+use common::servers::{Smbd, embedded_nfs, serve_nfs_in_site, serve_smb, url_port};
 use common::*;
 
 use std::path::Path;
@@ -321,18 +321,10 @@ fn replay_of_an_nfs41_read_through_ganesha() {
     let d = tempfile::tempdir().unwrap();
     let export = std::fs::canonicalize(d.path()).unwrap().join("export");
     std::fs::create_dir(&export).unwrap();
-    run(&[
-        "lab",
-        "serve",
-        &lab,
-        "b",
-        "nfs",
-        export.to_str().unwrap(),
-        "--server",
-        "ganesha",
-    ])
-    .ok();
-    let url = format!("nfs://10.77.0.2{}?version=4.1", export.display());
+    let url = format!(
+        "{}?version=4.1",
+        serve_nfs_in_site(&lab, "b", &export, Some("ganesha"))
+    );
     let io = |w: &str| lab_io(&lab, &url, w, &[]);
     io("seqwrite");
     let pcap = d.path().join("v41.pcap");

@@ -5,7 +5,7 @@
 
 use crate::common;
 use common::lab::{io_in_site, lab_name, timing_lock};
-use common::servers::{embedded_nfs, url_port};
+use common::servers::{embedded_nfs, serve_nfs_in_site, url_port};
 use common::*;
 
 use std::path::Path;
@@ -236,7 +236,9 @@ fn replay_against_an_embedded_server_makes_the_captured_requests() {
     );
 }
 
-/// `--against` on an NFSv4 URL, or with a capture of another protocol: one line, exit 2.
+/// What the replay does not take: `--server` without `--lab`, a lab with Samba (SMB replay
+/// is not built), one line, exit 2; `--against` an NFSv4 URL is taken (an empty capture is
+/// then the capture's error, 3).
 #[test]
 fn replay_against_what_is_not_built_is_a_usage_error() {
     let d = tempfile::tempdir().unwrap();
@@ -248,6 +250,12 @@ fn replay_against_what_is_not_built_is_a_usage_error() {
         "--against",
         "nfs://127.0.0.1/x?version=4.1",
     ]);
+    assert_eq!(r.code, Some(3), "{r:?}");
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{r:?}");
+    let r = run(&["replay", p.to_str().unwrap(), "--server", "ganesha"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{r:?}");
+    let r = run(&["replay", p.to_str().unwrap(), "--lab", "--server", "samba"]);
     assert_eq!(r.code, Some(2), "{r:?}");
     assert_eq!(r.stderr.trim().lines().count(), 1, "{r:?}");
     assert!(r.stderr.contains("not built yet"), "{r:?}");
@@ -272,8 +280,7 @@ fn replay_against_the_captured_server_over_a_5ms_lab_gives_its_duration_back() {
     let d = tempfile::tempdir().unwrap();
     let export = std::fs::canonicalize(d.path()).unwrap().join("export");
     std::fs::create_dir(&export).unwrap();
-    run(&["lab", "serve", &lab, "b", "nfs", export.to_str().unwrap()]).ok();
-    let url = format!("nfs://10.77.0.2{}", export.display());
+    let url = serve_nfs_in_site(&lab, "b", &export, None);
     let bin = nsperf_bin();
     let io = |w: &str| {
         let a = ["-w", w, "-s", "4m", "-b", "64k", "--iodepth", "4", "-q"];

@@ -5,6 +5,7 @@
 
 use crate::common;
 use common::lab::{io_in_site, lab_name, timing_lock};
+use common::servers::serve_nfs_in_site;
 use common::*;
 
 use crate::trace_proto::{capture_whole, lab_up};
@@ -25,16 +26,7 @@ fn replay_lab_check_gives_the_capture_back_and_follows_the_model_at_50ms() {
         let lab = lab_up(&lab_name("rpl"), &["--rtt", "5ms"]);
         let export = std::fs::canonicalize(d.path()).unwrap().join("export");
         std::fs::create_dir(&export).unwrap();
-        run(&[
-            "lab",
-            "serve",
-            lab.name(),
-            "b",
-            "nfs",
-            export.to_str().unwrap(),
-        ])
-        .ok();
-        let url = format!("nfs://10.77.0.2{}", export.display());
+        let url = serve_nfs_in_site(lab.name(), "b", &export, None);
         let read = [
             "-w",
             "seqread",

@@ -16,6 +16,7 @@
 
 use crate::common;
 use common::lab::{Lab, io_in_site, lab_name, timing_lock};
+use common::servers::serve_nfs_in_site;
 use common::*;
 
 use std::path::{Path, PathBuf};
@@ -272,16 +273,7 @@ fn lab_with_server(tag: &str, what: &str) -> Option<(Lab, tempfile::TempDir, Pat
     let d = tempfile::tempdir().unwrap();
     let export = std::fs::canonicalize(d.path()).unwrap().join("export");
     std::fs::create_dir(&export).unwrap();
-    run(&[
-        "lab",
-        "serve",
-        lab.name(),
-        "b",
-        "nfs",
-        export.to_str().unwrap(),
-    ])
-    .ok();
-    let url = format!("nfs://10.77.0.2{}", export.display());
+    let url = serve_nfs_in_site(lab.name(), "b", &export, None);
     Some((lab, d, export, url))
 }
 

@@ -9,7 +9,7 @@
 use crate::common;
 use common::lab::{Lab, io_in_site, lab_name};
 use common::scratch::{Scratch, disk_base};
-use common::servers::{Smbd, embedded_nfs, serve_smb, url_port};
+use common::servers::{Smbd, embedded_nfs, serve_nfs_in_site, serve_smb, url_port};
 use common::*;
 
 use std::collections::BTreeMap;
@@ -622,11 +622,7 @@ fn lab_one_read_in_flight_is_protocol_bound_and_sixteen_on_a_t3_are_the_link() {
     let d = tempfile::tempdir().unwrap();
     let export = d.path().join("export");
     std::fs::create_dir(&export).unwrap();
-    run(&["lab", "serve", &lab, "b", "nfs", export.to_str().unwrap()]).ok();
-    let url = format!(
-        "nfs://10.77.0.2{}",
-        std::fs::canonicalize(&export).unwrap().display()
-    );
+    let url = serve_nfs_in_site(&lab, "b", &export, None);
     let ns = format!("nsp-{lab}-a");
     let bin = nsperf_bin();
     let read = |size: &str, depth: &str, pcap: &Path| {
@@ -780,21 +776,11 @@ fn nfs4_ganesha_nfs_cp_compound_ops_agree_with_tshark() {
     std::fs::create_dir(&export).unwrap();
     let data: Vec<u8> = (0..2u32 << 20).map(|i| (i * 13 % 251) as u8).collect();
     std::fs::write(export.join("f.bin"), &data).unwrap();
-    run(&[
-        "lab",
-        "serve",
-        &lab,
-        "b",
-        "nfs",
-        export.to_str().unwrap(),
-        "--server",
-        "ganesha",
-    ])
-    .ok();
+    let base = serve_nfs_in_site(&lab, "b", &export, Some("ganesha"));
     let pcap = d.path().join("v4.pcap");
     let back = d.path().join("back.bin");
     let cap = SiteCapture::start(&format!("nsp-{lab}-a"), &pcap);
-    let url = format!("nfs://10.77.0.2{}/f.bin?version=4", export.display());
+    let url = format!("{base}/f.bin?version=4");
     let out = Command::new("ip")
         .args(["netns", "exec", &format!("nsp-{lab}-a"), "nfs-cp", &url])
         .arg(&back)
@@ -1077,19 +1063,8 @@ fn nfs3_ganesha_nsperf_engine_agrees_with_tshark() {
     let d = tempfile::tempdir().unwrap();
     let export = std::fs::canonicalize(d.path()).unwrap().join("export");
     std::fs::create_dir(&export).unwrap();
-    run(&[
-        "lab",
-        "serve",
-        &lab,
-        "b",
-        "nfs",
-        export.to_str().unwrap(),
-        "--server",
-        "ganesha",
-    ])
-    .ok();
+    let url = serve_nfs_in_site(&lab, "b", &export, Some("ganesha"));
     let pcap = d.path().join("ganesha3.pcap");
-    let url = format!("nfs://10.77.0.2{}", export.display());
     if !capture_whole(&format!("nsp-{lab}-a"), &pcap, what, || {
         nfs_engine_workload(Some(&lab), &url)
     }) {
