@@ -19,7 +19,7 @@ fn capture_workload(pcap: &Path, export: &Path, what: &str) -> bool {
     }
     let lab = Lab::up("rpc", &["--sites", "a,b", "--rtt", "2ms"]);
     lab.offloads_off(&["a", "b"]);
-    let url = serve_nfs_in_site(lab.name(), "b", &export, None);
+    let url = serve_nfs_in_site(lab.name(), "b", export, None);
     let write = ["-w", "seqwrite", "-s", "1m", "-b", "64k", "-q"];
     io_in_site(lab.name(), "a", &url, &write).ok();
     let td = lab.spawn(
