@@ -35,6 +35,10 @@ const SLOT_MASK: u32 = (1 << SLOT_BITS) - 1;
 /// status, attributes and counts).
 const HEAD_MAX: usize = 1024;
 const RBUF: usize = 256 << 10;
+/// A READ larger than this lands in the caller's buffer straight from the socket: while one
+/// is in flight, a reply's record mark and head are read on their own (at most
+/// `HEAD_MAX + 4` bytes), so its data does not pass through the receive buffer first.
+const BIG_READ: u32 = 16 << 10;
 /// How long in-flight calls may drain after Ctrl-C before the run gives up on them.
 const DRAIN_AFTER_INTERRUPT: Duration = Duration::from_secs(2);
 
@@ -172,6 +176,12 @@ pub struct Pipeline {
     state: Recv,
     verf: Option<u64>,
     uncommitted: bool,
+    /// READs larger than [`BIG_READ`] in flight.
+    big_reads: usize,
+    /// READ data that was copied out of the receive buffer (the rest went straight from the
+    /// socket to the caller's buffer). Counted for the tests.
+    #[cfg(test)]
+    staged: u64,
     /// The last NFS error status seen on a reply, for messages.
     pub last_status: Option<NfsStat>,
 }
@@ -270,6 +280,9 @@ impl Pipeline {
             state: Recv::Mark,
             verf: None,
             uncommitted: false,
+            big_reads: 0,
+            #[cfg(test)]
+            staged: 0,
             last_status: None,
         })
     }
@@ -295,6 +308,13 @@ impl Pipeline {
     /// Calls in flight.
     pub fn inflight(&self) -> usize {
         self.inflight
+    }
+
+    /// Bytes of READ data that passed through the receive buffer (a copy more than the
+    /// socket's): at most a reply head's worth per large READ.
+    #[cfg(test)]
+    pub(crate) fn staged_read_bytes(&self) -> u64 {
+        self.staged
     }
 
     /// Queues a READ or WRITE of `len` bytes at `offset` on `slot`; sent by the next
@@ -336,6 +356,9 @@ impl Pipeline {
         s.xid = xid;
         s.len = len as u32;
         self.inflight += 1;
+        if op == DataOp::Read && s.len > BIG_READ {
+            self.big_reads += 1;
+        }
         Ok(())
     }
 
@@ -649,7 +672,17 @@ impl Pipeline {
                 self.rend -= self.rpos;
                 self.rpos = 0;
             }
-            match self.sock.read(&mut self.rbuf[self.rend..]) {
+            // With a large READ in flight, the next reply may be its head and a megabyte of
+            // data: read the head alone, and the data straight into its buffer (above).
+            let room = if self.big_reads > 0 {
+                (HEAD_MAX + 4)
+                    .saturating_sub(self.rend - self.rpos)
+                    .max(4)
+                    .min(RBUF - self.rend)
+            } else {
+                RBUF - self.rend
+            };
+            match self.sock.read(&mut self.rbuf[self.rend..self.rend + room]) {
                 Ok(0) => {
                     return Err(lost("READ/WRITE", io::ErrorKind::UnexpectedEof.into()));
                 }
@@ -665,7 +698,11 @@ impl Pipeline {
     }
 
     fn finish(&mut self, slot: u32, result: i32, out: &mut Vec<Completion>) {
-        self.slots[slot as usize].busy = false;
+        let s = &mut self.slots[slot as usize];
+        s.busy = false;
+        if s.op == DataOp::Read && s.len > BIG_READ {
+            self.big_reads -= 1;
+        }
         self.inflight -= 1;
         out.push(Completion { slot, result });
     }
@@ -717,6 +754,10 @@ impl Pipeline {
                     );
                 }
                 self.rpos += n;
+                #[cfg(test)]
+                {
+                    self.staged += n as u64;
+                }
                 self.state = Recv::data_landed(slot, done + n, count, pad);
                 Ok(true)
             }
