@@ -1,5 +1,6 @@
 //! What the SMB engine parses from outside: `smb://` URLs, smbclient-style credentials files,
-//! and the READ reply whose data it copies into its buffers. Any bytes give a value or an
+//! the READ reply whose data it copies into its buffers, and the direct data path's reply
+//! headers, READ reply layouts and WRITE replies. Any bytes give a value or an
 //! error, never a panic.
 #![no_main]
 

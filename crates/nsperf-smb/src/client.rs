@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use smb2::client::Session;
 use smb2::client::connection::Connection;
 use smb2::msg::create::{
     CreateDisposition, CreateRequest, CreateResponse, ImpersonationLevel, ShareAccess,
@@ -17,6 +18,10 @@ use smb2::types::flags::{FileAccessMask, FileAttributes};
 use smb2::types::status::NtStatus;
 use smb2::types::{Command, FileId, OplockLevel};
 use smb2::{ClientConfig, SmbClient, Tree};
+use std::sync::Arc;
+
+use crate::sign::Signer;
+use crate::transport::{Half, Tcp};
 
 use crate::creds::Credentials;
 use crate::error::SmbError;
@@ -111,8 +116,8 @@ pub struct Listed {
 /// A connection to a share, with the target directory inside it.
 pub struct Client {
     pub(crate) rt: tokio::runtime::Runtime,
-    // Kept for the session's lifetime (its drop logs off).
-    _client: SmbClient,
+    // Kept for the session's lifetime (none on a direct data connection).
+    _client: Option<SmbClient>,
     pub(crate) conn: Connection,
     pub(crate) tree: Tree,
     /// The target.
@@ -216,12 +221,30 @@ impl Client {
                 what: "TREE_CONNECT",
                 source,
             })?;
+        let p = client.params();
+        let signed = client.session().should_sign;
+        Client::finish(rt, Some(client), conn, tree, url, creds, addr, p, signed)
+    }
+
+    /// The rest of a connection once its tree is connected: what was negotiated, and the
+    /// URL's directory checked.
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        rt: tokio::runtime::Runtime,
+        client: Option<SmbClient>,
+        conn: Connection,
+        tree: Tree,
+        url: &SmbUrl,
+        creds: &Credentials,
+        addr: String,
+        p: Option<smb2::client::connection::NegotiatedParams>,
+        signed: bool,
+    ) -> Result<Client, SmbError> {
         let resolved = std::net::ToSocketAddrs::to_socket_addrs(&addr)
             .ok()
             .and_then(|mut a| a.next())
             .map(|a| a.to_string())
             .unwrap_or_else(|| addr.clone());
-        let p = client.params();
         let negotiated = Negotiated {
             dialect: p
                 .as_ref()
@@ -229,7 +252,7 @@ impl Client {
                 .ok_or_else(|| SmbError::NoDialect(addr.clone()))?,
             max_read: p.as_ref().map(|p| p.max_read_size).unwrap_or(65536),
             max_write: p.as_ref().map(|p| p.max_write_size).unwrap_or(65536),
-            signed: client.session().should_sign,
+            signed,
             guest: creds.is_guest(),
         };
         let mut c = Client {
@@ -254,6 +277,99 @@ impl Client {
             }
         }
         Ok(c)
+    }
+
+    /// A connection for the direct data path ([`crate::direct`]): the smb2 crate negotiates,
+    /// logs on and connects the tree over nsperf's own socket ([`Tcp`]); returns the
+    /// client, that socket and the session's ids and signing key — or `None` when the
+    /// session or share is encrypted (sealed messages stay on the crate's path).
+    pub(crate) fn connect_direct(
+        url: &SmbUrl,
+        creds: &Credentials,
+        timeout: Duration,
+    ) -> Result<Option<(Client, Arc<Tcp>, crate::direct::Session)>, SmbError> {
+        let addr = url.addr();
+        let connect_err = |source| SmbError::Connect {
+            addr: addr.clone(),
+            source,
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| connect_err(smb2::Error::Io(e)))?;
+        let connect = DEFAULT_CONNECT_TIMEOUT.min(timeout);
+        let tcp = block_on(&rt, Tcp::connect(&addr, connect))?.map_err(connect_err)?;
+        // The crate spawns its receiver task on the current runtime.
+        let entered = rt.enter();
+        let mut conn = Connection::from_transport(
+            Box::new(Half(Arc::clone(&tcp))),
+            Box::new(Half(Arc::clone(&tcp))),
+            addr.clone(),
+        );
+        drop(entered);
+        conn.set_response_timeout(Some(timeout));
+        conn.set_keepalive(None);
+        // Bounded by the response timeout set above.
+        block_on(&rt, conn.negotiate())?.map_err(connect_err)?;
+        let user = if creds.is_guest() {
+            "guest".to_string()
+        } else {
+            creds.username.clone()
+        };
+        let session = block_on(
+            &rt,
+            Session::setup(&mut conn, &creds.username, &creds.password, &creds.domain),
+        )?
+        .map_err(|source| match source.kind() {
+            smb2::ErrorKind::ConnectionLost | smb2::ErrorKind::TimedOut => connect_err(source),
+            _ => SmbError::Logon { user, source },
+        })?;
+        let mut tree = block_on(&rt, Tree::connect(&mut conn, &url.share))?.map_err(|source| {
+            SmbError::Share {
+                share: url.share.clone(),
+                host: url.host.clone(),
+                source,
+            }
+        })?;
+        if session.should_encrypt || tree.encrypt_data || conn.should_encrypt() {
+            return Ok(None);
+        }
+        tree.server = addr.clone();
+        let signer = if session.should_sign {
+            Signer::new(session.signing_algorithm, &session.signing_key).map_err(|e| {
+                SmbError::Logon {
+                    user: creds.username.clone(),
+                    source: smb2::Error::invalid_data(e),
+                }
+            })?
+        } else {
+            Signer::None
+        };
+        let ids = crate::direct::Session {
+            signer,
+            session_id: session.session_id.0,
+            tree_id: tree.tree_id.0,
+            next_message_id: 0,
+            credits: 0,
+        };
+        let p = conn.params();
+        let c = Client::finish(
+            rt,
+            None,
+            conn,
+            tree,
+            url,
+            creds,
+            addr,
+            p,
+            session.should_sign,
+        )?;
+        Ok(Some((c, tcp, ids)))
+    }
+
+    /// Message id and credits where the crate left them, for the direct path to go on from.
+    pub(crate) fn handover_state(&self) -> (u64, u16) {
+        (self.conn.next_message_id(), self.conn.credits())
     }
 
     /// Runs one call of the smb2 crate on this client's tree and connection.

@@ -1,13 +1,19 @@
 //! The data path: READ and WRITE on one file with up to `depth` requests in flight on one
 //! connection (its own session and tree), the way `--iodepth` means it.
 //!
-//! Each request is a future of the smb2 crate (`Connection::execute_with_credits`), polled
-//! on this pipeline's single-threaded runtime only while [`Pipeline::reap`] waits; the
-//! crate's receiver task routes replies to them by message id. The crate's messages own
-//! their bytes, so a WRITE's data is copied from the caller's buffer into a per-slot vector
-//! (reused: it comes back with the reply) and a READ's data is copied from the reply frame
-//! into the caller's buffer. Credits: each request is charged one credit per 64 KiB
-//! (MS-SMB2 3.1.5.2), and the crate parks a request until the server has granted enough.
+//! Unencrypted connections (the usual case, signed or not) take the direct path
+//! ([`crate::direct`]): the smb2 crate sets the connection up on nsperf's socket, then nsperf
+//! frames the requests and reads the replies itself, a READ's data straight into the caller's
+//! buffer. Encrypted sessions and shares keep the crate's path below.
+//!
+//! The crate's path: each request is a future of the smb2 crate
+//! (`Connection::execute_with_credits`), polled on this pipeline's single-threaded runtime
+//! only while [`Pipeline::reap`] waits; the crate's receiver task routes replies to them by
+//! message id. The crate's messages own their bytes, so a WRITE's data is copied from the
+//! caller's buffer into a per-slot vector (reused: it comes back with the reply) and a READ's
+//! data is copied from the reply frame into the caller's buffer. Credits: each request is
+//! charged one credit per 64 KiB (MS-SMB2 3.1.5.2), and the crate parks a request until the
+//! server has granted enough.
 
 use nsperf_core::data_path::{Completion, DataOp};
 use std::future::Future;
@@ -22,6 +28,7 @@ use smb2::types::{Command, CreditCharge, FileId, TreeId};
 
 use crate::client::{Client, block_on};
 use crate::creds::Credentials;
+use crate::direct::Direct;
 use crate::error::SmbError;
 use crate::frames::{read_into, read_request, write_count, write_request};
 use crate::url::SmbUrl;
@@ -51,6 +58,8 @@ pub struct Pipeline {
     slots: Vec<Slot>,
     spare: Vec<Vec<u8>>,
     inflight: FuturesUnordered<InFlight>,
+    /// The direct data path, when this connection is not encrypted.
+    direct: Option<Direct>,
 }
 
 // SAFETY: the raw buffer pointers are only dereferenced by the thread owning the pipeline,
@@ -129,9 +138,17 @@ impl Pipeline {
         depth: usize,
         timeout: Duration,
     ) -> Result<Pipeline, SmbError> {
-        let mut client = Client::connect(url, creds, timeout)?;
-        let fid = client.open(path, false)?;
         let depth = depth.clamp(1, MAX_DEPTH);
+        let (mut client, direct) = match Client::connect_direct(url, creds, timeout)? {
+            Some((client, tcp, ids)) => (client, Some((tcp, ids))),
+            None => (Client::connect(url, creds, timeout)?, None),
+        };
+        let fid = client.open(path, false)?;
+        let direct = direct.map(|(tcp, mut ids)| {
+            (ids.next_message_id, ids.credits) = client.handover_state();
+            let fd = tcp.hand_over();
+            Direct::new(Some(tcp), fd, ids, fid, depth, timeout)
+        });
         let slot = Slot {
             busy: false,
             ptr: std::ptr::null_mut(),
@@ -144,6 +161,7 @@ impl Pipeline {
             slots: vec![slot; depth],
             spare: vec![Vec::new(); depth],
             inflight: FuturesUnordered::new(),
+            direct,
         })
     }
 
@@ -151,6 +169,15 @@ impl Pipeline {
     /// then sends no FLUSH.
     pub fn set_write_through(&mut self, on: bool) {
         self.client.write_through = on;
+        if let Some(d) = &mut self.direct {
+            d.write_through = on;
+        }
+    }
+
+    /// True when READ and WRITE go by the direct path (nsperf frames and reads them on its
+    /// own socket) rather than through the smb2 crate (encrypted sessions and shares).
+    pub fn is_direct(&self) -> bool {
+        self.direct.is_some()
     }
 
     /// What the connection negotiated.
@@ -165,6 +192,9 @@ impl Pipeline {
     /// this slot is in flight (from [`Pipeline::queue`] until the slot comes back from
     /// [`Pipeline::reap`]).
     pub unsafe fn set_buffer(&mut self, slot: u32, ptr: *mut u8, cap: usize) {
+        if let Some(d) = &mut self.direct {
+            d.set_buffer(slot, ptr, cap);
+        }
         if let Some(s) = self.slots.get_mut(slot as usize) {
             s.ptr = ptr;
             s.cap = cap;
@@ -178,7 +208,10 @@ impl Pipeline {
 
     /// Requests in flight.
     pub fn inflight(&self) -> usize {
-        self.inflight.len()
+        match &self.direct {
+            Some(d) => d.inflight(),
+            None => self.inflight.len(),
+        }
     }
 
     /// Starts a READ or WRITE of `len` bytes at `offset` on `slot`.
@@ -189,6 +222,9 @@ impl Pipeline {
         len: usize,
         slot: u32,
     ) -> Result<(), SmbError> {
+        if let Some(d) = &mut self.direct {
+            return d.queue(op, offset, len, slot, &self.path);
+        }
         let s = self
             .slots
             .get(slot as usize)
@@ -228,6 +264,9 @@ impl Pipeline {
     /// every finished one to `out`. An error status of one request is its `Completion`; a lost
     /// connection fails the call.
     pub fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), SmbError> {
+        if let Some(d) = &mut self.direct {
+            return d.reap(min, out, &self.path);
+        }
         let min = min.min(self.inflight.len());
         let mut got = 0usize;
         let mut interrupted_at = None;
@@ -307,6 +346,9 @@ impl Pipeline {
     /// Waits for every request in flight, then FLUSH (the server writes the file's data to
     /// stable storage); completions are appended to `out`.
     pub fn flush(&mut self, out: &mut Vec<Completion>) -> Result<(), SmbError> {
+        if let Some(d) = &mut self.direct {
+            return d.flush(out, &self.path);
+        }
         self.reap(self.inflight.len(), out)?;
         if self.client.write_through {
             return Ok(());
@@ -323,6 +365,10 @@ impl Drop for Pipeline {
         // still there.
         self.inflight.clear();
         let path = std::mem::take(&mut self.path);
+        if let Some(d) = &mut self.direct {
+            let _ = d.close(Duration::from_secs(2), &path);
+            return;
+        }
         let _ = block_on(&self.client.rt, async {
             tokio::time::timeout(
                 Duration::from_secs(2),

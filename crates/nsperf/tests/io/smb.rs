@@ -1,6 +1,7 @@
 //! `nsperf io run smb://…` through the real binary against Samba's smbd started by
 //! `nsperf lab serve LAB SITE smb DIR` (root and smbd needed; skipped otherwise): every
-//! workload across the lab link, data written and read back compared by checksum with the
+//! workload across the lab link, signed writes and reads verified block by block at depth 1
+//! and 8, data written and read back compared by checksum with the
 //! server's copy, credentials from a file and from the environment, a wrong password, a
 //! missing share, a read-only share and an unreachable server with their exit codes, Ctrl-C,
 //! smbd killed mid-run (exit 12, nothing left behind after `lab down`), and `doctor` naming
@@ -91,6 +92,10 @@ fn checksums_match(url: &str, creds: &Credentials, server_dir: &std::path::Path)
         .map(|i: usize| (i.wrapping_mul(31) ^ (i >> 9)) as u8)
         .collect();
     let mut p = Pipeline::open(&url, creds, &name, 4, t).unwrap();
+    assert!(
+        p.is_direct(),
+        "an unencrypted connection takes the direct data path"
+    );
     let chunk = 1 << 20;
     let mut bufs: Vec<Vec<u8>> = data.chunks(chunk).map(|c| c.to_vec()).collect();
     let mut done: Vec<Completion> = Vec::new();
@@ -190,6 +195,43 @@ fn reads_do_not_fault_per_message(lab: &str, url: &str, creds: &str) {
     );
 }
 
+/// Signed writes then reads of 1 MiB blocks on the direct data path at depth 1 and 8, every
+/// block checked (`--verify crc32`: each block's header and checksum, read back).
+fn signed_and_verified_at_depth_1_and_8(lab: &str, url: &str, creds: &str) {
+    for depth in ["1", "8"] {
+        for w in ["seqwrite", "seqread"] {
+            let r = io_in_a(
+                lab,
+                &[
+                    "io",
+                    "run",
+                    url,
+                    "-w",
+                    w,
+                    "-s",
+                    "64m",
+                    "-b",
+                    "1m",
+                    "--iodepth",
+                    depth,
+                    "--verify",
+                    "crc32",
+                    "--credentials",
+                    creds,
+                    "--json",
+                ],
+            )
+            .ok();
+            let s = &r.json()["summary"];
+            assert_eq!(s["remote"]["signed"], true, "{w} {depth}");
+            // A read checks its warming pass and its measured one.
+            let blocks = if w == "seqread" { 128 } else { 64 };
+            assert_eq!(s["verify"]["blocks_checked"], blocks, "{w} {depth}: {s}");
+            assert_eq!(s["verify"]["failures"], 0, "{w} {depth}: {s}");
+        }
+    }
+}
+
 #[test]
 fn lab_serve_samba_every_workload_checksums_and_a_kill() {
     let dir = Scratch::new(&disk_base(), "smb-lab");
@@ -200,6 +242,7 @@ fn lab_serve_samba_every_workload_checksums_and_a_kill() {
     let again = run(&["lab", "serve", &lab, "b", "smb", dir.path()]);
     assert_eq!(again.code, Some(2), "{}", again.stderr);
     every_workload(&lab, &url, &creds, &dir);
+    signed_and_verified_at_depth_1_and_8(&lab, &url, &creds);
 
     let c = Credentials::from_file(std::path::Path::new(&creds)).unwrap();
     let (u, local) = (url.clone(), dir.0.clone());
