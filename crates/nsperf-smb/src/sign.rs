@@ -22,7 +22,7 @@ pub(crate) enum Signer {
     /// HMAC-SHA256 truncated to 16 bytes.
     Hmac([u8; 16]),
     /// AES-128-CMAC.
-    Cmac(cmac::Cmac<Aes128>),
+    Cmac(Box<cmac::Cmac<Aes128>>),
     /// AES-128-GMAC: the cipher and GHASH keyed with H = AES(K, 0).
     Gmac(Box<(Aes128, GHash)>),
 }
@@ -85,10 +85,10 @@ impl Signer {
         let key: [u8; 16] = key.try_into().map_err(|_| "signing key is not 16 bytes")?;
         Ok(match algorithm {
             SigningAlgorithm::HmacSha256 => Signer::Hmac(key),
-            SigningAlgorithm::AesCmac => Signer::Cmac(
+            SigningAlgorithm::AesCmac => Signer::Cmac(Box::new(
                 <cmac::Cmac<Aes128> as cmac::KeyInit>::new_from_slice(&key)
                     .map_err(|_| "bad AES-CMAC key")?,
-            ),
+            )),
             SigningAlgorithm::AesGmac => {
                 let aes = Aes128::new(&key.into());
                 let mut h = aes::Block::default();
@@ -128,7 +128,7 @@ impl Signer {
             }
             Signer::Cmac(proto) => {
                 use cmac::Mac;
-                let mut mac = proto.clone();
+                let mut mac = (**proto).clone();
                 for p in parts {
                     mac.update(p);
                 }
