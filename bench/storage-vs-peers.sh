@@ -64,6 +64,9 @@ mkdir -p "$DIR" "$SHM"
 A() { "$NS" lab exec "$LAB" a -- "$@"; }
 json() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)"; }
 timed() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null; t1=$(date +%s%N); python3 -c "print($((1 << 30)) / (($t1 - $t0) / 1e9))"; }
+# Every write starts on a clean disk: what earlier runs left dirty (a layout, a peer's file)
+# is written back first, so neither tool's COMMIT or FLUSH pays for the other's data.
+settle() { sync; sleep 1; }
 head -c $((1 << 30)) /dev/urandom > "$SHM/src-1g"
 
 if [[ " $PARTS " == *" smb "* ]]; then
@@ -80,7 +83,7 @@ if [[ " $PARTS " == *" smb "* ]]; then
   SIGN=(--option='client signing=required')
   for i in $(seq 1 "$RUNS"); do
     SNR+=("$(smb_ns -w seqread)"); SGD+=("$(smb_get)"); SGS+=("$(smb_get "${SIGN[@]}")")
-    SPS+=("$(smb_put "${SIGN[@]}")"); SPD+=("$(smb_put)"); SNW+=("$(smb_ns -w seqwrite --fsync end)")
+    SPS+=("$(settle; smb_put "${SIGN[@]}")"); SPD+=("$(settle; smb_put)"); SNW+=("$(settle; smb_ns -w seqwrite --fsync end)")
     echo "smb run $i: read nsperf ${SNR[-1]} smbclient ${SGD[-1]} signed ${SGS[-1]}  write nsperf ${SNW[-1]} smbclient ${SPD[-1]} signed ${SPS[-1]} B/s" >&2
   done
   python3 - "${SNR[*]}" "${SGD[*]}" "${SGS[*]}" "${SNW[*]}" "${SPD[*]}" "${SPS[*]}" <<'PY'
@@ -112,8 +115,8 @@ if [[ " $PARTS " == *" fio "* ]]; then
   for i in $(seq 1 "$RUNS"); do
     # fio's file goes with rm on this host: the server closes it within 200 ms (its
     # housekeeping), before the next run starts.
-    FW+=("$(fio_nfs --rw=write)"); FR+=("$(fio_nfs --rw=read)"); rm -f "$EDIR/fio-1g"; sleep 1
-    EW+=("$(ns_nfs -w seqwrite)"); EE+=("$(ns_nfs -w seqwrite --fsync end)"); ER+=("$(ns_nfs -w seqread)")
+    FW+=("$(settle; fio_nfs --rw=write)"); FR+=("$(fio_nfs --rw=read)"); rm -f "$EDIR/fio-1g"; sleep 1
+    EW+=("$(settle; ns_nfs -w seqwrite)"); EE+=("$(settle; ns_nfs -w seqwrite --fsync end)"); ER+=("$(ns_nfs -w seqread)")
     echo "fio run $i: write fio ${FW[-1]} nsperf ${EW[-1]} (--fsync end ${EE[-1]})  read fio ${FR[-1]} nsperf ${ER[-1]} B/s" >&2
   done
   python3 - "${EW[*]}" "${EE[*]}" "${FW[*]}" "${ER[*]}" "${FR[*]}" <<'PY'
@@ -156,7 +159,7 @@ if [[ " $PARTS " == *" nfs4 "* ]]; then
   declare -a R4 R40 R3 C4R W4 W40 W3 C4W
   for i in $(seq 1 "$RUNS"); do
     R4+=("$(ns4 '?version=4.1' -w seqread)"); C4R+=("$(cp4_read)"); R40+=("$(ns4 '?version=4.0' -w seqread)"); R3+=("$(ns4 '?version=3' -w seqread)")
-    W4+=("$(ns4 '?version=4.1' -w seqwrite --fsync end)"); C4W+=("$(cp4_write "$i")"); W40+=("$(ns4 '?version=4.0' -w seqwrite --fsync end)"); W3+=("$(ns4 '?version=3' -w seqwrite --fsync end)")
+    W4+=("$(settle; ns4 '?version=4.1' -w seqwrite --fsync end)"); C4W+=("$(settle; cp4_write "$i")"); W40+=("$(settle; ns4 '?version=4.0' -w seqwrite --fsync end)"); W3+=("$(settle; ns4 '?version=3' -w seqwrite --fsync end)")
     echo "nfs4 run $i: read nsperf v4.1 ${R4[-1]} nfs-cp v4 ${C4R[-1]} nsperf v4.0 ${R40[-1]} v3 ${R3[-1]}  write nsperf v4.1 ${W4[-1]} nfs-cp v4 ${C4W[-1]} nsperf v4.0 ${W40[-1]} v3 ${W3[-1]} B/s" >&2
   done
   python3 - "${R4[*]}" "${C4R[*]}" "${R40[*]}" "${R3[*]}" "${W4[*]}" "${C4W[*]}" "${W40[*]}" "${W3[*]}" <<'PY'
@@ -195,8 +198,8 @@ for i in $(seq 1 "$RUNS"); do
   # nfs-cp's written file goes with rm on this host while ganesha may still hold it open:
   # nsperf's read comes next, whose unmeasured layout absorbs whatever the server does when
   # it lets the file go (nsperf's own files go with REMOVE after its passes).
-  CW+=("$(cp_write "$i")"); NR+=("$(ns_read)")
-  CR+=("$(cp_read)"); NW+=("$(ns_write)")
+  CW+=("$(settle; cp_write "$i")"); NR+=("$(ns_read)")
+  CR+=("$(cp_read)"); NW+=("$(settle; ns_write)")
   TCP+=("$(net_tcp)")
   echo "run $i: read nsperf ${NR[-1]} nfs-cp ${CR[-1]}  write nsperf ${NW[-1]} nfs-cp ${CW[-1]}  tcp ${TCP[-1]} B/s" >&2
 done
