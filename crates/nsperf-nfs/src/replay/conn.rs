@@ -151,6 +151,11 @@ impl<'a> Driver<'a> {
         if r.is_err() {
             self.shared.abort.store(true, Ordering::Relaxed);
         }
+        if let (Ok(()), Some(v)) = (&r, &self.v4) {
+            // after the last reply: nothing of the replay is left on the socket
+            let xid = self.xid0.wrapping_add(self.conn.calls.len() as u32);
+            v.end_session(&mut self.sock, xid, &self.cred);
+        }
         r.map(|()| {
             self.out.finish();
             self.out

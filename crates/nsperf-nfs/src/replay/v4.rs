@@ -152,6 +152,32 @@ impl V4Conn {
     pub(crate) fn sessions(&self) -> bool {
         self.sid.is_some()
     }
+
+    /// Ends the connection's 4.1 session (DESTROY_SESSION, best effort, a second at most,
+    /// after the last reply), so the client made at set-up can end too.
+    pub(crate) fn end_session(&self, sock: &mut std::net::TcpStream, xid: u32, cred: &AuthSys) {
+        use std::io::{Read, Write};
+        let Some(sid) = &self.sid else {
+            return;
+        };
+        let mut b = Vec::with_capacity(128);
+        let rec = rpc::begin_call(&mut b, xid, NFS_PROG, NFS_V4, PROC_COMPOUND, cred);
+        let mut c = Compound::begin(&mut b, 1);
+        c.destroy_session(sid);
+        c.finish();
+        rpc::finish_record(&mut b, rec, 0);
+        if sock.set_nonblocking(false).is_err() {
+            return;
+        }
+        let second = Some(std::time::Duration::from_secs(1));
+        sock.set_write_timeout(second).ok();
+        sock.set_read_timeout(second).ok();
+        if sock.write_all(&b).is_ok() {
+            // the reply read and dropped: the server has acted once it answers
+            let mut sink = [0u8; 512];
+            let _ = sock.read(&mut sink);
+        }
+    }
 }
 
 /// Parses the head of an NFSv4 reply record (`rec`: its first bytes): which request it
