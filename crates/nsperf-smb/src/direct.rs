@@ -538,8 +538,8 @@ impl Direct {
             .map_err(|f| f.into_error(name, path))
     }
 
-    /// Waits for at least `min` requests to finish (fewer if fewer are in flight), then
-    /// takes every reply already arrived; appends the completions to `out`.
+    /// Waits for at least `min` requests to finish (fewer if fewer are in flight); appends
+    /// the completions to `out`.
     pub(crate) fn reap(
         &mut self,
         min: usize,
@@ -548,26 +548,17 @@ impl Direct {
     ) -> Result<(), SmbError> {
         let r = (|| {
             let min = min.min(self.by_id.len() + self.done.len());
+            // Only as many as asked: reading on while bytes are readable would, on a slow
+            // link where the next reply is always arriving, wait out every reply in flight
+            // before the caller could send more (16 READs of 64 KiB on a 45 Mbit/s, 100 ms
+            // path moved 26 Mbit/s in batches of 16).
             while self.done.len() < min {
-                self.recv_one()?;
-            }
-            while !self.by_id.is_empty() && self.readable_now() {
                 self.recv_one()?;
             }
             Ok(())
         })();
         out.append(&mut self.done);
         r.map_err(|f: Fault| f.into_error("I/O", path))
-    }
-
-    fn readable_now(&self) -> bool {
-        let mut p = libc::pollfd {
-            fd: self.fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        unsafe { libc::poll(&mut p, 1, 0) > 0 }
     }
 
     /// One FLUSH or CLOSE on the file, after every request in flight; its status.

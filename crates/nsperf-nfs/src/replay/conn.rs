@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::result::{ConnResult, Failed, OpStats};
+use super::result::{ConnResult, Done, Failed, OpStats};
 use super::schedule::{Next, Scheduler};
 use super::v4::{self, V4Conn};
 use super::{Call, CallOp, ConnScript, Handles, OPS};
@@ -57,30 +57,6 @@ enum Recv {
     Mark,
     Head { len: usize },
     Skip { left: usize, then: Option<Done> },
-}
-
-/// A reply parsed, finished once its last byte is in.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Done {
-    pub(crate) index: usize,
-    pub(crate) failed: Option<Failed>,
-    pub(crate) read: u64,
-    pub(crate) written: u64,
-    /// NFSv4.1: the server took the SEQUENCE (the slot's sequence moves on).
-    pub(crate) seq_ok: bool,
-}
-
-impl Done {
-    /// A reply to request `index` that succeeded and moved no data (so far).
-    pub(crate) fn of(index: usize) -> Done {
-        Done {
-            index,
-            failed: None,
-            read: 0,
-            written: 0,
-            seq_ok: false,
-        }
-    }
 }
 
 /// One connection's replay.

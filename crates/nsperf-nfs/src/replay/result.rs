@@ -238,3 +238,27 @@ fn throughput(bytes: u64, ns: u64) -> f64 {
         bytes as f64 * 8.0 * 1e9 / ns as f64
     }
 }
+
+/// A reply parsed, finished once its last byte is in.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Done {
+    pub(crate) index: usize,
+    pub(crate) failed: Option<Failed>,
+    pub(crate) read: u64,
+    pub(crate) written: u64,
+    /// NFSv4.1: the server took the SEQUENCE (the slot's sequence moves on).
+    pub(crate) seq_ok: bool,
+}
+
+impl Done {
+    /// A reply to request `index` that succeeded and moved no data (so far).
+    pub(crate) fn of(index: usize) -> Done {
+        Done {
+            index,
+            failed: None,
+            read: 0,
+            written: 0,
+            seq_ok: false,
+        }
+    }
+}

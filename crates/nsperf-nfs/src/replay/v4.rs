@@ -2,8 +2,7 @@
 //! a slot of the connection's own session), and the head of its reply. What each call is
 //! made of: docs/replay.md, "The replay".
 
-use super::conn::Done;
-use super::result::Failed;
+use super::result::{Done, Failed};
 use super::{Call, CallOp, Handles, Target};
 use crate::error::NfsError;
 use crate::proto::{NFS_PROG, NfsStat};
