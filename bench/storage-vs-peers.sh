@@ -38,8 +38,14 @@
 #          nsperf io run URL -w seqread -s 1g -b 1m --iodepth 1  (remote-warm)
 #
 # NFSv4 (PARTS=nfs4, not in the default): on the ganesha of site b, nsperf's NFSv4.1 and 4.0
-# (URL?version=4.1, ?version=4.0) against nfs-cp's NFSv4 (URL/FILE?version=4: Debian's libnfs
-# 4.0.0 speaks 4.0) and nsperf's NFSv3, reads and writes of 1 GiB, 8 in flight, alternating.
+# (URL?version=4.1, ?version=4.0) against nfs-cp's NFSv4 (URL/FILE?version=4: libnfs speaks
+# 4.0) and nsperf's NFSv3, reads and writes of 1 GiB, 8 in flight, alternating.
+#
+# NFSCP=path picks the nfs-cp of every NFS part (default: the system's, Debian's libnfs 4.0.0,
+# whose NFSv4 writes all fail); bench/build-libnfs.sh builds upstream libnfs beside it, e.g.
+#   bench/build-libnfs.sh /work/.mirror/sahlberg+libnfs/repo   # -> /opt/peers/libnfs
+#   PARTS=nfs4 NFSCP=/opt/peers/libnfs/bin/nfs-cp flock /work/bench.lock bench/storage-vs-peers.sh 5
+# The output names the libnfs that nfs-cp loads.
 set -euo pipefail
 RUNS=${1:-${RUNS:-5}}
 PARTS=${PARTS:-nfs smb fio}
@@ -48,6 +54,21 @@ cd "$(dirname "$0")/.."
 for p in ganesha.nfsd rpcbind nfs-cp smbd smbclient; do
   command -v "$p" >/dev/null || { export DEBIAN_FRONTEND=noninteractive; apt-get update -qq; apt-get install -y -qq nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils samba smbclient >/dev/null; break; }
 done
+
+NFSCP=${NFSCP:-$(command -v nfs-cp)}
+# The libnfs behind $NFSCP: the VERSION file bench/build-libnfs.sh leaves in its prefix, or
+# the Debian package owning the library it loads.
+libnfs_version() {
+  local lib pkg
+  if [ -f "$(dirname "$(dirname "$NFSCP")")/VERSION" ]; then
+    echo "$(cat "$(dirname "$(dirname "$NFSCP")")/VERSION") ($(dirname "$(dirname "$NFSCP")"))"; return
+  fi
+  lib=$(ldd "$NFSCP" | sed -n 's/^\s*libnfs\.so[^ ]* => \([^ ]*\).*/\1/p')
+  pkg=$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null | cut -d: -f1)
+  if [ -n "$pkg" ]; then echo "libnfs $(dpkg-query -W -f '${Version}' "$pkg") (Debian $pkg)"; else echo "libnfs of $lib"; fi
+}
+LIBNFS=$(libnfs_version)
+echo "peer: $NFSCP, $LIBNFS" >&2
 
 cargo build --release -q
 NS=$PWD/target/release/nsperf
@@ -136,7 +157,7 @@ fi
 
 "$NS" lab serve "$LAB" b nfs "$DIR" --server ganesha >/dev/null
 URL=nfs://10.77.0.2$DIR
-A nfs-cp "$SHM/src-1g" "$URL/bench-1g" >/dev/null
+A "$NFSCP" "$SHM/src-1g" "$URL/bench-1g" >/dev/null
 
 if [[ " $PARTS " == *" nfs4 "* ]]; then
   # NFSv4.1 (nsperf, ?version=4) against NFSv4 (libnfs's nfs-cp, ?version=4) and against
@@ -144,13 +165,13 @@ if [[ " $PARTS " == *" nfs4 "* ]]; then
   # whole file arrived (Debian's libnfs 4.0.0 fails NFSv4 writes: then the row says so).
   ns4() { A "$NS" io run "$URL$1" -s 1g -b 1m --iodepth 8 --json "${@:2}" | json "j['summary']['throughput_bytes_per_s']"; }
   cp4_read() {
-    A nfs-cp "$URL/bench-1g?version=4" "$SHM/warm" >/dev/null; rm -f "$SHM/warm"
-    timed A nfs-cp "$URL/bench-1g?version=4" "$SHM/out"; rm -f "$SHM/out"
+    A "$NFSCP" "$URL/bench-1g?version=4" "$SHM/warm" >/dev/null; rm -f "$SHM/warm"
+    timed A "$NFSCP" "$URL/bench-1g?version=4" "$SHM/out"; rm -f "$SHM/out"
   }
   cp4_write() {
     local t0 t1 ok=0
     t0=$(date +%s%N)
-    A nfs-cp "$SHM/src-1g" "$URL/dst4-$1?version=4" >/dev/null 2>&1 && ok=1
+    A "$NFSCP" "$SHM/src-1g" "$URL/dst4-$1?version=4" >/dev/null 2>&1 && ok=1
     t1=$(date +%s%N)
     [ "$ok" = 1 ] && [ "$(stat -c %s "$DIR/dst4-$1" 2>/dev/null)" = $((1 << 30)) ] || ok=0
     rm -f "$DIR/dst4-$1"
@@ -162,13 +183,15 @@ if [[ " $PARTS " == *" nfs4 "* ]]; then
     W4+=("$(settle; ns4 '?version=4.1' -w seqwrite --fsync end)"); C4W+=("$(settle; cp4_write "$i")"); W40+=("$(settle; ns4 '?version=4.0' -w seqwrite --fsync end)"); W3+=("$(settle; ns4 '?version=3' -w seqwrite --fsync end)")
     echo "nfs4 run $i: read nsperf v4.1 ${R4[-1]} nfs-cp v4 ${C4R[-1]} nsperf v4.0 ${R40[-1]} v3 ${R3[-1]}  write nsperf v4.1 ${W4[-1]} nfs-cp v4 ${C4W[-1]} nsperf v4.0 ${W40[-1]} v3 ${W3[-1]} B/s" >&2
   done
-  python3 - "${R4[*]}" "${C4R[*]}" "${R40[*]}" "${R3[*]}" "${W4[*]}" "${C4W[*]}" "${W40[*]}" "${W3[*]}" <<'PY'
+  python3 - "$LIBNFS" "${R4[*]}" "${C4R[*]}" "${R40[*]}" "${R3[*]}" "${W4[*]}" "${C4W[*]}" "${W40[*]}" "${W3[*]}" <<'PY'
 import math, statistics as st, sys
-r4, c4r, r40, r3, w4, c4w, w40, w3 = ([float(x) for x in a.split()] for a in sys.argv[1:])
+libnfs = sys.argv[1]
+r4, c4r, r40, r3, w4, c4w, w40, w3 = ([float(x) for x in a.split()] for a in sys.argv[2:])
 m = lambda xs: st.median([x for x in xs if not math.isnan(x)]) if any(not math.isnan(x) for x in xs) else float("nan")
 mib = lambda x: "n/a" if math.isnan(x) else f"{x / 2**20:.0f} MiB/s"
 ratio = lambda a, b: "n/a" if math.isnan(a) or math.isnan(b) else f"{a / b:.2f}x"
 failed = sum(math.isnan(x) for x in c4w)
+print(f"peer: nfs-cp of {libnfs}, NFSv4.0 (libnfs's ?version=4)")
 print("| ganesha, 1 GiB, 1 MiB requests, 8 in flight | nsperf NFSv4.1 | nfs-cp NFSv4 (libnfs: 4.0) | 4.1 / nfs-cp | nsperf NFSv4.0 | 4.0 / nfs-cp | nsperf NFSv3 | 4.1 / v3 |")
 print("|---|---|---|---|---|---|---|---|")
 print(f"| seq read (server cache warm) | {mib(m(r4))} | {mib(m(c4r))} | {ratio(m(r4), m(c4r))} | {mib(m(r40))} | {ratio(m(r40), m(c4r))} | {mib(m(r3))} | {ratio(m(r4), m(r3))} |")
@@ -183,10 +206,10 @@ fi
 ns_read() { A "$NS" io run "$URL" -w seqread -s 1g -b 1m --iodepth 8 --json "$@" | json "j['summary']['throughput_bytes_per_s']"; }
 ns_write() { A "$NS" io run "$URL" -w seqwrite -s 1g -b 1m --iodepth 8 --fsync end --json | json "j['summary']['throughput_bytes_per_s']"; }
 cp_read() {
-  A nfs-cp "$URL/bench-1g" "$SHM/warm" >/dev/null; rm -f "$SHM/warm"   # server cache warm, as nsperf's remote-warm
-  timed A nfs-cp "$URL/bench-1g" "$SHM/out"; rm -f "$SHM/out"
+  A "$NFSCP" "$URL/bench-1g" "$SHM/warm" >/dev/null; rm -f "$SHM/warm"   # server cache warm, as nsperf's remote-warm
+  timed A "$NFSCP" "$URL/bench-1g" "$SHM/out"; rm -f "$SHM/out"
 }
-cp_write() { timed A nfs-cp "$SHM/src-1g" "$URL/dst-$1"; rm -f "$DIR/dst-$1"; }
+cp_write() { timed A "$NFSCP" "$SHM/src-1g" "$URL/dst-$1"; rm -f "$DIR/dst-$1"; }
 # Raw TCP in the direction of the NFS read's data (server to client: -R), 5 s.
 net_tcp() { A "$NS" net 10.77.0.2 -R -t 5 --json | json "j['summary']['throughput_bps'] / 8"; }
 
@@ -213,6 +236,7 @@ for i in $(seq 1 "$RUNS"); do
   echo "t3 run $i: nfs read ${WAN[-1]} B/s" >&2
 done
 
+echo "peer: nfs-cp of $LIBNFS"
 python3 - "${NR[*]}" "${CR[*]}" "${NW[*]}" "${CW[*]}" "${TCP[*]}" "${WAN[*]}" <<'PY'
 import statistics as st, sys
 nr, cr, nw, cw, tcp, wan = ([float(x) for x in a.split()] for a in sys.argv[1:])
