@@ -77,16 +77,7 @@ impl RpcConn {
             addr: addr.to_string(),
             source,
         })?;
-        sock.set_read_timeout(Some(t.reply)).ok();
-        sock.set_write_timeout(Some(t.reply)).ok();
-        Ok(RpcConn {
-            sock,
-            addr,
-            xid: initial_xid(),
-            cred: AuthSys::current(),
-            sbuf: Vec::with_capacity(4096),
-            rbuf: Vec::with_capacity(4096),
-        })
+        Ok(RpcConn::on_stream(sock, addr, t.reply))
     }
 
     /// An RPC connection on `sock`, already connected to `addr`; replies may take `reply`.

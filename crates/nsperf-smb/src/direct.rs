@@ -678,6 +678,31 @@ mod tests {
         srv.write_all(&m).unwrap();
     }
 
+    /// A `Direct` on one end of a socket pair (kept open by the returned client end), the
+    /// test playing the server on the other.
+    fn direct(
+        signer: &Signer,
+        next_message_id: u64,
+        credits: u16,
+        slots: usize,
+    ) -> (Direct, UnixStream, UnixStream) {
+        let (cli, srv) = UnixStream::pair().unwrap();
+        cli.set_nonblocking(true).unwrap();
+        let s = Session {
+            signer: signer.clone(),
+            session_id: 7,
+            tree_id: 3,
+            next_message_id,
+            credits,
+        };
+        let fid = FileId {
+            persistent: 1,
+            volatile: 2,
+        };
+        let d = Direct::new(None, cli.as_raw_fd(), s, fid, slots, Duration::from_secs(5));
+        (d, cli, srv)
+    }
+
     fn read_body(data: &[u8]) -> Vec<u8> {
         let mut b = vec![17, 0, 0x50, 0];
         b.extend_from_slice(&(data.len() as u32).to_le_bytes());
@@ -694,20 +719,7 @@ mod tests {
             SigningAlgorithm::AesGmac,
         ] {
             let signer = Signer::new(algo, &KEY).unwrap();
-            let (cli, mut srv) = UnixStream::pair().unwrap();
-            cli.set_nonblocking(true).unwrap();
-            let s = Session {
-                signer: signer.clone(),
-                session_id: 7,
-                tree_id: 3,
-                next_message_id: 10,
-                credits: 64,
-            };
-            let fid = FileId {
-                persistent: 1,
-                volatile: 2,
-            };
-            let mut d = Direct::new(None, cli.as_raw_fd(), s, fid, 2, Duration::from_secs(5));
+            let (mut d, _cli, mut srv) = direct(&signer, 10, 64, 2);
             let mut buf = vec![0u8; 100_000];
             d.set_buffer(0, buf.as_mut_ptr(), buf.len());
             let data: Vec<u8> = (0..100_000u32).map(|i| (i * 13) as u8).collect();
@@ -798,20 +810,7 @@ mod tests {
     #[test]
     fn replies_that_do_not_fit_are_errors() {
         let signer = Signer::None;
-        let (cli, mut srv) = UnixStream::pair().unwrap();
-        cli.set_nonblocking(true).unwrap();
-        let s = Session {
-            signer: signer.clone(),
-            session_id: 7,
-            tree_id: 3,
-            next_message_id: 0,
-            credits: 8,
-        };
-        let fid = FileId {
-            persistent: 1,
-            volatile: 2,
-        };
-        let mut d = Direct::new(None, cli.as_raw_fd(), s, fid, 1, Duration::from_secs(5));
+        let (mut d, _cli, mut srv) = direct(&signer, 0, 8, 1);
         let mut buf = vec![0u8; 64];
         d.set_buffer(0, buf.as_mut_ptr(), buf.len());
         let mut out = Vec::new();

@@ -10,13 +10,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::result::{ConnResult, Done, Failed, OpStats};
+use super::result::{ConnResult, Done, Failed, OpStats, bad, xe};
 use super::schedule::{Next, Scheduler};
 use super::v4::{self, V4Conn};
 use super::{Call, CallOp, ConnScript, Handles, OPS};
 use crate::error::NfsError;
 use crate::proto::{self, NfsStat, SetAttr};
-use crate::rpc::{self, AuthSys, RpcError};
+use crate::rpc::{self, AuthSys};
 use crate::rpc_conn::{initial_xid, lost};
 use crate::send_queue::SendQueue;
 use crate::xdr::{XdrReader, pad4, put_u32, put_u64};
@@ -513,20 +513,6 @@ fn put_name(name: &mut Vec<u8>, args: std::fmt::Arguments<'_>) {
     name.clear();
     // Writing into a Vec cannot fail.
     let _ = name.write_fmt(args);
-}
-
-fn xe(e: crate::xdr::XdrError) -> NfsError {
-    NfsError::Rpc {
-        what: "replay",
-        source: RpcError::Xdr(e),
-    }
-}
-
-fn bad(why: &'static str) -> NfsError {
-    NfsError::Rpc {
-        what: "replay",
-        source: RpcError::Bad(why),
-    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use nsperf_core::stats::{LatencyHistogram, LatencySummary};
 use serde::Serialize;
 
 use super::OPS;
+use crate::error::NfsError;
 use crate::proto::NfsStat;
 use crate::rpc::RpcError;
 
@@ -260,5 +261,21 @@ impl Done {
             written: 0,
             seq_ok: false,
         }
+    }
+}
+
+/// A reply that did not decode, as the replay's error.
+pub(super) fn xe(e: crate::xdr::XdrError) -> NfsError {
+    NfsError::Rpc {
+        what: "replay",
+        source: RpcError::Xdr(e),
+    }
+}
+
+/// A reply that decoded but does not answer the call, as the replay's error.
+pub(super) fn bad(why: &'static str) -> NfsError {
+    NfsError::Rpc {
+        what: "replay",
+        source: RpcError::Bad(why),
     }
 }

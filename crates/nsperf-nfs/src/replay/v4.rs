@@ -2,11 +2,11 @@
 //! a slot of the connection's own session), and the head of its reply. What each call is
 //! made of: docs/replay.md, "The replay".
 
-use super::result::{Done, Failed};
+use super::result::{Done, Failed, bad, xe};
 use super::{Call, CallOp, Handles, Target};
 use crate::error::NfsError;
 use crate::proto::{NFS_PROG, NfsStat};
-use crate::rpc::{self, AuthSys, RpcError};
+use crate::rpc::{self, AuthSys};
 use crate::v4::SessionId;
 use crate::v4::wire::{Compound, NFS_V4, PROC_COMPOUND, attr, op};
 use crate::xdr::XdrReader;
@@ -255,20 +255,6 @@ pub(crate) fn reply_head(
         _ => return Err(bad("the reply's operations do not match the call")),
     }
     Ok(done)
-}
-
-fn xe(e: crate::xdr::XdrError) -> NfsError {
-    NfsError::Rpc {
-        what: "replay",
-        source: RpcError::Xdr(e),
-    }
-}
-
-fn bad(why: &'static str) -> NfsError {
-    NfsError::Rpc {
-        what: "replay",
-        source: RpcError::Bad(why),
-    }
 }
 
 #[cfg(test)]

@@ -128,6 +128,12 @@ impl Drop for KillOnDrop {
 }
 
 /// True when running as root. Tests that need root return early after printing why.
+/// The median of `v` (sorted in place; the upper one of an even count).
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc_geteuid() == 0 }

@@ -56,11 +56,6 @@ fn load_per_core() -> f64 {
     l / cores
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn findings(j: &serde_json::Value) -> Vec<serde_json::Value> {
     j["findings"].as_array().cloned().unwrap_or_default()
 }

@@ -33,6 +33,16 @@ fn measured(j: &serde_json::Value) -> serde_json::Value {
     busiest(&j["clients"], "nfs3:READ", "requests").clone()
 }
 
+/// The bytes read by all of `clients` (a report's array of connections).
+pub(crate) fn read_bytes(clients: &serde_json::Value) -> u64 {
+    clients
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["read_bytes"].as_u64().unwrap())
+        .sum()
+}
+
 /// The connection of `clients` (a report's array of connections) with the most requests of
 /// operation `op`, counted by each op entry's field `count`.
 pub(crate) fn busiest<'a>(

@@ -10,7 +10,7 @@ use common::*;
 
 use std::path::Path;
 
-use crate::replay::busiest;
+use crate::replay::{busiest, read_bytes};
 use crate::trace_proto::{capture, capture_whole, lab_up};
 
 const MIB: u64 = 1 << 20;
@@ -143,12 +143,7 @@ fn replay_against_an_embedded_server_makes_the_captured_requests() {
         "{a}"
     );
     assert_eq!(read["replayed_errors"], 0, "{a}");
-    let captured_read: u64 = s["clients"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["read_bytes"].as_u64().unwrap())
-        .sum();
+    let captured_read = read_bytes(&s["clients"]);
     assert_eq!(a["read_bytes"], captured_read, "{a}");
     let depth4 = a["clients"]
         .as_array()

@@ -139,12 +139,6 @@ fn replays(lab: &Lab, pcap: &Path, url: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// The median of `v` (sorted in place).
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// One part of a workload: the connections `is` picks (in order, the same number in every
 /// capture), the model's duration at 50 ms from the 1 ms capture, the median of the 1 ms
 /// capture's replays at 50 ms (each the sum of the part's connections' replayed durations),

@@ -9,7 +9,7 @@ use common::lab::{io_in_site, lab_name, timing_lock};
 use common::servers::serve_nfs_in_site;
 use common::*;
 
-use crate::replay::busiest;
+use crate::replay::{busiest, read_bytes};
 use crate::trace_proto::{capture_whole, lab_up};
 
 /// The workload: a 4 MiB sequential read in 64 KiB READs, 4 in flight (the engine lays
@@ -31,11 +31,6 @@ const WRITE: [&str; 9] = [
 ];
 /// The written bytes of the write series' connection.
 const SERIES: u64 = 64 << 10;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 /// The connection of the write series among `clients`: the one that wrote [`SERIES`]
 /// bytes (`written` names the field).
@@ -124,12 +119,7 @@ fn replay_of_an_nfs41_capture_against_ganesha_and_through_a_lab_at_20ms() {
     }
     let p = pcap.to_str().unwrap();
     let s = run(&["replay", p, "--json"]).ok().json();
-    let captured_read: u64 = s["summary"]["clients"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["read_bytes"].as_u64().unwrap())
-        .sum();
+    let captured_read = read_bytes(&s["summary"]["clients"]);
     // the embedded server speaks NFSv3 only: one line, exit 2, naming ganesha
     let r = run(&["replay", p, "--lab", "--rtt", "20"]);
     assert_eq!(r.code, Some(2), "{r:?}");
@@ -166,7 +156,7 @@ fn replay_of_an_nfs41_capture_against_ganesha_and_through_a_lab_at_20ms() {
     // All connections within 10 % (the median of three); the read's and the write series'
     // connections alone last 0.1 s and 0.02 s at 2 ms, where the server's and the loaded
     // machine's noise is of their size: printed, and checked at 20 ms below.
-    let [all, read, write] = errs.map(median);
+    let [all, read, write] = errs.map(|mut v| median(&mut v));
     eprintln!("medians at 2 ms: all {all:+.2} %, read {read:+.2} %, write series {write:+.2} %");
     assert!(all.abs() <= 10.0, "all: median replay error {all:+.2} %");
     check_against(
@@ -192,7 +182,7 @@ fn replay_of_an_nfs41_capture_against_ganesha_and_through_a_lab_at_20ms() {
         real_writes.push(dur(series(rc, "written_bytes")));
     }
     eprintln!("real at 20 ms: reads {real_reads:?}, write series {real_writes:?}");
-    let (real_read, real_write) = (median(real_reads), median(real_writes));
+    let (real_read, real_write) = (median(&mut real_reads), median(&mut real_writes));
     // the 2 ms capture through a lab of its own at 20 ms, three times
     let j = run(&[
         "replay", p, "--json", "--lab", "--server", "ganesha", "--rtt", "20,20,20",
@@ -215,7 +205,7 @@ fn replay_of_an_nfs41_capture_against_ganesha_and_through_a_lab_at_20ms() {
         writes.push(dur_replayed(series(&a["clients"], "written_bytes")));
     }
     let pct = |got: f64, want: f64| (got - want) * 100.0 / want;
-    let (r, w) = (median(reads.clone()), median(writes.clone()));
+    let (r, w) = (median(&mut reads.clone()), median(&mut writes.clone()));
     eprintln!(
         "at 20 ms: read real {real_read:.4} s, replayed {reads:?} (median {:+.2} %); write series real {real_write:.4} s, replayed {writes:?} (median {:+.2} %)",
         pct(r, real_read),
