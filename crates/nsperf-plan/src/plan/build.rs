@@ -1,12 +1,13 @@
 //! From the raw plan to the validated [`Plan`]: the lab (checked by the lab's own rules),
 //! the matrix, and every cell expanded and resolved.
 
-use nsperf_lab::topology::{Layout, TopologyKind};
+use nsperf_lab::topology::TopologyKind;
 use nsperf_lab::{LinkSetup, Topology};
 
 use super::ctx::{Ctx, check_name, invalid};
 use super::raw::{Param, RawLab, RawPlan, used_variables, value_text, variable_kinds};
 use super::resolve::resolve_step;
+use super::route::CellLinks;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
@@ -160,7 +161,7 @@ fn lab_spec(l: &RawLab) -> Result<LabSpec, PlanError> {
         },
     };
     let clients = l.clients.unwrap_or(0) as usize;
-    let (sites, layout) = check_lab(&spec, clients, &LinkSetup::default(), "")?;
+    let (sites, CellLinks { layout, .. }) = check_lab(&spec, clients, &LinkSetup::default(), "")?;
     spec.sites = sites;
     spec.shape.topology = layout.topology;
     Ok(spec)
@@ -168,13 +169,14 @@ fn lab_spec(l: &RawLab) -> Result<LabSpec, PlanError> {
 
 /// Checks a lab with one cell's link by the lab's own rules, as `lab up` will: names, site
 /// count, MTU, topology (a star's server, a dumbbell's groups, reserved names), memory, and
-/// the links and sites the link settings select. Returns every site and the layout.
+/// the links and sites the link settings select. Returns every site, the layout and each
+/// direction's parameters.
 fn check_lab(
     spec: &LabSpec,
     clients: usize,
     link: &LinkSetup,
     cell_desc: &str,
-) -> Result<(Vec<String>, Layout), PlanError> {
+) -> Result<(Vec<String>, CellLinks), PlanError> {
     /// The highest pid Linux hands out (`PID_MAX_LIMIT`).
     const PID_MAX: u32 = 1 << 22;
     // A name made for a run is valid by construction; check the longest one.
@@ -185,7 +187,7 @@ fn check_lab(
     let mut cfg = super::up_config(&name, &spec.sites, &spec.shape, link);
     cfg.clients = clients;
     nsperf_lab::lab::plan(&cfg)
-        .map(|(sites, layout, _)| (sites, layout))
+        .map(|(sites, layout, params)| (sites, CellLinks { layout, params }))
         .map_err(|e| invalid(format!("[lab]{cell_desc}: {e}")))
 }
 
@@ -231,13 +233,13 @@ fn matrix(raw: &toml::Table) -> Result<Vec<(String, Vec<String>)>, PlanError> {
 
 /// The lab link of one cell: `rate`, `rtt` and the access fields substituted and set by
 /// the lab's own per-flag parser, then `link_args` (flags) applied over them; checked with
-/// the lab's sites.
+/// the lab's sites. Beside it, the cell's links as `lab up` sets them.
 fn cell_link(
     l: &RawLab,
     spec: &LabSpec,
     base: &Ctx<'_>,
     cell_desc: &str,
-) -> Result<LinkSettings, PlanError> {
+) -> Result<(LinkSettings, CellLinks), PlanError> {
     let bad = |e: nsperf_lab::LabError| invalid(format!("[lab]{cell_desc}: {e}"));
     let mut link = LinkSetup::default();
     for (name, p) in l.link_settings() {
@@ -252,8 +254,8 @@ fn cell_link(
         args.push(base.sub(&format!("[lab] link_args{cell_desc}"), p)?);
     }
     link.apply_args(&args).map_err(bad)?;
-    check_lab(spec, 0, &link, cell_desc)?;
-    Ok(link)
+    let (_, links) = check_lab(spec, 0, &link, cell_desc)?;
+    Ok((link, links))
 }
 
 fn resolve_cell(
@@ -280,12 +282,15 @@ fn resolve_cell(
         bdp: None,
         link_rate_bps: None,
         access_rate_bps: None,
-        link_rtt_ms: None,
+        links: None,
         services,
     };
-    let link = match (&raw.lab, lab) {
-        (Some(l), Some(spec)) => Some(cell_link(l, spec, &base, &cell_desc)?),
-        _ => None,
+    let (link, links) = match (&raw.lab, lab) {
+        (Some(l), Some(spec)) => {
+            let (link, links) = cell_link(l, spec, &base, &cell_desc)?;
+            (Some(link), Some(links))
+        }
+        _ => (None, None),
     };
     // {bdp}: rounded up to a KiB, at least 64 KiB (a zero window means nothing).
     let bdp = link
@@ -300,10 +305,7 @@ fn resolve_cell(
             .as_ref()
             .and_then(|l| l.access.rate_bps)
             .filter(|r| *r > 0.0),
-        link_rtt_ms: link
-            .as_ref()
-            .and_then(super::link_rtt)
-            .map(|t| t.as_secs_f64() * 1e3),
+        links: links.as_ref(),
         services,
     };
     let mut steps = Vec::new();

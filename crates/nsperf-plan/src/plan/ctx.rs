@@ -5,6 +5,7 @@ use nsperf_results::{ParamKind, ParamValue};
 
 use super::ServiceSpec;
 use super::raw::Param;
+use super::route::CellLinks;
 use crate::error::PlanError;
 use crate::template::substitute;
 
@@ -38,8 +39,8 @@ pub(super) struct Ctx<'a> {
     pub(super) link_rate_bps: Option<f64>,
     /// The access links' rate in this cell, bit/s, when limited (a star or dumbbell).
     pub(super) access_rate_bps: Option<f64>,
-    /// The lab link's round trip in this cell, ms, when set.
-    pub(super) link_rtt_ms: Option<f64>,
+    /// The cell's lab links as `lab up` sets them (a plan with a lab).
+    pub(super) links: Option<&'a CellLinks>,
     /// The plan's services.
     pub(super) services: &'a [ServiceSpec],
 }

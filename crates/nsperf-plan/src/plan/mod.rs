@@ -431,9 +431,10 @@ pub struct ReplayStep {
     /// The replayed connections' TCP window (their socket buffers), bytes; None: the
     /// kernel's autotuning (and the model's windows as captured).
     pub window_bytes: Option<u64>,
-    /// The cell's link round trip, ms, and rate each way, bit/s: what the model is given.
+    /// The round trip of the path to the service's site and back in this cell, ms: the
+    /// one-way delays of the links crossed both ways, summed (what the model is given).
     pub rtt_ms: f64,
-    /// The cell's link rate, when limited.
+    /// The narrowest rate of those links, bit/s, when one is limited.
     pub rate_bps: Option<f64>,
 }
 
@@ -633,14 +634,12 @@ impl Cell {
                 }
             }
             Action::Replay(r) => {
-                // Across the lab's link to the service's site: its ceilings, and the window
-                // asked of the replayed connections.
+                // Across the lab's links to the service's site: the path's ceilings (what
+                // the model is given), and the window asked of the replayed connections.
                 c.in_lab = true;
                 c.window_bytes = r.window_bytes;
-                if let Some(l) = &self.link {
-                    c.link_rate_bps = link_rate_bps(l);
-                    c.rtt_s = link_rtt(l).map(|t| t.as_secs_f64());
-                }
+                c.link_rate_bps = r.rate_bps;
+                c.rtt_s = (r.rtt_ms > 0.0).then(|| r.rtt_ms / 1e3);
             }
             Action::Bonnie(_) | Action::Exec(_) => {}
         }

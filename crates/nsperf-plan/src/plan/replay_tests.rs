@@ -1,8 +1,9 @@
 //! A `replay` step's plan errors: each one line naming the step and the field, found at load
 //! (the capture read then), exit code 3 (`Failure::Input`).
 
-use super::Plan;
+use super::{Action, Plan};
 use nsperf_core::failure::Classify;
+use nsperf_trace::testkit::sim::{PathSim, RpcLoad, simulate};
 
 fn plan(capture: &str, step_extra: &str, service_site: &str) -> Result<Plan, String> {
     let text = format!(
@@ -60,4 +61,90 @@ fn a_replay_step_needs_an_nfs_service_in_another_site_and_a_window_of_bytes() {
     assert!(e.contains("does not apply to a replay step"), "{e}");
     let e = plan("", "", "b").unwrap_err();
     assert!(e.contains("capture"), "{e}");
+}
+
+/// A capture of 8 NFSv3 READs of 64 KiB at depth 1 over a 1 ms path, made by the trace
+/// crate's simulator, written in `dir`.
+fn capture(dir: &std::path::Path) -> std::path::PathBuf {
+    let sim = PathSim {
+        rate_bps: 1e9,
+        rtt_ns: 1_000_000,
+        rpc: Some(RpcLoad {
+            requests: 8,
+            ..RpcLoad::default()
+        }),
+        max_ns: 10_000_000_000,
+        ..PathSim::default()
+    };
+    let path = dir.join("reads.pcap");
+    let frames = simulate(&sim);
+    std::fs::write(&path, nsperf_trace::testkit::pcap(false, true, 1, &frames)).unwrap();
+    path
+}
+
+/// On a dumbbell whose WAN's RTT is the matrix, a replay within one side crosses only the
+/// two sites' access links: the model is given their round trip (4 x the access delay) and
+/// rate, the step runs once; a replay across the WAN is given the access links and the WAN
+/// there and back, in each cell.
+#[test]
+fn a_replay_step_is_given_the_path_it_crosses() {
+    let d = tempfile::tempdir().unwrap();
+    let pcap = capture(d.path());
+    let text = format!(
+        r#"name = "rp"
+[lab]
+sites = ["primary", "ha", "dr"]
+topology = "dumbbell"
+left = ["primary", "ha"]
+rate = "45mbit"
+rtt = "{{rtt}}"
+access_rate = "1gbit"
+access_delay = "1500us"
+[matrix]
+rtt = ["10ms", "50ms"]
+[[service]]
+name = "near"
+site = "ha"
+dir = "/tmp"
+[[service]]
+name = "far"
+site = "dr"
+dir = "/tmp"
+[[step]]
+name = "side"
+type = "replay"
+site = "primary"
+service = "near"
+capture = "{pcap}"
+[[step]]
+name = "wan"
+type = "replay"
+site = "primary"
+service = "far"
+capture = "{pcap}"
+"#,
+        pcap = pcap.display()
+    );
+    let p = Plan::parse(text.as_bytes()).unwrap();
+    let mut seen = Vec::new();
+    for c in &p.cells {
+        for s in &c.steps {
+            let Action::Replay(r) = &s.action else {
+                panic!("{s:?}")
+            };
+            let cond = c.conditions(s);
+            assert_eq!(cond.rtt_s, Some(r.rtt_ms / 1e3), "{s:?}");
+            assert_eq!(cond.link_rate_bps, r.rate_bps, "{s:?}");
+            seen.push((c.key(), s.name.clone(), r.rtt_ms, r.rate_bps));
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            ("rtt=10ms".into(), "side".into(), 6.0, Some(1e9)),
+            ("rtt=10ms".into(), "wan".into(), 16.0, Some(45e6)),
+            ("rtt=50ms".into(), "wan".into(), 56.0, Some(45e6)),
+        ],
+        "(cell, step, model rtt ms, rate)"
+    );
 }

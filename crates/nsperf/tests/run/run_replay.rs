@@ -140,3 +140,95 @@ capture = "{}"
         );
     }
 }
+
+/// Replayed within one side of a dumbbell (a to b, both left of the WAN, 3 ms access delay)
+/// while the matrix sets the WAN's RTT: the step runs once, the model is given the path's
+/// round trip, four access delays (12 ms), and the replay's own NULL round trip through the
+/// lab is that configured truth (within 1.5 ms of scheduling); the replay within 25 % of
+/// the model.
+#[test]
+fn replay_step_on_one_side_of_a_dumbbell_is_given_its_access_links() {
+    let what = "plan replay step on a dumbbell's side";
+    if !require_lab(what) {
+        return;
+    }
+    let _serial = timing_lock();
+    let d = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(d.path()).unwrap();
+    let export = dir.join("export");
+    std::fs::create_dir(&export).unwrap();
+    let pcap = dir.join("w.pcap");
+    if !capture_workload(&pcap, &export, what) {
+        return;
+    }
+    let plan = dir.join("replay.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"name = "replay-side"
+repetitions = 1
+[lab]
+sites = ["a", "b", "c"]
+topology = "dumbbell"
+left = ["a", "b"]
+rtt = "{{rtt}}"
+access_delay = "3ms"
+[matrix]
+rtt = ["20ms", "60ms"]
+[[service]]
+name = "nas"
+site = "b"
+dir = "{}"
+[[step]]
+name = "replay"
+type = "replay"
+site = "a"
+service = "nas"
+capture = "{}"
+"#,
+            export.display(),
+            pcap.display()
+        ),
+    )
+    .unwrap();
+    let db = dir.join("r.db");
+    run(&["run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()]).ok();
+    let j = run(&[
+        "results",
+        "show",
+        "1",
+        "--db",
+        db.to_str().unwrap(),
+        "--json",
+        "--runs",
+    ])
+    .ok()
+    .json();
+    let runs = j["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "the WAN's RTT does not touch it: {j:#}");
+    let r = &runs[0];
+    assert_eq!(r["status"], "ok", "{r:#}");
+    let m = &r["metrics"];
+    let f = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("{k}: {m:#}"));
+    let model_rtt_s = r["conditions"]["rtt_s"].as_f64().unwrap();
+    let (replayed, model, null_rtt_ms) = (
+        r["value"].as_f64().unwrap(),
+        f("model_duration_s"),
+        f("path_rtt_ms"),
+    );
+    let say = format!(
+        "model rtt {model_rtt_s} s, replay's NULL rtt {null_rtt_ms:.2} ms, replayed {replayed:.3} s, model {model:.3} s"
+    );
+    eprintln!("replay step on a dumbbell's side: {say}");
+    assert_eq!(model_rtt_s, 0.012, "{say}");
+    assert!(
+        (12.0..13.5).contains(&null_rtt_ms),
+        "the lab's path is the model's: {say}"
+    );
+    let err = (replayed - model) / model;
+    assert!(
+        err.abs() <= 0.25,
+        "replayed vs model {:+.1} %: {say}",
+        err * 100.0
+    );
+}

@@ -1,5 +1,6 @@
 //! A replay step: a captured NFSv3 workload replayed from a lab site against the plan's NFS
-//! service in another site, beside the model at the cell's link. The capture is read at
+//! service in another site, beside the model at the cell's path between the two (the round
+//! trip and narrowest rate of the links crossed there and back). The capture is read at
 //! load (an unreadable file, or one without an NFSv3 workload to replay, is a plan error).
 
 use nsperf_lab::service::Protocol;
@@ -40,8 +41,8 @@ pub(super) fn replay(f: &Fields<'_>, s: &RawStep) -> Result<ReplayStep, PlanErro
             ),
         ));
     }
-    match svc.site.as_deref() {
-        Some(sv) if sv != site => {}
+    let there = match svc.site.as_deref() {
+        Some(sv) if sv != site => sv,
         Some(_) => {
             return Err(f.err(
                 "service",
@@ -56,7 +57,14 @@ pub(super) fn replay(f: &Fields<'_>, s: &RawStep) -> Result<ReplayStep, PlanErro
                 ),
             ));
         }
-    }
+    };
+    // The model is given the path the replay crosses, there and back, as this cell's lab
+    // sets its links: the main link's, or only access links' (one side of a dumbbell).
+    let link = f
+        .ctx
+        .links
+        .and_then(|l| l.path(&site, there))
+        .ok_or_else(|| f.err("site", format!("no path from {site} to {there} in the lab")))?;
     let window_bytes = match f.size("window", &s.window)? {
         Some(w) if w.0 == 0 => return Err(f.err("window", "0 bytes holds no byte")),
         w => w.map(|w| w.0),
@@ -78,7 +86,7 @@ pub(super) fn replay(f: &Fields<'_>, s: &RawStep) -> Result<ReplayStep, PlanErro
         service: name.to_string(),
         capture,
         window_bytes,
-        rtt_ms: f.ctx.link_rtt_ms.unwrap_or(0.0),
-        rate_bps: f.ctx.link_rate_bps,
+        rtt_ms: link.rtt_ms,
+        rate_bps: link.rate_bps,
     })
 }
