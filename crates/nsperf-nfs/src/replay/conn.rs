@@ -146,6 +146,10 @@ impl<'a> Driver<'a> {
         // SAFETY: prctl with an integer argument, on this thread only.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
         let mut sched = Scheduler::new(self.conn);
+        if let Some(slots) = self.v4.as_ref().and_then(V4Conn::slots) {
+            sched = sched.capped(slots);
+            self.out.session_slots = Some(slots);
+        }
         self.shared.barrier.wait();
         self.epoch = *self.shared.epoch.get_or_init(Instant::now);
         let mut last_progress = self.now();

@@ -460,7 +460,8 @@ pub fn run(url: &NfsUrl, script: &Script, opt: Options) -> Result<Replayed, NfsE
 }
 
 /// An NFSv4 replay connection on `sock`: in 4.1 with a session of its own of as many slots
-/// as `conn` has requests in flight at most (CREATE_SESSION, untimed).
+/// as `conn` has requests in flight at most (CREATE_SESSION, untimed), or of the fewer the
+/// server grants, which then bound the replay's requests in flight (reported per connection).
 fn v4_conn(
     c4: &Client4,
     sock: std::net::TcpStream,
@@ -487,18 +488,11 @@ fn v4_conn(
         + 4096;
     let mut rc = RpcConn::on_stream(sock, lease.addr, timeout);
     let (sid, granted) = lease.create_session(&mut rc, want, max_io)?;
-    if granted < want {
-        return Err(NfsError::Rpc {
-            what: "replay",
-            source: crate::rpc::RpcError::Bad(
-                "the server grants a session fewer slots than the capture had requests in flight",
-            ),
-        });
-    }
     let sock = rc.into_stream();
     sock.set_read_timeout(None).ok();
     sock.set_write_timeout(None).ok();
-    Ok((sock, v4::V4Conn::new(1, Some(sid), want, conn.calls.len())))
+    let slots = granted.clamp(1, want);
+    Ok((sock, v4::V4Conn::new(1, Some(sid), slots, conn.calls.len())))
 }
 
 /// The mean round trip of [`NULL_PROBES`] NULL calls, ns.

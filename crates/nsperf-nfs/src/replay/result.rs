@@ -126,6 +126,9 @@ pub struct ConnResult {
     pub written_bytes: u64,
     /// Most requests outstanding at once.
     pub in_flight_max: u32,
+    /// NFSv4.1: the slots of the connection's session, which bound the requests outstanding
+    /// (the server may grant fewer than the capture had in flight); none in NFSv3 and 4.0.
+    pub session_slots: Option<u32>,
     /// Per captured operation.
     pub ops: Vec<OpResult>,
     #[serde(skip)]
@@ -142,6 +145,7 @@ impl ConnResult {
             read_bytes: 0,
             written_bytes: 0,
             in_flight_max: 0,
+            session_slots: None,
             ops: Vec::new(),
             stats,
         }

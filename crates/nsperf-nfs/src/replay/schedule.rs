@@ -6,7 +6,8 @@
 //!   [`Trigger::Call`] when the request it names was sent plus the delay,
 //!   [`Trigger::Reply`] when that request's reply arrived plus the delay;
 //! - and only while fewer requests are outstanding than the connection's captured most in
-//!   flight.
+//!   flight (or, when the server allows fewer, an NFSv4.1 session's slots:
+//!   [`Scheduler::capped`]).
 //!
 //! These are the rules `nsperf replay`'s model applies to the same triggers (docs/replay.md).
 
@@ -34,6 +35,8 @@ pub struct Scheduler<'a> {
     conn: &'a ConnScript,
     next: usize,
     outstanding: u32,
+    /// Most requests outstanding at once.
+    cap: u32,
     sent: Vec<u64>,
     arrived: Vec<u64>,
 }
@@ -46,9 +49,16 @@ impl<'a> Scheduler<'a> {
             conn,
             next: 0,
             outstanding: 0,
+            cap: conn.in_flight_max.max(1),
             sent: vec![NONE; n],
             arrived: vec![NONE; n],
         }
+    }
+
+    /// At most `slots` requests outstanding (at least one), when fewer than captured.
+    pub fn capped(mut self, slots: u32) -> Scheduler<'a> {
+        self.cap = self.cap.min(slots.max(1));
+        self
     }
 
     /// What is due at `now_ns` (ns from the barrier).
@@ -56,7 +66,7 @@ impl<'a> Scheduler<'a> {
         let Some(call) = self.conn.calls.get(self.next) else {
             return Next::Done;
         };
-        if self.outstanding >= self.conn.in_flight_max.max(1) {
+        if self.outstanding >= self.cap {
             return Next::Reply;
         }
         let known = |t: u64, d: u64| (t != NONE).then(|| t.saturating_add(d));
@@ -189,8 +199,9 @@ mod tests {
         assert_eq!(s.next(230), Next::Issue(2));
     }
 
-    #[test]
-    fn never_more_in_flight_than_the_capture_had() {
+    /// Six requests, each due when the one before was sent; most in flight: the capture's
+    /// `max`, or `slots` when fewer.
+    fn six_in_a_row(max: u32, slots: Option<u32>) -> (u32, Vec<usize>, Vec<Option<u64>>) {
         let t: Vec<Trigger> = (0..6)
             .map(|i| match i {
                 0 => Trigger::Start,
@@ -200,8 +211,11 @@ mod tests {
                 },
             })
             .collect();
-        let c = conn(0, 2, &t);
+        let c = conn(0, max, &t);
         let mut s = Scheduler::new(&c);
+        if let Some(n) = slots {
+            s = s.capped(n);
+        }
         let mut now = 0;
         let mut max = 0;
         let mut order = Vec::new();
@@ -221,11 +235,30 @@ mod tests {
             }
             max = max.max(s.outstanding());
         }
+        (max, order, (0..6).map(|i| s.sent_at(i)).collect())
+    }
+
+    #[test]
+    fn never_more_in_flight_than_the_capture_had() {
+        let (max, order, sent) = six_in_a_row(2, None);
         assert_eq!(max, 2);
         assert_eq!(order, [0, 1, 2, 3, 4, 5]);
         // two at a time, each reply (every 10 ns) frees a slot: the sixth leaves at 40
-        assert_eq!(s.sent_at(2), Some(10));
-        assert_eq!(s.sent_at(5), Some(40));
+        assert_eq!(sent[2], Some(10));
+        assert_eq!(sent[5], Some(40));
+        // more session slots than captured in flight change nothing
+        assert_eq!(six_in_a_row(2, Some(8)), (max, order, sent));
+    }
+
+    #[test]
+    fn fewer_session_slots_than_captured_in_flight_bound_the_replay() {
+        let (max, order, sent) = six_in_a_row(4, Some(1));
+        assert_eq!(max, 1);
+        assert_eq!(order, [0, 1, 2, 3, 4, 5]);
+        // one at a time: each leaves when the reply before it came back
+        assert_eq!(sent[1], Some(10));
+        assert_eq!(sent[5], Some(50));
+        assert_eq!(six_in_a_row(4, Some(0)).0, 1, "a slot at least");
     }
 
     #[test]

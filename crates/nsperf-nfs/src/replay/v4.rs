@@ -41,6 +41,11 @@ impl V4Conn {
         }
     }
 
+    /// The session's slots (4.1); none in 4.0, which has no sessions.
+    pub(crate) fn slots(&self) -> Option<u32> {
+        self.sid.map(|_| self.seqs.len() as u32)
+    }
+
     /// Appends request `index`'s call (xid `xid`) to `b`: the RPC header and the COMPOUND;
     /// `name` is the name a LOOKUP, CREATE or REMOVE uses. The WRITE data's length, which
     /// the caller sends after it.

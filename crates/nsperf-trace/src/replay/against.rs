@@ -64,6 +64,10 @@ pub struct ClientAgainst {
     pub captured_in_flight_max: u32,
     /// Most requests outstanding, replayed.
     pub replayed_in_flight_max: u32,
+    /// NFSv4.1: the slots the server granted the replay's session, when fewer than the
+    /// requests captured in flight (they bound the replayed requests in flight).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_slots: Option<u32>,
     /// Data read in the replay, bytes.
     pub read_bytes: u64,
     /// Data written in the replay, bytes.
@@ -191,6 +195,7 @@ fn client(w: &Workload, r: &ConnResult, t0: i64, path_rtt_ms: f64) -> ClientAgai
         replayed_throughput_bps: r.throughput_bps(),
         captured_in_flight_max: w.in_flight_max(),
         replayed_in_flight_max: r.in_flight_max,
+        session_slots: r.session_slots.filter(|&s| s < w.in_flight_max()),
         read_bytes: r.read_bytes,
         written_bytes: r.written_bytes,
         ops: ops(&[w], &r.ops),

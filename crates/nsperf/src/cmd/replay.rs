@@ -365,13 +365,19 @@ fn replayed(a: &AgainstReport) -> String {
             format!("{:.4}", c.replayed_duration_s),
             format!("{:+.1} %", c.duration_error_pct),
             format!("{:.4}", c.model_at_path_rtt_s),
-            format!("{}/{}", c.captured_in_flight_max, c.replayed_in_flight_max),
+            match c.session_slots {
+                Some(s) => format!(
+                    "{}/{} ({s} slots)",
+                    c.captured_in_flight_max, c.replayed_in_flight_max
+                ),
+                None => format!("{}/{}", c.captured_in_flight_max, c.replayed_in_flight_max),
+            },
             BitRate(c.captured_throughput_bps).to_string(),
             BitRate(c.replayed_throughput_bps).to_string(),
         ]);
     }
     out.push_str(&format!(
-        "  per connection (model: at the path RTT {:.3} ms, transfers as captured; in flight: most, captured/replayed)\n",
+        "  per connection (model: at the path RTT {:.3} ms, transfers as captured; in flight: most, captured/replayed, and the NFSv4.1 session's slots when the server granted fewer)\n",
         a.path_rtt_ms
     ));
     out.push_str(&indent(&t.render()));
