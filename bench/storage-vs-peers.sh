@@ -56,6 +56,7 @@ for p in ganesha.nfsd rpcbind nfs-cp smbd smbclient; do
 done
 
 NFSCP=${NFSCP:-$(command -v nfs-cp)}
+[ -x "$NFSCP" ] || { echo "NFSCP=$NFSCP: no such program (bench/build-libnfs.sh builds one)" >&2; exit 1; }
 # The libnfs behind $NFSCP: the VERSION file bench/build-libnfs.sh leaves in its prefix, or
 # the Debian package owning the library it loads.
 libnfs_version() {
@@ -64,7 +65,7 @@ libnfs_version() {
     echo "$(cat "$(dirname "$(dirname "$NFSCP")")/VERSION") ($(dirname "$(dirname "$NFSCP")"))"; return
   fi
   lib=$(ldd "$NFSCP" | sed -n 's/^\s*libnfs\.so[^ ]* => \([^ ]*\).*/\1/p')
-  pkg=$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null | cut -d: -f1)
+  pkg=$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null | cut -d: -f1) || true
   if [ -n "$pkg" ]; then echo "libnfs $(dpkg-query -W -f '${Version}' "$pkg") (Debian $pkg)"; else echo "libnfs of $lib"; fi
 }
 LIBNFS=$(libnfs_version)
