@@ -205,7 +205,8 @@ pub(super) fn from_replay(r: &nsperf_trace::replay::against::LabRun) -> Measurem
         metrics.insert(Metric::new(k), v);
     }
     for o in &a.ops {
-        let op = o.op.trim_start_matches("nfs3:");
+        // `nfs3:READ`, `nfs4:READ`: one version per capture.
+        let op = o.op.split_once(':').map_or(o.op.as_str(), |(_, name)| name);
         for (k, v) in [
             ("requests", o.replayed_requests as f64),
             ("errors", o.replayed_errors as f64),

@@ -426,11 +426,13 @@ pub struct ReplayStep {
     pub site: String,
     /// The plan's NFS service it replays against (in another site).
     pub service: String,
-    /// The capture (absolute), checked at load to hold an NFSv3 workload.
+    /// The capture (absolute), checked at load to hold an NFSv3 or NFSv4 workload.
     pub capture: std::path::PathBuf,
     /// The replayed connections' TCP window (their socket buffers), bytes; None: the
     /// kernel's autotuning (and the model's windows as captured).
     pub window_bytes: Option<u64>,
+    /// The capture is NFSv4's: replayed over NFSv4.1 (the service is ganesha offering v4).
+    pub v4: bool,
     /// The round trip of the path to the service's site and back in this cell, ms: the
     /// one-way delays of the links crossed both ways, summed (what the model is given).
     pub rtt_ms: f64,

@@ -148,3 +148,45 @@ capture = "{pcap}"
         "(cell, step, model rtt ms, rate)"
     );
 }
+
+/// An NFSv3 capture needs a service offering NFSv3: ganesha offering only v4 is a plan
+/// error naming the versions; offering both, the step replays over NFSv3.
+#[test]
+fn a_replay_step_needs_the_captures_nfs_version() {
+    let d = tempfile::tempdir().unwrap();
+    let pcap = capture(d.path());
+    let text = |versions: &str| {
+        format!(
+            r#"name = "rp"
+[lab]
+sites = ["a", "b"]
+[[service]]
+name = "nas"
+site = "b"
+server = "ganesha"
+dir = "/tmp"
+nfs_versions = "{versions}"
+[[step]]
+name = "replay"
+type = "replay"
+site = "a"
+service = "nas"
+capture = "{}"
+"#,
+            pcap.display()
+        )
+    };
+    let e = Plan::parse(text("4").as_bytes()).unwrap_err();
+    assert_eq!(e.failure() as i32, 3, "{e}");
+    let e = e.to_string();
+    assert!(
+        e.contains("step \"replay\"") && e.contains("offers NFSv4 only") && e.contains("NFSv3's"),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 1, "{e}");
+    let p = Plan::parse(text("3,4").as_bytes()).unwrap();
+    let Action::Replay(r) = &p.cells[0].steps[0].action else {
+        panic!("{p:?}")
+    };
+    assert!(!r.v4);
+}

@@ -13,7 +13,7 @@ pub const NOT_BUILT: &str = "the replay of SMB captures is not built yet: the du
      over the RTT axis are the model's predictions (--lab replays an NFS workload through a \
      lab at each asked RTT and --window, NFSv4 with --server ganesha, --check at the \
      capture's own RTT first; --against against a server over the path as it is; a plan's \
-     replay step, NFSv3, through the plan's lab)";
+     replay step through the plan's lab, NFSv4 against a ganesha service)";
 
 /// What was asked.
 #[derive(Debug, Clone, Serialize)]

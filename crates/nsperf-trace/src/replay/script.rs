@@ -40,12 +40,13 @@ impl std::fmt::Display for NotReplayable {
     }
 }
 
-/// The NFSv3 workload of the capture file `path`, ready to replay: its workloads (one per
-/// client connection, in the order of the script's connections) and their script. The
-/// error is one line: the file unreadable, no request matched to its reply, more than
+/// The NFS workload of the capture file `path`, ready to replay: its workloads (one per
+/// client connection, in the order of the script's connections), their script, and their
+/// protocol (NFSv3 or NFSv4: a v4 script is replayed over an NFSv4 URL). The error is one
+/// line: the file unreadable, no request matched to its reply, more than
 /// [`DEFAULT_MAX_REQUESTS`](crate::proto::requests::DEFAULT_MAX_REQUESTS), a protocol whose
-/// replay is not built, more connections than the replay runs.
-pub fn nfs3_replay(path: &std::path::Path) -> Result<(Vec<Workload>, Script), String> {
+/// replay is not built or a mix, more connections than the replay runs.
+pub fn nfs_replay(path: &std::path::Path) -> Result<(Vec<Workload>, Script, Protocol), String> {
     use crate::proto::requests::DEFAULT_MAX_REQUESTS;
     let cfg = crate::TraceConfig {
         idle_ns: crate::DEFAULT_IDLE_NS,
@@ -62,10 +63,7 @@ pub fn nfs3_replay(path: &std::path::Path) -> Result<(Vec<Workload>, Script), St
         return Err("no NFS or SMB2 request matched to its reply in the capture".into());
     }
     let ws = super::workloads(&stream.requests, &stream.connections);
-    if protocol(&ws) == Ok(Protocol::Nfs4) {
-        // A plan's lab serves the embedded server, which speaks NFSv3 only.
-        return Err("the replay of nfs4 captures in a plan is not built yet (NFSv3 only)".into());
-    }
+    let proto = protocol(&ws).map_err(|e| e.to_string())?;
     let sc = script(&ws).map_err(|e| e.to_string())?;
     if sc.conns.len() > nsperf_nfs::replay::MAX_CONNECTIONS {
         return Err(format!(
@@ -74,7 +72,7 @@ pub fn nfs3_replay(path: &std::path::Path) -> Result<(Vec<Workload>, Script), St
             nsperf_nfs::replay::MAX_CONNECTIONS
         ));
     }
-    Ok((ws, sc))
+    Ok((ws, sc, proto))
 }
 
 /// The protocol of `workloads`' requests (NFSv3 when there are none): all of one NFS

@@ -161,8 +161,9 @@ fn io<R: Read>(
     Ok(())
 }
 
-/// A replay step: the capture's NFSv3 workload replayed against `url` from this process's
-/// namespace (the step's site), reported beside the capture and the model at the link given.
+/// A replay step: the capture's NFS workload replayed against `url` (over NFSv4 as its
+/// `?version=` asks, for an NFSv4 capture) from this process's namespace (the step's site),
+/// reported beside the capture and the model at the link given.
 fn replay(
     capture: &std::path::Path,
     url: &str,
@@ -171,11 +172,22 @@ fn replay(
     rate_bps: Option<f64>,
 ) -> anyhow::Result<()> {
     let name = capture.display();
-    let (ws, sc) = nsperf_trace::replay::script::nfs3_replay(capture)
+    let (ws, sc, proto) = nsperf_trace::replay::script::nfs_replay(capture)
         .map_err(|e| classified(Failure::Input, format!("replay {name}: {e}")))?;
     let u: nsperf_nfs::NfsUrl = url
         .parse()
         .map_err(|e: nsperf_nfs::url::UrlError| usage(e.to_string()))?;
+    let v4 = proto == nsperf_trace::proto::requests::Protocol::Nfs4;
+    use nsperf_nfs::url::NfsVersion;
+    let over_v4 = matches!(
+        u.version,
+        Some(NfsVersion::V4 | NfsVersion::V4_0 | NfsVersion::V4_1)
+    );
+    if v4 != over_v4 {
+        return Err(usage(format!(
+            "replay {name}: a capture of {proto} against {url}: the URL's version must be the capture's"
+        )));
+    }
     let opt = nsperf_nfs::replay::Options {
         timeout: nsperf_nfs::client::DEFAULT_TIMEOUT,
         keep: false,

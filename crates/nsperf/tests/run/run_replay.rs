@@ -11,15 +11,20 @@ use common::*;
 use std::path::Path;
 
 /// A 1 MiB read at depth 4 of nsperf's nfs engine (its file written first, uncaptured),
-/// captured (whole frames, offloads off) at site a of a lab at 2 ms; false (skipped) when
-/// tcpdump is missing.
-fn capture_workload(pcap: &Path, export: &Path, what: &str) -> bool {
-    if !require_program("tcpdump", what) {
+/// captured (whole frames, offloads off) at site a of a lab at 2 ms: over NFSv3 against the
+/// embedded server, or with `v4` over NFSv4.1 against nfs-ganesha; false (skipped) when
+/// tcpdump (or ganesha) is missing.
+fn capture_workload(pcap: &Path, export: &Path, what: &str, v4: bool) -> bool {
+    if !require_program("tcpdump", what) || (v4 && !require_program("ganesha.nfsd", what)) {
         return false;
     }
     let lab = Lab::up("rpc", &["--sites", "a,b", "--rtt", "2ms"]);
     lab.offloads_off(&["a", "b"]);
-    let url = serve_nfs_in_site(lab.name(), "b", export, None);
+    let url = if v4 {
+        serve_nfs_in_site(lab.name(), "b", export, Some("ganesha")) + "?version=4.1"
+    } else {
+        serve_nfs_in_site(lab.name(), "b", export, None)
+    };
     let write = ["-w", "seqwrite", "-s", "1m", "-b", "64k", "-q"];
     io_in_site(lab.name(), "a", &url, &write).ok();
     let td = lab.spawn(
@@ -69,7 +74,7 @@ fn replay_step_over_an_rtt_matrix_is_stored_beside_the_model() {
     let export = dir.join("export");
     std::fs::create_dir(&export).unwrap();
     let pcap = dir.join("w.pcap");
-    if !capture_workload(&pcap, &export, what) {
+    if !capture_workload(&pcap, &export, what, false) {
         return;
     }
     let plan = dir.join("replay.toml");
@@ -158,7 +163,7 @@ fn replay_step_on_one_side_of_a_dumbbell_is_given_its_access_links() {
     let export = dir.join("export");
     std::fs::create_dir(&export).unwrap();
     let pcap = dir.join("w.pcap");
-    if !capture_workload(&pcap, &export, what) {
+    if !capture_workload(&pcap, &export, what, false) {
         return;
     }
     let plan = dir.join("replay.toml");
@@ -231,4 +236,108 @@ capture = "{}"
         "replayed vs model {:+.1} %: {say}",
         err * 100.0
     );
+}
+
+/// An NFSv4.1 capture (nsperf's client against nfs-ganesha at 2 ms) in a plan: against the
+/// embedded server it is a one-line plan error (exit 3); against a ganesha service it is
+/// replayed over NFSv4.1 at 2 and 20 ms, every READ without error, longer at 20 ms, each run
+/// within 25 % of the model. Root, a lab, tcpdump and ganesha.nfsd, else skipped.
+#[test]
+fn replay_step_of_an_nfs4_capture_through_a_ganesha_service() {
+    let what = "plan replay step of an NFSv4 capture";
+    if !require_lab(what) {
+        return;
+    }
+    let _serial = timing_lock();
+    let d = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(d.path()).unwrap();
+    let export = dir.join("export");
+    std::fs::create_dir(&export).unwrap();
+    let pcap = dir.join("w4.pcap");
+    if !capture_workload(&pcap, &export, what, true) {
+        return;
+    }
+    let plan_with = |server: &str| {
+        let plan = dir.join(format!("replay-{server}.toml"));
+        std::fs::write(
+            &plan,
+            format!(
+                r#"name = "replay-v4"
+repetitions = 1
+[lab]
+sites = ["a", "b"]
+rtt = "{{rtt}}"
+[matrix]
+rtt = ["2ms", "20ms"]
+[[service]]
+name = "nas"
+site = "b"
+server = "{server}"
+dir = "{}"
+[[step]]
+name = "replay"
+type = "replay"
+site = "a"
+service = "nas"
+capture = "{}"
+"#,
+                export.display(),
+                pcap.display()
+            ),
+        )
+        .unwrap();
+        plan
+    };
+    let db = dir.join("r.db");
+    let refused = run(&[
+        "run",
+        plan_with("embedded").to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(refused.code, Some(3), "{}", refused.stderr);
+    let err = refused.stderr.trim();
+    assert!(
+        err.contains("speaks NFSv3 only") && err.contains("NFSv4's") && err.lines().count() == 1,
+        "{err}"
+    );
+    let plan = plan_with("ganesha");
+    run(&["run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()]).ok();
+    let j = run(&[
+        "results",
+        "show",
+        "1",
+        "--db",
+        db.to_str().unwrap(),
+        "--json",
+        "--runs",
+    ])
+    .ok()
+    .json();
+    let runs = j["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{j:#}");
+    let mut figures = Vec::new();
+    for r in runs {
+        assert_eq!(r["status"], "ok", "{r:#}");
+        let m = &r["metrics"];
+        let f = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("{k}: {m:#}"));
+        assert!(f("op.READ.requests") >= 16.0, "{m:#}");
+        assert_eq!(f("op.READ.errors"), 0.0, "{m:#}");
+        let rtt = r["conditions"]["rtt_s"].as_f64().unwrap();
+        let (replayed, model) = (r["value"].as_f64().unwrap(), f("model_duration_s"));
+        figures.push((rtt, replayed, model, f("captured_duration_s")));
+    }
+    figures.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let say = format!("(rtt s, replayed s, model s, captured s): {figures:?}");
+    eprintln!("replay step, NFSv4.1: {say}");
+    assert_eq!((figures[0].0, figures[1].0), (0.002, 0.02), "{say}");
+    assert!(figures[1].1 > figures[0].1 * 1.3, "longer at 20 ms: {say}");
+    for &(_, replayed, model, _) in &figures {
+        let err = (replayed - model) / model;
+        assert!(
+            err.abs() <= 0.25,
+            "replayed vs model {:+.1} %: {say}",
+            err * 100.0
+        );
+    }
 }

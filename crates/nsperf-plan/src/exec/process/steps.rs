@@ -181,10 +181,16 @@ impl ProcessExecutor {
         let answer = ctx
             .service
             .ok_or_else(|| ExecError::ServiceNotRunning(r.service.clone()))?;
+        // An NFSv4 capture is replayed over NFSv4.1 (the service is ganesha offering v4).
+        let url = if r.v4 {
+            format!("{}?version=4.1", answer.url)
+        } else {
+            answer.url.clone()
+        };
         let spec = StepSpec::Replay {
             site: site_ref(ctx.lab, Some(&r.site)),
             capture: r.capture.clone(),
-            url: answer.url.clone(),
+            url,
             window_bytes: r.window_bytes,
             rtt_ms: r.rtt_ms,
             rate_bps: r.rate_bps,

@@ -1,9 +1,12 @@
-//! A replay step: a captured NFSv3 workload replayed from a lab site against the plan's NFS
-//! service in another site, beside the model at the cell's path between the two (the round
-//! trip and narrowest rate of the links crossed there and back). The capture is read at
-//! load (an unreadable file, or one without an NFSv3 workload to replay, is a plan error).
+//! A replay step: a captured NFSv3 or NFSv4 workload replayed from a lab site against the
+//! plan's NFS service in another site (an NFSv4 one over NFSv4.1, from ganesha), beside the
+//! model at the cell's path between the two (the round trip and narrowest rate of the links
+//! crossed there and back). The capture is read at
+//! load: an unreadable file, one without an NFS workload to replay, or a version the
+//! service does not offer is a plan error.
 
-use nsperf_lab::service::Protocol;
+use nsperf_lab::service::{NfsVersions, Protocol, ServerKind, ServiceConfig};
+use nsperf_trace::proto::requests::Protocol as TraceProtocol;
 
 use super::Fields;
 use crate::error::PlanError;
@@ -36,7 +39,7 @@ pub(super) fn replay(f: &Fields<'_>, s: &RawStep) -> Result<ReplayStep, PlanErro
         return Err(f.err(
             "service",
             format!(
-                "\"{name}\" serves {}: the replay is of NFSv3",
+                "\"{name}\" serves {}: the replay is of NFS",
                 config.protocol
             ),
         ));
@@ -79,14 +82,42 @@ pub(super) fn replay(f: &Fields<'_>, s: &RawStep) -> Result<ReplayStep, PlanErro
             )
         })?;
     let capture = crate::plan::service::absolute(std::path::Path::new(&path));
-    nsperf_trace::replay::script::nfs3_replay(&capture)
+    let (_, _, proto) = nsperf_trace::replay::script::nfs_replay(&capture)
         .map_err(|e| f.err("capture", format!("{}: {e}", capture.display())))?;
+    let v4 = proto == TraceProtocol::Nfs4;
+    versions_offered(f, name, config, v4)?;
     Ok(ReplayStep {
         site,
         service: name.to_string(),
         capture,
         window_bytes,
+        v4,
         rtt_ms: link.rtt_ms,
         rate_bps: link.rate_bps,
     })
+}
+
+/// Whether the service offers the capture's NFS version (`v4`: NFSv4's): the embedded
+/// server speaks NFSv3 only, ganesha the versions of its `nfs_versions`.
+fn versions_offered(
+    f: &Fields<'_>,
+    name: &str,
+    config: &ServiceConfig,
+    v4: bool,
+) -> Result<(), PlanError> {
+    let versions = config.nfs_versions.unwrap_or(NfsVersions::Both);
+    let why = match (v4, config.server) {
+        (true, ServerKind::Ganesha) if versions.v4() => return Ok(()),
+        (false, _) if versions.v3() => return Ok(()),
+        (true, ServerKind::Ganesha) => {
+            "offers NFSv3 only (nfs_versions = \"3\"): the capture is NFSv4's".to_string()
+        }
+        (true, server) => format!(
+            "is the {server} server, which speaks NFSv3 only: the capture is NFSv4's (give the service server = \"ganesha\")"
+        ),
+        (false, _) => {
+            "offers NFSv4 only (nfs_versions = \"4\"): the capture is NFSv3's".to_string()
+        }
+    };
+    Err(f.err("service", format!("\"{name}\" {why}")))
 }
