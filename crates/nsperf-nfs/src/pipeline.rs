@@ -39,6 +39,11 @@ const RBUF: usize = 256 << 10;
 /// is in flight, a reply's record mark and head are read on their own (at most
 /// `HEAD_MAX + 4` bytes), so its data does not pass through the receive buffer first.
 const BIG_READ: u32 = 16 << 10;
+/// The most READ data the kernel queues before it wakes the pipeline (`SO_RCVLOWAT`), as the
+/// net receiver's single-stream cap (`nsperf-net`'s `mark_cap`): a megabyte reply wakes the
+/// reader a few times instead of once per arriving segment, and on a busy host the wake-ups
+/// saved are CPU left to the server and the link.
+const WAKE_MAX: usize = 256 << 10;
 /// How long in-flight calls may drain after Ctrl-C before the run gives up on them.
 const DRAIN_AFTER_INTERRUPT: Duration = Duration::from_secs(2);
 
@@ -178,10 +183,16 @@ pub struct Pipeline {
     uncommitted: bool,
     /// READs larger than [`BIG_READ`] in flight.
     big_reads: usize,
+    /// The socket's `SO_RCVLOWAT` now: 1, or while a READ's data arrives the bytes of it
+    /// the reader waits for ([`Pipeline::wake_when`]).
+    lowat: usize,
     /// READ data that was copied out of the receive buffer (the rest went straight from the
     /// socket to the caller's buffer). Counted for the tests.
     #[cfg(test)]
     staged: u64,
+    /// The highest `SO_RCVLOWAT` set. Kept for the tests.
+    #[cfg(test)]
+    max_lowat: usize,
     /// The last NFS error status seen on a reply, for messages.
     pub last_status: Option<NfsStat>,
 }
@@ -281,8 +292,11 @@ impl Pipeline {
             verf: None,
             uncommitted: false,
             big_reads: 0,
+            lowat: 1,
             #[cfg(test)]
             staged: 0,
+            #[cfg(test)]
+            max_lowat: 1,
             last_status: None,
         })
     }
@@ -315,6 +329,11 @@ impl Pipeline {
     #[cfg(test)]
     pub(crate) fn staged_read_bytes(&self) -> u64 {
         self.staged
+    }
+
+    #[cfg(test)]
+    pub(crate) fn max_lowat(&self) -> usize {
+        self.max_lowat
     }
 
     /// Queues a READ or WRITE of `len` bytes at `offset` on `slot`; sent by the next
@@ -389,6 +408,7 @@ impl Pipeline {
                     return Err(NfsError::Interrupted);
                 }
             }
+            self.wake_when();
             let mut events = libc::POLLIN;
             if self.tx.pending() {
                 events |= libc::POLLOUT;
@@ -406,6 +426,44 @@ impl Pipeline {
                     return Err(lost("poll", e));
                 }
             }
+        }
+    }
+
+    /// Before a wait: while a READ's data is arriving, the kernel wakes the pipeline once the
+    /// rest of it (up to [`WAKE_MAX`], and a quarter of the receive buffer so that the kernel
+    /// neither grows the buffer nor clamps the window for the mark) has arrived; otherwise at
+    /// the first byte. The mark never exceeds the bytes still to come of the record being
+    /// received, so no reply waits on it. A system call when the mark moves: about three per
+    /// large READ, none for other replies.
+    fn wake_when(&mut self) {
+        let rest = match self.state {
+            Recv::Data {
+                done, count, pad, ..
+            } => count - done + pad,
+            _ => 1,
+        };
+        let mark = if rest <= 1 {
+            1
+        } else if self.lowat > 1 {
+            // Only down while the same data arrives (the cap was taken on the way in).
+            rest.min(self.lowat)
+        } else {
+            let cap = (crate::sock::rcvbuf(self.sock.as_raw_fd()) / 4).min(WAKE_MAX);
+            rest.min(cap).max(1)
+        };
+        if mark != self.lowat && crate::sock::set_rcvlowat(self.sock.as_raw_fd(), mark).is_ok() {
+            self.lowat = mark;
+            #[cfg(test)]
+            {
+                self.max_lowat = self.max_lowat.max(mark);
+            }
+        }
+    }
+
+    /// The kernel wakes the pipeline at the first byte again (before a blocking read).
+    fn wake_when_any(&mut self) {
+        if self.lowat != 1 && crate::sock::set_rcvlowat(self.sock.as_raw_fd(), 1).is_ok() {
+            self.lowat = 1;
         }
     }
 
@@ -458,6 +516,8 @@ impl Pipeline {
                 rpc::finish_record(self.tx.hdr(), rec, 0);
             }
         }
+        // A blocking read waits for SO_RCVLOWAT's bytes: the reply is small.
+        self.wake_when_any();
         self.sock
             .set_nonblocking(false)
             .map_err(|e| lost("COMMIT", e))?;
@@ -877,6 +937,7 @@ impl Drop for Pipeline {
         c.destroy_session(&s.sid);
         c.finish();
         rpc::finish_record(&mut b, rec, 0);
+        self.wake_when_any();
         if self.sock.set_nonblocking(false).is_err() {
             return;
         }

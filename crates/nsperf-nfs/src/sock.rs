@@ -119,6 +119,59 @@ fn connect_from(
 const SO_SNDBUFFORCE: libc::c_int = 32;
 const SO_RCVBUFFORCE: libc::c_int = 33;
 
+/// Sets an integer socket option.
+fn set_int(
+    fd: libc::c_int,
+    level: libc::c_int,
+    opt: libc::c_int,
+    v: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: fd is a socket the caller owns; v lives across the call.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Wakes a reader of `fd` (and makes `poll` report it readable) only once `bytes` are
+/// queued: `SO_RCVLOWAT`, 1 by default.
+pub(crate) fn set_rcvlowat(fd: libc::c_int, bytes: usize) -> io::Result<()> {
+    set_int(
+        fd,
+        libc::SOL_SOCKET,
+        libc::SO_RCVLOWAT,
+        bytes.clamp(1, i32::MAX as usize) as libc::c_int,
+    )
+}
+
+/// The receive buffer the kernel granted `fd` now (it grows with autotuning); 0 when it
+/// cannot be read.
+pub(crate) fn rcvbuf(fd: libc::c_int) -> usize {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: v and len are live and of the sizes given.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 { v.max(0) as usize } else { 0 }
+}
+
 /// Bounds the bytes in flight each way to about `bytes`: the receive window clamped to it
 /// exactly (`TCP_WINDOW_CLAMP`, with a receive buffer that holds it), and a send buffer of
 /// `bytes` as the kernel counts it (it doubles what it is asked for its bookkeeping, so half
@@ -126,27 +179,15 @@ const SO_RCVBUFFORCE: libc::c_int = 33;
 /// the sysctl caps, as root), the plain ones (clamped to the caps) when refused.
 fn set_buffers(fd: libc::c_int, bytes: u64) {
     let w = bytes.min(i32::MAX as u64 / 2) as libc::c_int;
-    let set = |level, opt, v: libc::c_int| {
-        // SAFETY: fd is a socket we own; v lives across the call.
-        unsafe {
-            libc::setsockopt(
-                fd,
-                level,
-                opt,
-                (&v as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        }
-    };
     for (force, plain, v) in [
         (SO_SNDBUFFORCE, libc::SO_SNDBUF, (w / 2).max(1)),
         (SO_RCVBUFFORCE, libc::SO_RCVBUF, w),
     ] {
-        if set(libc::SOL_SOCKET, force, v) != 0 {
-            set(libc::SOL_SOCKET, plain, v);
+        if set_int(fd, libc::SOL_SOCKET, force, v).is_err() {
+            let _ = set_int(fd, libc::SOL_SOCKET, plain, v);
         }
     }
-    set(libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP, w);
+    let _ = set_int(fd, libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP, w);
 }
 
 fn sockaddr(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {

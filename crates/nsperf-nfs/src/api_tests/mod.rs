@@ -8,4 +8,5 @@ mod alone;
 
 mod connections;
 mod loopback;
+mod low_water;
 mod replay;
