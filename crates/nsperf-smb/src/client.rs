@@ -96,7 +96,7 @@ pub struct Negotiated {
     pub max_read: u32,
     /// Largest WRITE the server allows (MaxWriteSize).
     pub max_write: u32,
-    /// Messages signed (every authenticated session of the smb2 crate is).
+    /// The data path's requests signed ([`data_signed`]).
     pub signed: bool,
     /// Guest or anonymous session.
     pub guest: bool,
@@ -153,6 +153,20 @@ pub(crate) fn block_on<F: Future>(
             }
         }
     })
+}
+
+/// Whether the data path signs its READs, WRITEs, FLUSHes and CLOSEs, in a session that can
+/// sign (`should_sign`: an authenticated one; a guest session cannot): always with
+/// `?signing=required` (the default), and with `if_required` only when the server's
+/// NEGOTIATE requires it (unknown counts as required). Unsigned requests are answered
+/// unsigned; the session's set-up is signed either way, by the smb2 crate.
+fn data_signed(
+    url: &SmbUrl,
+    should_sign: bool,
+    params: Option<&smb2::client::connection::NegotiatedParams>,
+) -> bool {
+    let server_requires = params.is_none_or(|p| p.signing_required);
+    should_sign && (url.signing == crate::url::Signing::Required || server_requires)
 }
 
 impl Client {
@@ -222,7 +236,7 @@ impl Client {
                 source,
             })?;
         let p = client.params();
-        let signed = client.session().should_sign;
+        let signed = data_signed(url, client.session().should_sign, p.as_ref());
         Client::finish(rt, Some(client), conn, tree, url, creds, addr, p, signed)
     }
 
@@ -335,7 +349,9 @@ impl Client {
             return Ok(None);
         }
         tree.server = addr.clone();
-        let signer = if session.should_sign {
+        let p = conn.params();
+        let sign = data_signed(url, session.should_sign, p.as_ref());
+        let signer = if sign {
             Signer::new(session.signing_algorithm, &session.signing_key).map_err(|e| {
                 SmbError::Logon {
                     user: creds.username.clone(),
@@ -352,18 +368,7 @@ impl Client {
             next_message_id: 0,
             credits: 0,
         };
-        let p = conn.params();
-        let c = Client::finish(
-            rt,
-            None,
-            conn,
-            tree,
-            url,
-            creds,
-            addr,
-            p,
-            session.should_sign,
-        )?;
+        let c = Client::finish(rt, None, conn, tree, url, creds, addr, p, sign)?;
         Ok(Some((c, tcp, ids)))
     }
 

@@ -37,7 +37,7 @@ pub use creds::{CredError, CredentialSource, Credentials};
 pub use error::SmbError;
 pub use frames::{fuzz_read_reply, read_reply_into};
 pub use pipeline::Pipeline;
-pub use url::SmbUrl;
+pub use url::{Signing, SmbUrl};
 
 /// Parses a URL and a credentials file from the same bytes (the body of the fuzz target).
 /// Never panics.

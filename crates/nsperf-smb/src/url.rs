@@ -1,7 +1,10 @@
-//! `smb://HOST[:PORT]/SHARE/PATH` targets.
+//! `smb://HOST[:PORT]/SHARE/PATH[?signing=required|if_required]` targets.
 //!
 //! The first path component is the share; the rest names a directory inside it (the share's
-//! root when absent). Without a port, 445 (SMB over TCP). Credentials never appear in the
+//! root when absent). Without a port, 445 (SMB over TCP). `signing` is smbclient's
+//! `client signing` option: `required` (the default) signs every request of an authenticated
+//! session; `if_required` signs only when the server requires it, as smbclient and the Linux
+//! kernel client do by default. Credentials never appear in the
 //! URL (`smb://user@host` is refused): they come from a file or the environment
 //! ([`crate::Credentials`]).
 
@@ -22,6 +25,40 @@ const RULES: UrlRules = UrlRules {
     user_info: "credentials do not go in the URL: use --credentials FILE or NSPERF_SMB_USER/NSPERF_SMB_PASSWORD",
 };
 
+/// When the client signs its requests (smbclient's `client signing`).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Signing {
+    /// Every request of an authenticated session (a guest session cannot sign).
+    #[default]
+    Required,
+    /// Only when the server requires it.
+    IfRequired,
+}
+
+impl FromStr for Signing {
+    type Err = &'static str;
+
+    fn from_str(s: &str) -> Result<Signing, &'static str> {
+        match s {
+            "required" => Ok(Signing::Required),
+            "if_required" => Ok(Signing::IfRequired),
+            _ => Err("signing is required or if_required"),
+        }
+    }
+}
+
+impl fmt::Display for Signing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Signing::Required => "required",
+            Signing::IfRequired => "if_required",
+        })
+    }
+}
+
 /// A parsed `smb://` URL.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct SmbUrl {
@@ -34,11 +71,16 @@ pub struct SmbUrl {
     /// Directory inside the share, components joined with `/`, no leading or trailing
     /// slash (empty for the share's root).
     pub path: String,
+    /// When requests are signed (`?signing=`).
+    #[serde(default)]
+    pub signing: Signing,
 }
 
 /// Why a string is not an `smb://` URL.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("bad SMB URL '{url}': {why} (expected smb://HOST[:PORT]/SHARE/PATH)")]
+#[error(
+    "bad SMB URL '{url}': {why} (expected smb://HOST[:PORT]/SHARE/PATH[?signing=required|if_required])"
+)]
 pub struct UrlError {
     url: String,
     why: &'static str,
@@ -81,11 +123,23 @@ impl FromStr for SmbUrl {
         if !SmbUrl::is_smb_url(s) {
             return Err(bad("it does not start with smb://"));
         }
+        let (s_path, query) = match s.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (s, None),
+        };
+        let signing = match query {
+            None => Signing::default(),
+            Some(q) => q
+                .strip_prefix("signing=")
+                .ok_or("the only option is signing=required|if_required")
+                .and_then(str::parse)
+                .map_err(bad)?,
+        };
         let UrlParts {
             host,
             port,
             components: parts,
-        } = RULES.split(s).map_err(bad)?;
+        } = RULES.split(s_path).map_err(bad)?;
         if parts
             .iter()
             .any(|c| c.contains('\\') || c.chars().any(|ch| ch.is_control()))
@@ -104,6 +158,7 @@ impl FromStr for SmbUrl {
             port,
             share: share.to_string(),
             path,
+            signing,
         })
     }
 }
@@ -122,6 +177,9 @@ impl fmt::Display for SmbUrl {
         write!(f, "/{}", self.share)?;
         if !self.path.is_empty() {
             write!(f, "/{}", self.path)?;
+        }
+        if self.signing != Signing::default() {
+            write!(f, "?signing={}", self.signing)?;
         }
         Ok(())
     }
@@ -146,6 +204,13 @@ mod tests {
         assert_eq!(u.join("f"), "f");
         assert_eq!(u.addr(), "[::1]:4455");
         assert_eq!(u.to_string(), "smb://[::1]:4455/share");
+        assert_eq!(u.signing, Signing::Required);
+        let u: SmbUrl = "smb://h/s/d?signing=if_required".parse().unwrap();
+        assert_eq!((u.signing, u.path.as_str()), (Signing::IfRequired, "d"));
+        assert_eq!(u.to_string(), "smb://h/s/d?signing=if_required");
+        let u: SmbUrl = "smb://h/s?signing=required".parse().unwrap();
+        assert_eq!(u.signing, Signing::Required);
+        assert_eq!(u.to_string(), "smb://h/s");
     }
 
     #[test]
@@ -161,6 +226,9 @@ mod tests {
             "smb://u:pw@h/x",
             "smb://[::1/x",
             "smb://h/x?user=a",
+            "smb://h/x?signing=off",
+            "smb://h/x?signing=required&x=1",
+            "smb://h?signing=required",
             "smb://h/s/a\\b",
             "smb",
             "",

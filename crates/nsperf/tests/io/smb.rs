@@ -196,9 +196,15 @@ fn reads_do_not_fault_per_message(lab: &str, url: &str, creds: &str) {
 }
 
 /// Signed writes then reads of 1 MiB blocks on the direct data path at depth 1 and 8, every
-/// block checked (`--verify crc32`: each block's header and checksum, read back).
+/// block checked (`--verify crc32`: each block's header and checksum, read back); then
+/// unsigned at depth 8 with `?signing=if_required` (Samba does not require signing).
 fn signed_and_verified_at_depth_1_and_8(lab: &str, url: &str, creds: &str) {
-    for depth in ["1", "8"] {
+    let unsigned = format!("{url}?signing=if_required");
+    for (url, depth, signed) in [
+        (url, "1", true),
+        (url, "8", true),
+        (unsigned.as_str(), "8", false),
+    ] {
         for w in ["seqwrite", "seqread"] {
             let r = io_in_a(
                 lab,
@@ -223,7 +229,7 @@ fn signed_and_verified_at_depth_1_and_8(lab: &str, url: &str, creds: &str) {
             )
             .ok();
             let s = &r.json()["summary"];
-            assert_eq!(s["remote"]["signed"], true, "{w} {depth}");
+            assert_eq!(s["remote"]["signed"], signed, "{w} {depth} {url}");
             // A read checks its warming pass and its measured one.
             let blocks = if w == "seqread" { 128 } else { 64 };
             assert_eq!(s["verify"]["blocks_checked"], blocks, "{w} {depth}: {s}");
