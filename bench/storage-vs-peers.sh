@@ -20,10 +20,12 @@
 # serve … smb`), nsperf's smb engine against smbclient's get/put of a 1 GiB file, both as
 # the lab user (credentials file from `lab serve`), alternating, wall time for smbclient
 # (log-on included, as nsperf's connect is not in its measured pass: a few ms):
-#   read:  nsperf io run URL -w seqread  -s 1g -b 1m --iodepth 8 -A CREDS   (signed: every
-#          authenticated session of the smb2 crate is)
+#   read:  nsperf io run URL -w seqread  -s 1g -b 1m --iodepth 8 -A CREDS   (signed: its
+#          default, ?signing=required) and URL?signing=if_required (unsigned: Samba does not
+#          require signing)
 #          smbclient //10.77.0.2/SHARE -A CREDS -c 'get bench-1g /dev/null'  (its default:
-#          unsigned) and the same with --option='client signing=required' (like for like)
+#          unsigned) and the same with --option='client signing=required'
+#          (signed against signed, unsigned against unsigned)
 #   write: nsperf … -w seqwrite --fsync end (FLUSH at the end); smbclient put from /dev/shm
 #
 # fio's libnfs engine (PARTS=fio; in the default): fio 3.42 built by ../shared/peers/build.sh
@@ -101,23 +103,26 @@ if [[ " $PARTS " == *" smb "* ]]; then
   smb_ns() { A "$NS" io run "$SURL" -A "$CREDS" -s 1g -b 1m --iodepth 8 --json "$@" | json "j['summary']['throughput_bytes_per_s']"; }
   smb_get() { SC "$@" -c 'get bench-1g /dev/null' >/dev/null; timed SC "$@" -c 'get bench-1g /dev/null'; }
   smb_put() { timed SC "$@" -c "put $SHM/src-1g .nsperf-put"; rm -f "$SDIR/.nsperf-put"; }
-  declare -a SNR SNW SGD SPD SGS SPS
+  smb_nsu() { SURL="$SURL?signing=if_required" smb_ns "$@"; }
+  declare -a SNR SNW SGD SPD SGS SPS SUR SUW
   SIGN=(--option='client signing=required')
   for i in $(seq 1 "$RUNS"); do
-    SNR+=("$(smb_ns -w seqread)"); SGD+=("$(smb_get)"); SGS+=("$(smb_get "${SIGN[@]}")")
-    SPS+=("$(settle; smb_put "${SIGN[@]}")"); SPD+=("$(settle; smb_put)"); SNW+=("$(settle; smb_ns -w seqwrite --fsync end)")
-    echo "smb run $i: read nsperf ${SNR[-1]} smbclient ${SGD[-1]} signed ${SGS[-1]}  write nsperf ${SNW[-1]} smbclient ${SPD[-1]} signed ${SPS[-1]} B/s" >&2
+    SNR+=("$(smb_ns -w seqread)"); SGS+=("$(smb_get "${SIGN[@]}")"); SUR+=("$(smb_nsu -w seqread)"); SGD+=("$(smb_get)")
+    SPS+=("$(settle; smb_put "${SIGN[@]}")"); SNW+=("$(settle; smb_ns -w seqwrite --fsync end)")
+    SPD+=("$(settle; smb_put)"); SUW+=("$(settle; smb_nsu -w seqwrite --fsync end)")
+    echo "smb run $i: read nsperf ${SNR[-1]} smbclient signed ${SGS[-1]} nsperf unsigned ${SUR[-1]} smbclient ${SGD[-1]}  write nsperf ${SNW[-1]} smbclient signed ${SPS[-1]} nsperf unsigned ${SUW[-1]} smbclient ${SPD[-1]} B/s" >&2
   done
-  python3 - "${SNR[*]}" "${SGD[*]}" "${SGS[*]}" "${SNW[*]}" "${SPD[*]}" "${SPS[*]}" <<'PY'
+  python3 - "${SNR[*]}" "${SGS[*]}" "${SUR[*]}" "${SGD[*]}" "${SNW[*]}" "${SPS[*]}" "${SUW[*]}" "${SPD[*]}" <<'PY'
 import statistics as st, sys
-nr, gd, gs, nw, pd, ps = ([float(x) for x in a.split()] for a in sys.argv[1:])
+nr, gs, ur, gd, nw, ps, uw, pd = ([float(x) for x in a.split()] for a in sys.argv[1:])
 m = st.median
 mib = lambda x: f"{x / 2**20:.0f} MiB/s"
-print("| figure | nsperf smb, signed (median) | smbclient signed (median) | ratio | smbclient default, unsigned (median) | ratio |")
-print("|---|---|---|---|---|---|")
-print(f"| seq read 1 GiB, 1 MiB requests, 8 in flight | {mib(m(nr))} | get {mib(m(gs))} | {m(nr)/m(gs):.2f}x | get {mib(m(gd))} | {m(nr)/m(gd):.2f}x |")
-print(f"| seq write 1 GiB + FLUSH | {mib(m(nw))} | put {mib(m(ps))} | {m(nw)/m(ps):.2f}x | put {mib(m(pd))} | {m(nw)/m(pd):.2f}x |")
-print(f"smb runs: {len(nr)}; per run read nsperf {[round(x/2**20) for x in nr]} smbclient {[round(x/2**20) for x in gd]} signed {[round(x/2**20) for x in gs]}; write nsperf {[round(x/2**20) for x in nw]} smbclient {[round(x/2**20) for x in pd]} signed {[round(x/2**20) for x in ps]} (MiB/s)")
+print("| figure | nsperf smb, signed (median) | smbclient signed (median) | ratio | nsperf ?signing=if_required, unsigned (median) | smbclient default, unsigned (median) | ratio |")
+print("|---|---|---|---|---|---|---|")
+print(f"| seq read 1 GiB, 1 MiB requests, 8 in flight | {mib(m(nr))} | get {mib(m(gs))} | {m(nr)/m(gs):.2f}x | {mib(m(ur))} | get {mib(m(gd))} | {m(ur)/m(gd):.2f}x |")
+print(f"| seq write 1 GiB + FLUSH | {mib(m(nw))} | put {mib(m(ps))} | {m(nw)/m(ps):.2f}x | {mib(m(uw))} | put {mib(m(pd))} | {m(uw)/m(pd):.2f}x |")
+r = lambda v: [round(x / 2**20) for x in v]
+print(f"smb runs: {len(nr)}; per run read nsperf {r(nr)} smbclient signed {r(gs)} nsperf unsigned {r(ur)} smbclient {r(gd)}; write nsperf {r(nw)} smbclient signed {r(ps)} nsperf unsigned {r(uw)} smbclient {r(pd)} (MiB/s)")
 PY
 fi
 if [[ " $PARTS " == *" fio "* ]]; then
