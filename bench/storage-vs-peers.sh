@@ -38,6 +38,9 @@
 #          the same work; and --fsync end, the COMMIT timed, for reference)
 #   read:  fio … --rw=read (the file fio just wrote: in the server's cache)
 #          nsperf io run URL -w seqread -s 1g -b 1m --iodepth 1  (remote-warm)
+#          Each read starts after a sync too: fio's read follows its write, whose gigabyte
+#          the server's host was still writing back (fio's read medians moved from 927 to
+#          1858 MiB/s run to run before this, 2026-12-07).
 #
 # NFSv4 (PARTS=nfs4, not in the default): on the ganesha of site b, nsperf's NFSv4.1 and 4.0
 # (URL?version=4.1, ?version=4.0) against nfs-cp's NFSv4 (URL/FILE?version=4: libnfs speaks
@@ -142,8 +145,8 @@ if [[ " $PARTS " == *" fio "* ]]; then
   for i in $(seq 1 "$RUNS"); do
     # fio's file goes with rm on this host: the server closes it within 200 ms (its
     # housekeeping), before the next run starts.
-    FW+=("$(settle; fio_nfs --rw=write)"); FR+=("$(fio_nfs --rw=read)"); rm -f "$EDIR/fio-1g"; sleep 1
-    EW+=("$(settle; ns_nfs -w seqwrite)"); EE+=("$(settle; ns_nfs -w seqwrite --fsync end)"); ER+=("$(ns_nfs -w seqread)")
+    FW+=("$(settle; fio_nfs --rw=write)"); FR+=("$(settle; fio_nfs --rw=read)"); rm -f "$EDIR/fio-1g"; sleep 1
+    EW+=("$(settle; ns_nfs -w seqwrite)"); EE+=("$(settle; ns_nfs -w seqwrite --fsync end)"); ER+=("$(settle; ns_nfs -w seqread)")
     echo "fio run $i: write fio ${FW[-1]} nsperf ${EW[-1]} (--fsync end ${EE[-1]})  read fio ${FR[-1]} nsperf ${ER[-1]} B/s" >&2
   done
   python3 - "${EW[*]}" "${EE[*]}" "${FW[*]}" "${ER[*]}" "${FR[*]}" <<'PY'
