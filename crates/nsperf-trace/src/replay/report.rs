@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::model::{self, Conditions, Prediction};
 use super::{FileUse, OpUse, Workload};
+use crate::model::TraceSummary;
 use crate::proto::requests::RequestStream;
 
 /// What is not built yet, said in every report.
@@ -28,11 +29,47 @@ pub struct ReplaySpec {
     pub window_bytes: Option<u64>,
 }
 
+/// What the capture lacks of its storage connections' exchanges. A call without its reply, or
+/// a reply without its call, is not in the workload: the replay and the model see the matched
+/// requests only, and a capture that missed packets (a loaded capturing host, a snapshot
+/// length, a capture started or stopped mid-exchange) describes less than the client did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CaptureGaps {
+    /// Calls the capture holds no reply to.
+    pub unanswered_calls: u64,
+    /// Replies the capture holds no call of.
+    pub replies_without_call: u64,
+    /// Bytes of the storage connections' streams the capture lacks (TCP sequence holes).
+    pub missing_bytes: u64,
+}
+
+impl CaptureGaps {
+    /// The gaps of every connection that carried a storage protocol in `trace`.
+    pub fn of(trace: &TraceSummary) -> CaptureGaps {
+        trace
+            .connections
+            .iter()
+            .filter_map(|c| c.protocol.as_ref())
+            .fold(CaptureGaps::default(), |g, p| CaptureGaps {
+                unanswered_calls: g.unanswered_calls + p.unanswered_calls,
+                replies_without_call: g.replies_without_call + p.unmatched_replies,
+                missing_bytes: g.missing_bytes + p.missing_bytes,
+            })
+    }
+
+    /// True when the capture lacks any of it.
+    pub fn any(&self) -> bool {
+        *self != CaptureGaps::default()
+    }
+}
+
 /// What was found and predicted.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReplaySummary {
     /// Storage requests matched to their replies in the capture.
     pub requests: u64,
+    /// What the capture lacks (requests without both ends are not replayed).
+    pub capture_gaps: CaptureGaps,
     /// The clients, one per connection.
     pub clients: Vec<ClientReport>,
     /// The replay against a server (`--against`), beside the capture; absent without it.
@@ -100,14 +137,15 @@ pub struct ClientReport {
 }
 
 /// The report of a capture's request stream: the workloads and the model over the spec's
-/// RTT axis with its rate and window (None: as captured).
-pub fn summary(spec: &ReplaySpec, stream: &RequestStream) -> ReplaySummary {
+/// RTT axis with its rate and window (None: as captured), and what the capture lacks.
+pub fn summary(spec: &ReplaySpec, stream: &RequestStream, gaps: CaptureGaps) -> ReplaySummary {
     let clients = super::workloads(&stream.requests, &stream.connections)
         .iter()
         .map(|w| client(w, &spec.rtt_axis_ms, spec.rate_bps, spec.window_bytes))
         .collect();
     ReplaySummary {
         requests: stream.requests.len() as u64,
+        capture_gaps: gaps,
         clients,
         against: None,
         lab: None,

@@ -21,7 +21,7 @@ use nsperf_nfs::replay::{self as engine, Options};
 use nsperf_trace::proto::requests::DEFAULT_MAX_REQUESTS;
 use nsperf_trace::proto::requests::Protocol;
 use nsperf_trace::replay::against::{AgainstReport, LabReport, OpAgainst, against};
-use nsperf_trace::replay::report::{ClientReport, ReplaySpec, ReplaySummary, summary};
+use nsperf_trace::replay::report::{CaptureGaps, ClientReport, ReplaySpec, ReplaySummary, summary};
 use nsperf_trace::replay::script::{protocol, script};
 use nsperf_trace::replay::workloads;
 use nsperf_trace::{DEFAULT_IDLE_NS, TraceConfig};
@@ -138,7 +138,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         idle_ns: DEFAULT_IDLE_NS,
         ..TraceConfig::default()
     };
-    let (_, stream) = nsperf_trace::requests_file(&args.capture, cfg, DEFAULT_MAX_REQUESTS)
+    let (trace, stream) = nsperf_trace::requests_file(&args.capture, cfg, DEFAULT_MAX_REQUESTS)
         .with_context(|| format!("replay {name}"))?;
     if stream.dropped > 0 {
         return Err(classified(
@@ -160,7 +160,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         rate_bps: args.rate.and_then(|r| r.0),
         window_bytes: args.window.map(|w| w.0),
     };
-    let mut sum = summary(&spec, &stream);
+    let mut sum = summary(&spec, &stream, CaptureGaps::of(&trace));
     if args.against.is_some() || lab {
         let flag = if lab { "--lab" } else { "--against" };
         let ws = workloads(&stream.requests, &stream.connections);
@@ -237,6 +237,15 @@ fn human(r: &ReplayReport) -> String {
         s.requests,
         s.clients.len()
     );
+    let g = s.capture_gaps;
+    if g.any() {
+        out.push_str(&format!(
+            "warning: the capture lacks part of the exchanges: {} call(s) without their reply, {} reply(ies) without their call, {} of the streams missing; those requests are not in the workload, so the model and any replay describe less than the client did (a capture started or stopped mid-exchange, or one that dropped packets: tcpdump -B gives it a larger buffer)\n",
+            g.unanswered_calls,
+            g.replies_without_call,
+            Bytes(g.missing_bytes)
+        ));
+    }
     for c in &s.clients {
         out.push('\n');
         out.push_str(&client(c));

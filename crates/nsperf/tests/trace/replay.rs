@@ -249,6 +249,51 @@ fn replay_errors_have_their_exit_codes() {
     }
 }
 
+/// The shipped example capture (16 READs, every one answered) has no gaps; cut before its
+/// last reply's end, the report counts the unanswered call, leaves it out of the workload and
+/// says so in a warning (JSON and text). No root needed.
+#[test]
+fn replay_says_what_the_capture_lacks() {
+    let full =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/replay-read.pcap");
+    let bytes = std::fs::read(&full).unwrap();
+    // a little-endian microsecond pcap: 24 bytes of header, then 16 bytes before each packet
+    assert_eq!(bytes[..4], [0xd4, 0xc3, 0xb2, 0xa1]);
+    let mut ends = Vec::new();
+    let mut at = 24;
+    while at + 16 <= bytes.len() {
+        let caplen = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        at += 16 + caplen;
+        ends.push(at);
+    }
+    assert_eq!(at, bytes.len());
+    let d = tempfile::tempdir().unwrap();
+    let cut = d.path().join("cut.pcap");
+    // without the last 5 packets: the last reply's last segment, the ACKs and FINs
+    std::fs::write(&cut, &bytes[..ends[ends.len() - 6]]).unwrap();
+    let gaps = |p: &std::path::Path| {
+        let j = run(&["replay", p.to_str().unwrap(), "--json"]).ok().json();
+        let s = &j["summary"];
+        let g = &s["capture_gaps"];
+        (
+            s["requests"].as_u64().unwrap(),
+            g["unanswered_calls"].as_u64().unwrap(),
+            g["replies_without_call"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!(gaps(&full), (16, 0, 0));
+    assert_eq!(gaps(&cut), (15, 1, 0));
+    let text = |p: &std::path::Path| run(&["replay", p.to_str().unwrap()]).ok().stdout;
+    assert!(!text(&full).contains("warning"), "{}", text(&full));
+    let t = text(&cut);
+    assert!(
+        t.contains(
+            "warning: the capture lacks part of the exchanges: 1 call(s) without their reply"
+        ),
+        "{t}"
+    );
+}
+
 /// `op`'s requests over every client of a replay document.
 fn all_requests(j: &serde_json::Value, op: &str) -> u64 {
     j["clients"]
