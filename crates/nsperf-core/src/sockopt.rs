@@ -28,6 +28,30 @@ pub fn get_int(fd: RawFd, level: libc::c_int, opt: libc::c_int) -> io::Result<li
     }
 }
 
+/// Sets an integer socket option.
+pub fn set_int(
+    fd: RawFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+    val: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: passes a pointer to a live c_int of the stated size.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            (&val as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// A `sockaddr_storage` for `addr` and its length.
 pub fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: an all-zero sockaddr_storage is valid.

@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
-pub use nsperf_core::sockopt::{connect_fd, get_int, sockaddr, socket_for};
+pub use nsperf_core::sockopt::{connect_fd, get_int, set_int, sockaddr, socket_for};
 
 use crate::config::TestParams;
 use crate::error::NetError;
@@ -16,30 +16,6 @@ use crate::error::NetError;
 const SO_SNDBUFFORCE: libc::c_int = 32;
 /// `SO_RCVBUFFORCE`: set beyond `rmem_max` (needs `CAP_NET_ADMIN`).
 const SO_RCVBUFFORCE: libc::c_int = 33;
-
-/// Sets an integer socket option.
-pub fn set_int(
-    fd: RawFd,
-    level: libc::c_int,
-    opt: libc::c_int,
-    val: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: passes a pointer to a live c_int of the stated size.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            opt,
-            (&val as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
 
 /// `SO_MAX_PACING_RATE`: the kernel paces the socket's sends to this many bytes per second
 /// (TCP paces by itself since Linux 4.13, no `fq` qdisc needed).

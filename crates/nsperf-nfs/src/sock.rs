@@ -5,6 +5,8 @@
 //! asked ([`connect_window`]: a replay at a given TCP window).
 
 use std::io;
+
+use nsperf_core::sockopt::{get_int, set_int};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::FromRawFd;
 use std::time::Duration;
@@ -119,30 +121,6 @@ fn connect_from(
 const SO_SNDBUFFORCE: libc::c_int = 32;
 const SO_RCVBUFFORCE: libc::c_int = 33;
 
-/// Sets an integer socket option.
-fn set_int(
-    fd: libc::c_int,
-    level: libc::c_int,
-    opt: libc::c_int,
-    v: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: fd is a socket the caller owns; v lives across the call.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            opt,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
 /// Wakes a reader of `fd` (and makes `poll` report it readable) only once `bytes` are
 /// queued: `SO_RCVLOWAT`, 1 by default.
 pub(crate) fn set_rcvlowat(fd: libc::c_int, bytes: usize) -> io::Result<()> {
@@ -157,19 +135,7 @@ pub(crate) fn set_rcvlowat(fd: libc::c_int, bytes: usize) -> io::Result<()> {
 /// The receive buffer the kernel granted `fd` now (it grows with autotuning); 0 when it
 /// cannot be read.
 pub(crate) fn rcvbuf(fd: libc::c_int) -> usize {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: v and len are live and of the sizes given.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    if rc == 0 { v.max(0) as usize } else { 0 }
+    get_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF).map_or(0, |v| v.max(0) as usize)
 }
 
 /// Bounds the bytes in flight each way to about `bytes`: the receive window clamped to it

@@ -62,6 +62,23 @@ fn capture_workload(pcap: &Path, export: &Path, what: &str, v4: bool) -> bool {
 /// Replayed at 2 and 20 ms: both runs stored (elapsed_s headline, the model and the
 /// captured duration beside, the link's RTT in the conditions), longer at 20 ms, each within
 /// 25 % of the model's prediction (the lab replays measured +1.6 % and +8.6 % from it).
+/// Runs `plan` into the store `db` and reads back its first plan run's runs
+/// (`results show 1 --json --runs`).
+fn run_plan(plan: &std::path::Path, db: &std::path::Path) -> serde_json::Value {
+    run(&["run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()]).ok();
+    run(&[
+        "results",
+        "show",
+        "1",
+        "--db",
+        db.to_str().unwrap(),
+        "--json",
+        "--runs",
+    ])
+    .ok()
+    .json()
+}
+
 #[test]
 fn replay_step_over_an_rtt_matrix_is_stored_beside_the_model() {
     let what = "plan replay step";
@@ -105,18 +122,7 @@ capture = "{}"
     )
     .unwrap();
     let db = dir.join("r.db");
-    run(&["run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()]).ok();
-    let j = run(&[
-        "results",
-        "show",
-        "1",
-        "--db",
-        db.to_str().unwrap(),
-        "--json",
-        "--runs",
-    ])
-    .ok()
-    .json();
+    let j = run_plan(&plan, &db);
     let runs = j["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2, "{j:#}");
     let mut figures = Vec::new();
@@ -197,18 +203,7 @@ capture = "{}"
     )
     .unwrap();
     let db = dir.join("r.db");
-    run(&["run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()]).ok();
-    let j = run(&[
-        "results",
-        "show",
-        "1",
-        "--db",
-        db.to_str().unwrap(),
-        "--json",
-        "--runs",
-    ])
-    .ok()
-    .json();
+    let j = run_plan(&plan, &db);
     let runs = j["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 1, "the WAN's RTT does not touch it: {j:#}");
     let r = &runs[0];
@@ -302,18 +297,7 @@ capture = "{}"
         "{err}"
     );
     let plan = plan_with("ganesha");
-    run(&["run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()]).ok();
-    let j = run(&[
-        "results",
-        "show",
-        "1",
-        "--db",
-        db.to_str().unwrap(),
-        "--json",
-        "--runs",
-    ])
-    .ok()
-    .json();
+    let j = run_plan(&plan, &db);
     let runs = j["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2, "{j:#}");
     let mut figures = Vec::new();
