@@ -59,9 +59,6 @@ fn capture_workload(pcap: &Path, export: &Path, what: &str, v4: bool) -> bool {
     true
 }
 
-/// Replayed at 2 and 20 ms: both runs stored (elapsed_s headline, the model and the
-/// captured duration beside, the link's RTT in the conditions), longer at 20 ms, each within
-/// 25 % of the model's prediction (the lab replays measured +1.6 % and +8.6 % from it).
 /// Runs `plan` into the store `db` and reads back its first plan run's runs
 /// (`results show 1 --json --runs`).
 fn run_plan(plan: &std::path::Path, db: &std::path::Path) -> serde_json::Value {
@@ -79,6 +76,9 @@ fn run_plan(plan: &std::path::Path, db: &std::path::Path) -> serde_json::Value {
     .json()
 }
 
+/// Replayed at 2 and 20 ms: both runs stored (elapsed_s headline, the model and the
+/// captured duration beside, the link's RTT in the conditions), longer at 20 ms, each within
+/// 25 % of the model's prediction (the lab replays measured +1.6 % and +8.6 % from it).
 #[test]
 fn replay_step_over_an_rtt_matrix_is_stored_beside_the_model() {
     let what = "plan replay step";
