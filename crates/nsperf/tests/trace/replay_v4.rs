@@ -78,11 +78,11 @@ fn check_against(a: &serde_json::Value, captured_read: u64, what: &str) -> [f64;
     [e(a), e(read), e(write)]
 }
 
-/// Captured at 2 ms, replayed against the same ganesha three times over NFSv4.1 (every
-/// operation as many times, none failed, the bytes read, the read's 4 in flight; the median
-/// within 10 % of the captured duration in all, the bound of the NFSv3 test
-/// `replay_against`) and once over 4.0; then the lab set to 20 ms, the
-/// workload run for real and captured again, and the 2 ms capture replayed three times
+/// Captured at 2 ms three times, each capture replayed against the same ganesha over NFSv4.1
+/// (every operation as many times, none failed, the bytes read, the read's 4 in flight; the
+/// median of the three errors within 10 % of the captured duration in all, the bound of the
+/// NFSv3 test `replay_against`) and the first once over 4.0; then the lab set to 20 ms, the
+/// workload run for real and captured again, and the first 2 ms capture replayed three times
 /// through a lab of its own at 20 ms (`--lab --server ganesha --rtt 20,20,20`): the median
 /// of the read's and of the write series' replayed durations within 20 % of the median of
 /// three real runs (see the bound's note below).
@@ -113,20 +113,8 @@ fn replay_of_an_nfs41_capture_against_ganesha_and_through_a_lab_at_20ms() {
         io(&WRITE);
     };
     let ns = format!("nsp-{lab}-a");
-    let pcap = d.path().join("v41-2ms.pcap");
-    if !capture_whole(&ns, &pcap, what, work) {
-        return;
-    }
-    let p = pcap.to_str().unwrap();
-    let s = run(&["replay", p, "--json"]).ok().json();
-    let captured_read = read_bytes(&s["summary"]["clients"]);
-    // the embedded server speaks NFSv3 only: one line, exit 2, naming ganesha
-    let r = run(&["replay", p, "--lab", "--rtt", "20"]);
-    assert_eq!(r.code, Some(2), "{r:?}");
-    assert_eq!(r.stderr.trim().lines().count(), 1, "{r:?}");
-    assert!(r.stderr.contains("--server ganesha"), "{r:?}");
     let bin = nsperf_bin();
-    let against = |u: &str| {
+    let against = |pcap: &str, u: &str| {
         run(&[
             "lab",
             "exec",
@@ -135,7 +123,7 @@ fn replay_of_an_nfs41_capture_against_ganesha_and_through_a_lab_at_20ms() {
             "--",
             bin,
             "replay",
-            p,
+            pcap,
             "--json",
             "--rtt",
             "2",
@@ -146,13 +134,34 @@ fn replay_of_an_nfs41_capture_against_ganesha_and_through_a_lab_at_20ms() {
         .json()["summary"]["against"]
             .clone()
     };
+    // Three captures at 2 ms, each replayed once: a capture is one run of a real workload,
+    // and one of them alone can be slow (CI, 2026-12-07: one capture's connections lasted
+    // 0.292 s in all where its three replays each took 0.254 s, and the earlier nine
+    // replays of other captures were within 1.2 %), so the check is the median of the
+    // three captures' errors.
     let mut errs: [Vec<f64>; 3] = Default::default();
+    let mut first = None;
     for k in 0..3 {
-        let e = check_against(&against(&url), captured_read, &format!("4.1 replay {k}"));
+        let pcap = d.path().join(format!("v41-2ms-{k}.pcap"));
+        if !capture_whole(&ns, &pcap, what, work) {
+            return;
+        }
+        let p = pcap.to_str().unwrap();
+        let s = run(&["replay", p, "--json"]).ok().json();
+        let captured_read = read_bytes(&s["summary"]["clients"]);
+        let e = check_against(&against(p, &url), captured_read, &format!("4.1 replay {k}"));
         for (v, x) in errs.iter_mut().zip(e) {
             v.push(x);
         }
+        first.get_or_insert((pcap, captured_read));
     }
+    let (pcap, captured_read) = first.unwrap();
+    let p = pcap.to_str().unwrap();
+    // the embedded server speaks NFSv3 only: one line, exit 2, naming ganesha
+    let r = run(&["replay", p, "--lab", "--rtt", "20"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{r:?}");
+    assert!(r.stderr.contains("--server ganesha"), "{r:?}");
     // All connections within 10 % (the median of three); the read's and the write series'
     // connections alone last 0.1 s and 0.02 s at 2 ms, where the server's and the loaded
     // machine's noise is of their size: printed, and checked at 20 ms below.
@@ -160,7 +169,7 @@ fn replay_of_an_nfs41_capture_against_ganesha_and_through_a_lab_at_20ms() {
     eprintln!("medians at 2 ms: all {all:+.2} %, read {read:+.2} %, write series {write:+.2} %");
     assert!(all.abs() <= 10.0, "all: median replay error {all:+.2} %");
     check_against(
-        &against(&format!("{base}?version=4.0")),
+        &against(p, &format!("{base}?version=4.0")),
         captured_read,
         "4.0 replay",
     );
