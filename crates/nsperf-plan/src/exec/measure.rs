@@ -230,6 +230,40 @@ pub(super) fn from_replay(r: &nsperf_trace::replay::against::LabRun) -> Measurem
     }
 }
 
+/// What a replay step's capture lacks, stored with its run as `nsperf replay` reports it:
+/// the three counts as metrics (`capture_unanswered_calls`, `capture_replies_without_call`,
+/// `capture_missing_bytes`, zero included), and a `capture_gaps` warning when any is not zero
+/// (the report shows it beside the run).
+pub(super) fn attach_capture_gaps(
+    m: &mut Measurement,
+    g: nsperf_trace::replay::report::CaptureGaps,
+) {
+    for (k, v) in [
+        ("capture_unanswered_calls", g.unanswered_calls),
+        ("capture_replies_without_call", g.replies_without_call),
+        ("capture_missing_bytes", g.missing_bytes),
+    ] {
+        m.metrics.insert(Metric::new(k), v as f64);
+    }
+    if g.any() {
+        m.findings.push(
+            nsperf_core::Finding::new(
+                "capture_gaps",
+                nsperf_core::report::Severity::Warning,
+                format!(
+                    "the capture lacks part of the exchanges: {} call(s) without their reply, {} reply(ies) without their call, {} of the streams missing; those requests are not in the workload, so the model and the replay describe less than the client did",
+                    g.unanswered_calls,
+                    g.replies_without_call,
+                    nsperf_core::Bytes(g.missing_bytes)
+                ),
+            )
+            .with("unanswered_calls", g.unanswered_calls as f64)
+            .with("replies_without_call", g.replies_without_call as f64)
+            .with("missing_bytes", g.missing_bytes as f64),
+        );
+    }
+}
+
 /// NIC counters of every site of the lab (each read inside its namespace), or of this host.
 pub(super) fn read_nic(lab: Option<&Lab>) -> Vec<(String, Vec<NicCounters>)> {
     match lab {
@@ -319,6 +353,37 @@ pub(super) fn analyse_capture(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 25: a replay step's run carries what its capture lacks, a warning when any.
+    #[test]
+    fn a_replay_run_carries_its_captures_gaps() {
+        use nsperf_trace::replay::report::CaptureGaps;
+        let mut m = Measurement::default();
+        attach_capture_gaps(&mut m, CaptureGaps::default());
+        assert_eq!(m.metrics[&Metric::new("capture_unanswered_calls")], 0.0);
+        assert_eq!(m.metrics[&Metric::new("capture_missing_bytes")], 0.0);
+        assert!(m.findings.is_empty(), "{:?}", m.findings);
+        let g = CaptureGaps {
+            unanswered_calls: 1,
+            replies_without_call: 2,
+            missing_bytes: 2048,
+        };
+        attach_capture_gaps(&mut m, g);
+        assert_eq!(m.metrics[&Metric::new("capture_unanswered_calls")], 1.0);
+        assert_eq!(m.metrics[&Metric::new("capture_replies_without_call")], 2.0);
+        assert_eq!(m.metrics[&Metric::new("capture_missing_bytes")], 2048.0);
+        let [f] = &m.findings[..] else {
+            panic!("{:?}", m.findings)
+        };
+        assert_eq!(f.id, "capture_gaps");
+        assert_eq!(f.evidence["replies_without_call"], 2.0);
+        assert!(
+            f.message
+                .contains("1 call(s) without their reply, 2 reply(ies) without their call, 2 KiB"),
+            "{}",
+            f.message
+        );
+    }
 
     #[test]
     fn aggregate_series_and_flattened_summary() {

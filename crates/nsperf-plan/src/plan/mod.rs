@@ -428,6 +428,9 @@ pub struct ReplayStep {
     pub service: String,
     /// The capture (absolute), checked at load to hold an NFSv3 or NFSv4 workload.
     pub capture: std::path::PathBuf,
+    /// What the capture lacks of its exchanges, found at load: requests without both ends
+    /// are not replayed nor modelled (stored with each run, a finding when any).
+    pub capture_gaps: nsperf_trace::replay::report::CaptureGaps,
     /// The replayed connections' TCP window (their socket buffers), bytes; None: the
     /// kernel's autotuning (and the model's windows as captured).
     pub window_bytes: Option<u64>,

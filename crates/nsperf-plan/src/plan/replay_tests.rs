@@ -190,3 +190,50 @@ capture = "{}"
     };
     assert!(!r.v4);
 }
+
+/// The shipped example capture (16 READs, every one answered), or with `cut` without its
+/// last 5 packets (the last reply's last segment, the ACKs and FINs), written in `dir`.
+fn example(dir: &std::path::Path, cut: bool) -> std::path::PathBuf {
+    let full =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/replay-read.pcap");
+    let bytes = std::fs::read(&full).unwrap();
+    // a little-endian microsecond pcap: 24 bytes of header, then 16 bytes before each packet
+    assert_eq!(bytes[..4], [0xd4, 0xc3, 0xb2, 0xa1]);
+    let mut ends = Vec::new();
+    let mut at = 24;
+    while at + 16 <= bytes.len() {
+        let caplen = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        at += 16 + caplen;
+        ends.push(at);
+    }
+    assert_eq!(at, bytes.len());
+    let path = dir.join(if cut { "cut.pcap" } else { "full.pcap" });
+    let keep = if cut { ends[ends.len() - 6] } else { at };
+    std::fs::write(&path, &bytes[..keep]).unwrap();
+    path
+}
+
+/// Issue 25: what the capture lacks is found at load, as `nsperf replay` finds it, and
+/// carried by the step into its runs: none in the example capture, one unanswered call once
+/// its last reply is cut.
+#[test]
+fn a_replay_step_knows_what_its_capture_lacks() {
+    use nsperf_trace::replay::report::CaptureGaps;
+    let d = tempfile::tempdir().unwrap();
+    let gaps = |cut: bool| {
+        let p = plan(example(d.path(), cut).to_str().unwrap(), "", "b").unwrap();
+        let Action::Replay(r) = &p.cells[0].steps[0].action else {
+            panic!("{p:?}")
+        };
+        r.capture_gaps
+    };
+    assert_eq!(gaps(false), CaptureGaps::default());
+    assert_eq!(
+        gaps(true),
+        CaptureGaps {
+            unanswered_calls: 1,
+            replies_without_call: 0,
+            missing_bytes: 0,
+        }
+    );
+}

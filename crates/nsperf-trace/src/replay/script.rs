@@ -40,19 +40,24 @@ impl std::fmt::Display for NotReplayable {
     }
 }
 
+/// A capture's workloads, their script, their protocol and what the capture lacks
+/// ([`nfs_replay`]).
+pub type NfsReplay = (Vec<Workload>, Script, Protocol, super::report::CaptureGaps);
+
 /// The NFS workload of the capture file `path`, ready to replay: its workloads (one per
 /// client connection, in the order of the script's connections), their script, and their
-/// protocol (NFSv3 or NFSv4: a v4 script is replayed over an NFSv4 URL). The error is one
+/// protocol (NFSv3 or NFSv4: a v4 script is replayed over an NFSv4 URL), and what the capture
+/// lacks of its exchanges (requests without both ends are not in the script). The error is one
 /// line: the file unreadable, no request matched to its reply, more than
 /// [`DEFAULT_MAX_REQUESTS`](crate::proto::requests::DEFAULT_MAX_REQUESTS), a protocol whose
 /// replay is not built or a mix, more connections than the replay runs.
-pub fn nfs_replay(path: &std::path::Path) -> Result<(Vec<Workload>, Script, Protocol), String> {
+pub fn nfs_replay(path: &std::path::Path) -> Result<NfsReplay, String> {
     use crate::proto::requests::DEFAULT_MAX_REQUESTS;
     let cfg = crate::TraceConfig {
         idle_ns: crate::DEFAULT_IDLE_NS,
         ..crate::TraceConfig::default()
     };
-    let (_, stream) =
+    let (trace, stream) =
         crate::requests_file(path, cfg, DEFAULT_MAX_REQUESTS).map_err(|e| e.to_string())?;
     if stream.dropped > 0 {
         return Err(format!(
@@ -72,7 +77,7 @@ pub fn nfs_replay(path: &std::path::Path) -> Result<(Vec<Workload>, Script, Prot
             nsperf_nfs::replay::MAX_CONNECTIONS
         ));
     }
-    Ok((ws, sc, proto))
+    Ok((ws, sc, proto, super::report::CaptureGaps::of(&trace)))
 }
 
 /// The protocol of `workloads`' requests (NFSv3 when there are none): all of one NFS

@@ -172,7 +172,7 @@ fn replay(
     rate_bps: Option<f64>,
 ) -> anyhow::Result<()> {
     let name = capture.display();
-    let (ws, sc, proto) = nsperf_trace::replay::script::nfs_replay(capture)
+    let (ws, sc, proto, _) = nsperf_trace::replay::script::nfs_replay(capture)
         .map_err(|e| classified(Failure::Input, format!("replay {name}: {e}")))?;
     let u: nsperf_nfs::NfsUrl = url
         .parse()

@@ -202,6 +202,7 @@ impl ProcessExecutor {
             return Err(unexpected(&what, &report));
         };
         let mut m = measure::from_replay(&report);
+        measure::attach_capture_gaps(&mut m, r.capture_gaps);
         m.cpu = child.cpu;
         if let Some(before) = nic_before {
             measure::attach_nic(&mut m, &before, ctx.lab);

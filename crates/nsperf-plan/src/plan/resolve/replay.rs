@@ -82,7 +82,7 @@ pub(super) fn replay(f: &Fields<'_>, s: &RawStep) -> Result<ReplayStep, PlanErro
             )
         })?;
     let capture = crate::plan::service::absolute(std::path::Path::new(&path));
-    let (_, _, proto) = nsperf_trace::replay::script::nfs_replay(&capture)
+    let (_, _, proto, capture_gaps) = nsperf_trace::replay::script::nfs_replay(&capture)
         .map_err(|e| f.err("capture", format!("{}: {e}", capture.display())))?;
     let v4 = proto == TraceProtocol::Nfs4;
     versions_offered(f, name, config, v4)?;
@@ -90,6 +90,7 @@ pub(super) fn replay(f: &Fields<'_>, s: &RawStep) -> Result<ReplayStep, PlanErro
         site,
         service: name.to_string(),
         capture,
+        capture_gaps,
         window_bytes,
         v4,
         rtt_ms: link.rtt_ms,
