@@ -59,6 +59,25 @@ fn capture_workload(pcap: &Path, export: &Path, what: &str, v4: bool) -> bool {
     true
 }
 
+/// The requests per operation (`READ`, the version dropped) and the bytes READ returned of
+/// the workload `nsperf replay` finds in `pcap`, summed over its client connections.
+fn captured(pcap: &Path) -> (std::collections::BTreeMap<String, u64>, u64) {
+    let j = run(&["replay", pcap.to_str().unwrap(), "--json"])
+        .ok()
+        .json();
+    let mut ops = std::collections::BTreeMap::new();
+    let mut read = 0;
+    for c in j["summary"]["clients"].as_array().unwrap() {
+        read += c["read_bytes"].as_u64().unwrap();
+        for o in c["ops"].as_array().unwrap() {
+            let name = o["op"].as_str().unwrap();
+            let name = name.split_once(':').map_or(name, |(_, n)| n);
+            *ops.entry(name.to_string()).or_insert(0) += o["requests"].as_u64().unwrap();
+        }
+    }
+    (ops, read)
+}
+
 /// Runs `plan` into the store `db` and reads back its first plan run's runs
 /// (`results show 1 --json --runs`).
 fn run_plan(plan: &std::path::Path, db: &std::path::Path) -> serde_json::Value {
@@ -77,8 +96,10 @@ fn run_plan(plan: &std::path::Path, db: &std::path::Path) -> serde_json::Value {
 }
 
 /// Replayed at 2 and 20 ms: both runs stored (elapsed_s headline, the model and the
-/// captured duration beside, the link's RTT in the conditions), longer at 20 ms, each within
-/// 25 % of the model's prediction (the lab replays measured +1.6 % and +8.6 % from it).
+/// captured duration beside, the link's RTT in the conditions); in each every captured
+/// operation replayed as many times and no other, no error, the bytes read the captured
+/// ones; longer at 20 ms, each within 25 % of the model's prediction (the lab replays
+/// measured +1.6 % and +8.6 % from it; the bound leaves room for a loaded machine).
 #[test]
 fn replay_step_over_an_rtt_matrix_is_stored_beside_the_model() {
     let what = "plan replay step";
@@ -121,6 +142,14 @@ capture = "{}"
         ),
     )
     .unwrap();
+    // What the capture holds, as `nsperf replay` finds it: requests per operation (the
+    // version dropped, as the step's metrics name them) and the bytes READ returned.
+    let (captured_ops, captured_read) = captured(&pcap);
+    eprintln!("captured: {captured_ops:?}, {captured_read} bytes read");
+    assert!(
+        captured_ops["READ"] >= 16 && captured_read >= 1 << 20,
+        "the 1 MiB read in 64 KiB READs: {captured_ops:?}, {captured_read} bytes"
+    );
     let db = dir.join("r.db");
     let j = run_plan(&plan, &db);
     let runs = j["runs"].as_array().unwrap();
@@ -132,8 +161,24 @@ capture = "{}"
         let m = &r["metrics"];
         let f = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("{k}: {m:#}"));
         let (replayed, model) = (r["value"].as_f64().unwrap(), f("model_duration_s"));
-        assert!(f("op.READ.requests") >= 1.0, "{m:#}");
-        assert_eq!(f("op.READ.errors"), 0.0, "{m:#}");
+        // every captured operation replayed as many times, none other, none in error
+        let replayed_ops: std::collections::BTreeMap<String, u64> = m
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter_map(|(k, v)| {
+                let op = k.strip_prefix("op.")?.strip_suffix(".requests")?;
+                Some((op.to_string(), v.as_f64().unwrap() as u64))
+            })
+            .collect();
+        assert_eq!(
+            replayed_ops, captured_ops,
+            "(replayed, captured) requests per op"
+        );
+        for op in captured_ops.keys() {
+            assert_eq!(f(&format!("op.{op}.errors")), 0.0, "{op}: {m:#}");
+        }
+        assert_eq!(f("read_bytes") as u64, captured_read, "{m:#}");
         let rtt = r["conditions"]["rtt_s"].as_f64().unwrap();
         figures.push((rtt, replayed, model, f("captured_duration_s")));
     }
