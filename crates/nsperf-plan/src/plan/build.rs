@@ -281,7 +281,6 @@ fn resolve_cell(
         params: &params,
         bdp: None,
         link_rate_bps: None,
-        access_rate_bps: None,
         links: None,
         services,
     };
@@ -301,10 +300,6 @@ fn resolve_cell(
         params: &params,
         bdp,
         link_rate_bps: link.as_ref().and_then(super::link_rate_bps),
-        access_rate_bps: link
-            .as_ref()
-            .and_then(|l| l.access.rate_bps)
-            .filter(|r| *r > 0.0),
         links: links.as_ref(),
         services,
     };

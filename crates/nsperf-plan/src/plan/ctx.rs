@@ -37,8 +37,6 @@ pub(super) struct Ctx<'a> {
     pub(super) bdp: Option<u64>,
     /// The lab link's rate in this cell, bit/s, when limited.
     pub(super) link_rate_bps: Option<f64>,
-    /// The access links' rate in this cell, bit/s, when limited (a star or dumbbell).
-    pub(super) access_rate_bps: Option<f64>,
     /// The cell's lab links as `lab up` sets them (a plan with a lab).
     pub(super) links: Option<&'a CellLinks>,
     /// The plan's services.

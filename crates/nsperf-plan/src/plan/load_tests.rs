@@ -159,3 +159,74 @@ fn a_bad_load_is_a_plan_error() {
     .to_string();
     assert!(e.contains("load"), "{e}");
 }
+
+/// Issue 25: what a load shares is read from the cell's links as `lab up` sets them, not from
+/// the kind of link: a cell that slows one access link (`link_args`, per cell) or one way of
+/// a mesh's link is seen.
+#[test]
+fn what_a_load_shares_is_the_cells_own_rate_of_each_link() {
+    // primary's access link at the matrix's rate, the other access links unlimited (an
+    // `access_rate` would be set over every access link after it, as `lab up` does): the
+    // load out of primary shares its access link with the mirror at that rate.
+    let text = format!(
+        r#"name = "one-slow-access"
+[lab]
+sites = ["primary", "ha", "dr"]
+topology = "dumbbell"
+left = ["primary", "ha"]
+rate = "45mbit"
+link_args = ["--link", "primary", "--rate", "{{slow}}"]
+[matrix]
+slow = ["10mbit", "100mbit"]
+[[step]]
+{MIRROR}
+load = {{ from = "primary", to = "ha" }}
+"#
+    );
+    let p = Plan::parse(text.as_bytes()).unwrap();
+    let shared: Vec<_> = p
+        .cells
+        .iter()
+        .map(|c| c.steps[0].load.as_ref().unwrap().shared.clone())
+        .collect();
+    let link = |r: f64| SharedPath::Link {
+        name: "primary".into(),
+        rate_bps: Some(r),
+    };
+    assert_eq!(shared, [link(10e6), link(100e6)], "per cell");
+    // A mesh whose way into dr alone is limited: a load from ha to dr shares that way with
+    // a net step sending from ha to dr, at its rate; into ha nothing is limited.
+    let mesh = |to: &str| {
+        format!(
+            r#"name = "one-way"
+[lab]
+sites = ["ha", "dr"]
+link_args = ["--to", "{to}", "--rate", "20mbit"]
+[[step]]
+name = "n"
+type = "net"
+client = "ha"
+server = "dr"
+load = {{ from = "ha", to = "dr" }}
+"#
+        )
+    };
+    let shared = |text: String| {
+        let p = Plan::parse(text.as_bytes()).unwrap();
+        p.cells[0].steps[0].load.as_ref().unwrap().shared.clone()
+    };
+    assert_eq!(
+        shared(mesh("dr")),
+        SharedPath::Link {
+            name: "ha-dr".into(),
+            rate_bps: Some(20e6)
+        }
+    );
+    assert_eq!(
+        shared(mesh("ha")),
+        SharedPath::Link {
+            name: "ha-dr".into(),
+            rate_bps: None
+        }
+    );
+}

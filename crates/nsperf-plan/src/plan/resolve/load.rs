@@ -4,13 +4,12 @@
 use std::time::Duration;
 
 use nsperf_core::units::Bytes;
-use nsperf_lab::topology::{Layout, LinkKind};
 use nsperf_net::{DEFAULT_PORT, Direction, Mode, TestParams};
 
 use super::Fields;
 use crate::error::PlanError;
 use crate::plan::raw::{Param, RawLoad};
-use crate::plan::route::{directions, layout};
+use crate::plan::route::{CellLinks, directions};
 use crate::plan::{Action, LoadSpec, SharedPath, Target};
 
 /// How often the load reports what it moved: fine enough to take its share over a step of a
@@ -84,9 +83,9 @@ pub(super) fn load(f: &Fields<'_>, r: &RawLoad, action: &Action) -> Result<LoadS
         .and_then(|l| l.sites.iter().position(|s| *s == to))
         .unwrap_or(0);
     let shared = f
-        .lab
-        .and_then(layout)
-        .map_or(SharedPath::Unknown, |l| shared(f, &l, action, (&from, &to)));
+        .ctx
+        .links
+        .map_or(SharedPath::Unknown, |l| shared(f, l, action, (&from, &to)));
     Ok(LoadSpec {
         from,
         to,
@@ -154,8 +153,10 @@ fn step_flows(f: &Fields<'_>, action: &Action) -> Option<Vec<(String, String)>> 
     }
 }
 
-/// The narrowest link direction the load and the step's own data both cross.
-fn shared(f: &Fields<'_>, layout: &Layout, action: &Action, load: (&str, &str)) -> SharedPath {
+/// The narrowest link direction the load and the step's own data both cross, at its rate
+/// in this cell as `lab up` sets each direction (a cell may change one link, or one way).
+fn shared(f: &Fields<'_>, links: &CellLinks, action: &Action, load: (&str, &str)) -> SharedPath {
+    let layout = &links.layout;
     let Some(flows) = step_flows(f, action) else {
         return SharedPath::Unknown;
     };
@@ -164,10 +165,7 @@ fn shared(f: &Fields<'_>, layout: &Layout, action: &Action, load: (&str, &str)) 
     };
     let rate = |d: u16| {
         let link = &layout.links[layout.directions[usize::from(d)].link];
-        let rate = match link.kind {
-            LinkKind::Access => f.ctx.access_rate_bps,
-            _ => f.ctx.link_rate_bps,
-        };
+        let rate = links.params.get(usize::from(d)).and_then(|p| p.rate_bps);
         (link.name.clone(), rate)
     };
     let common = flows
