@@ -18,6 +18,7 @@ pub mod host;
 pub mod nic;
 pub mod process;
 pub mod psk;
+pub mod replay;
 pub mod report;
 pub mod signal;
 pub mod sockopt;

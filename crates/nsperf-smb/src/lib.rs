@@ -27,6 +27,7 @@ mod direct;
 mod error;
 mod frames;
 mod pipeline;
+pub mod replay;
 mod sign;
 mod transport;
 pub mod url;

@@ -1,6 +1,7 @@
 //! The SMB2 messages of the direct data path (MS-SMB2 2.2): request headers and the READ,
-//! WRITE, FLUSH and CLOSE requests written into fixed buffers, and reply headers and the
-//! fixed parts of READ and WRITE replies read — every field bounds-checked, so any bytes give
+//! WRITE, FLUSH and CLOSE requests (and for the replay CREATE, QUERY_INFO and ECHO) written
+//! into fixed buffers, and reply headers and the fixed parts of READ, WRITE and CREATE
+//! replies read — every field bounds-checked, so any bytes give
 //! a value or a one-line error, never a panic.
 
 use smb2::types::FileId;
@@ -15,12 +16,21 @@ pub(crate) const WRITE_REQUEST: usize = HEADER + 48;
 pub(crate) const HANDLE_REQUEST: usize = HEADER + 24;
 /// The fixed part of a READ reply.
 pub(crate) const READ_REPLY_FIXED: usize = 16;
+/// Header and the fixed part of a CREATE request; the name (UTF-16LE) follows.
+pub(crate) const CREATE_REQUEST: usize = HEADER + 56;
+/// Header and a QUERY_INFO request (41 with its one-byte buffer).
+pub(crate) const QUERY_INFO_REQUEST: usize = HEADER + 41;
+/// Header and an ECHO request.
+pub(crate) const ECHO_REQUEST: usize = HEADER + 4;
 
-/// Commands of the data path.
+/// Commands of the data path (and of the replay).
+pub(crate) const CREATE: u16 = 0x05;
 pub(crate) const CLOSE: u16 = 0x06;
 pub(crate) const FLUSH: u16 = 0x07;
 pub(crate) const READ: u16 = 0x08;
 pub(crate) const WRITE: u16 = 0x09;
+pub(crate) const ECHO: u16 = 0x0D;
+pub(crate) const QUERY_INFO: u16 = 0x10;
 
 /// NT status codes the data path tells apart.
 pub(crate) const STATUS_SUCCESS: u32 = 0;
@@ -110,6 +120,53 @@ pub(crate) fn put_handle_request(b: &mut [u8; HANDLE_REQUEST], fid: FileId) {
     m.fill(0);
     put16(m, 0, 24);
     put_fid(m, 8, fid);
+}
+
+/// A CREATE request opening (FILE_OPEN) the existing file whose name takes `name_bytes`
+/// bytes of UTF-16LE right after the 120 bytes, for reading and writing, shared with every
+/// other opener, no oplock.
+pub(crate) fn put_create(b: &mut [u8; CREATE_REQUEST], name_bytes: u16) {
+    let m = &mut b[HEADER..];
+    m.fill(0);
+    put16(m, 0, 57);
+    put32(m, 4, 2); // Impersonation
+    // FILE_READ_DATA | FILE_WRITE_DATA | FILE_READ_ATTRIBUTES | SYNCHRONIZE
+    put32(m, 24, 0x0010_0083);
+    put32(m, 32, 7); // FILE_SHARE_READ | WRITE | DELETE
+    put32(m, 36, 1); // FILE_OPEN
+    put32(m, 40, 0x40); // FILE_NON_DIRECTORY_FILE
+    put16(m, 44, CREATE_REQUEST as u16);
+    put16(m, 46, name_bytes);
+}
+
+/// A QUERY_INFO request for `fid`'s FileStandardInformation (MS-FSCC 2.4.41).
+pub(crate) fn put_query_info(b: &mut [u8; QUERY_INFO_REQUEST], fid: FileId) {
+    let m = &mut b[HEADER..];
+    m.fill(0);
+    put16(m, 0, 41);
+    m[2] = 1; // SMB2_0_INFO_FILE
+    m[3] = 5; // FileStandardInformation
+    put32(m, 4, 24);
+    put_fid(m, 24, fid);
+}
+
+/// An ECHO request.
+pub(crate) fn put_echo(b: &mut [u8; ECHO_REQUEST]) {
+    let m = &mut b[HEADER..];
+    m.fill(0);
+    put16(m, 0, 4);
+}
+
+/// The FileId a successful CREATE reply's body (after the header) opened.
+pub(crate) fn create_reply_fid(body: &[u8]) -> Result<FileId, &'static str> {
+    if body.len() < 88 || get16(body, 0) != 89 {
+        return Err("CREATE reply too short or with a wrong structure size");
+    }
+    let id = |at: usize| u64::from_le_bytes(body[at..at + 8].try_into().unwrap_or_default());
+    Ok(FileId {
+        persistent: id(64),
+        volatile: id(72),
+    })
 }
 
 fn get16(b: &[u8], at: usize) -> u16 {
@@ -225,6 +282,7 @@ pub fn fuzz_wire(data: &[u8]) {
         let _ = read_reply_layout(&a, data.len(), 4096);
     }
     let _ = write_reply_count(data);
+    let _ = create_reply_fid(data);
 }
 
 #[cfg(test)]
@@ -264,6 +322,43 @@ mod tests {
         put_write(&mut w, fid, 8192, 10, true);
         assert_eq!(get16(&w[HEADER..], 2) as usize, WRITE_REQUEST);
         assert_eq!(get32(&w[HEADER..], 44), 1);
+    }
+
+    /// The replay's CREATE, QUERY_INFO and ECHO read back with the smb2 crate; a CREATE
+    /// reply's FileId read, a short or wrong one refused.
+    #[test]
+    fn replay_requests_read_back_with_the_crate() {
+        let fid = FileId {
+            persistent: 7,
+            volatile: 9,
+        };
+        let name: Vec<u8> = "d\\f0".encode_utf16().flat_map(u16::to_le_bytes).collect();
+        let mut c = [0u8; CREATE_REQUEST];
+        put_create(&mut c, name.len() as u16);
+        let mut m = c[HEADER..].to_vec();
+        m.extend_from_slice(&name);
+        let req = smb2::msg::create::CreateRequest::unpack(&mut ReadCursor::new(&m)).unwrap();
+        assert_eq!(req.name, "d\\f0");
+        assert_eq!(req.desired_access.0, 0x0010_0083);
+        assert_eq!(req.share_access.0, 7);
+        assert_eq!(req.create_options, 0x40);
+        let mut q = [0u8; QUERY_INFO_REQUEST];
+        put_query_info(&mut q, fid);
+        let req =
+            smb2::msg::query_info::QueryInfoRequest::unpack(&mut ReadCursor::new(&q[HEADER..]))
+                .unwrap();
+        assert_eq!((req.file_info_class, req.file_id), (5, fid));
+        let mut e = [0u8; ECHO_REQUEST];
+        put_echo(&mut e);
+        assert_eq!(get16(&e[HEADER..], 0), 4);
+        let mut body = vec![0u8; 88];
+        body[0] = 89;
+        body[64..72].copy_from_slice(&7u64.to_le_bytes());
+        body[72..80].copy_from_slice(&9u64.to_le_bytes());
+        assert_eq!(create_reply_fid(&body), Ok(fid));
+        assert!(create_reply_fid(&body[..80]).is_err());
+        body[0] = 88;
+        assert!(create_reply_fid(&body).is_err());
     }
 
     fn reply_header(status: u32, flags: u32) -> [u8; HEADER] {

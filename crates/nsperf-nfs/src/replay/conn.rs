@@ -10,8 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::result::{ConnResult, Done, Failed, OpStats, bad, xe};
-use super::schedule::{Next, Scheduler};
+use super::result::{Done, Failed, bad, xe};
 use super::v4::{self, V4Conn};
 use super::{Call, CallOp, ConnScript, Handles, OPS};
 use crate::error::NfsError;
@@ -20,6 +19,7 @@ use crate::rpc::{self, AuthSys};
 use crate::rpc_conn::{initial_xid, lost};
 use crate::send_queue::SendQueue;
 use crate::xdr::{XdrReader, pad4, put_u32, put_u64};
+use nsperf_core::replay::{ConnResult, Next, OpStats, Scheduler};
 
 /// Longest reply head parsed (RPC header, status, attributes, counts).
 const HEAD_MAX: usize = 512;
@@ -78,6 +78,8 @@ pub(super) struct Driver<'a> {
     removes: usize,
     epoch: Instant,
     out: ConnResult,
+    /// Per captured operation (below [`OPS`]).
+    stats: Vec<Option<OpStats<Failed>>>,
     /// NFSv4: the connection's minor version and session; None: NFSv3.
     v4: Option<V4Conn>,
 }
@@ -90,7 +92,7 @@ impl<'a> Driver<'a> {
         shared: &'a Shared<'a>,
         v4: Option<V4Conn>,
     ) -> Driver<'a> {
-        let mut stats: Vec<Option<OpStats>> = vec![None; OPS];
+        let mut stats: Vec<Option<OpStats<Failed>>> = vec![None; OPS];
         for c in &conn.calls {
             let p = (c.captured as usize).min(OPS - 1);
             stats[p].get_or_insert_with(|| OpStats::new(matches!(c.op, CallOp::AsGetattr { .. })));
@@ -112,7 +114,8 @@ impl<'a> Driver<'a> {
             creates: 0,
             removes: 0,
             epoch: Instant::now(),
-            out: ConnResult::new(id, stats),
+            out: ConnResult::new(id),
+            stats,
             v4,
         }
     }
@@ -133,7 +136,7 @@ impl<'a> Driver<'a> {
             v.end_session(&mut self.sock, xid, &self.cred);
         }
         r.map(|()| {
-            self.out.finish();
+            self.out.finish(&self.stats);
             self.out
         })
     }
@@ -145,7 +148,11 @@ impl<'a> Driver<'a> {
         // Waits of a few µs: the default 50 µs timer slack would blur the think times.
         // SAFETY: prctl with an integer argument, on this thread only.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
-        let mut sched = Scheduler::new(self.conn);
+        let mut sched = Scheduler::new(
+            self.conn.start_ns,
+            self.conn.in_flight_max,
+            &self.conn.calls,
+        );
         if let Some(slots) = self.v4.as_ref().and_then(V4Conn::slots) {
             sched = sched.capped(slots);
             self.out.session_slots = Some(slots);
@@ -358,7 +365,7 @@ impl<'a> Driver<'a> {
     }
 
     /// Receives and parses what the socket holds; true when bytes arrived.
-    fn recv(&mut self, sched: &mut Scheduler<'_>) -> Result<bool, NfsError> {
+    fn recv(&mut self, sched: &mut Scheduler<'_, Call>) -> Result<bool, NfsError> {
         let mut any = false;
         loop {
             let now = self.now();
@@ -386,7 +393,7 @@ impl<'a> Driver<'a> {
 
     /// Advances the receive state machine over buffered bytes (arrived by `now`); false
     /// when it needs more.
-    fn step(&mut self, sched: &mut Scheduler<'_>, now: u64) -> Result<bool, NfsError> {
+    fn step(&mut self, sched: &mut Scheduler<'_, Call>, now: u64) -> Result<bool, NfsError> {
         let have = self.rend - self.rpos;
         match self.state {
             Recv::Mark => {
@@ -445,7 +452,7 @@ impl<'a> Driver<'a> {
         }
     }
 
-    fn finish(&mut self, d: Done, sched: &mut Scheduler<'_>, now: u64) {
+    fn finish(&mut self, d: Done, sched: &mut Scheduler<'_, Call>, now: u64) {
         if !sched.arrived(d.index, now) {
             return;
         }
@@ -454,7 +461,7 @@ impl<'a> Driver<'a> {
         }
         let sent = sched.sent_at(d.index).unwrap_or(now);
         let p = (self.conn.calls[d.index].captured as usize).min(OPS - 1);
-        if let Some(s) = &mut self.out.stats[p] {
+        if let Some(s) = &mut self.stats[p] {
             s.record(now.saturating_sub(sent), d.failed);
         }
         self.out.read_bytes += d.read;

@@ -22,7 +22,6 @@
 
 pub(crate) mod conn;
 mod result;
-pub mod schedule;
 pub(crate) mod v4;
 
 use std::sync::atomic::AtomicBool;
@@ -36,7 +35,7 @@ use crate::session::Session;
 use crate::url::{NfsUrl, NfsVersion};
 use crate::v4::{Client4, Stateid};
 
-pub use result::{ConnResult, OpResult, Replayed};
+pub use nsperf_core::replay::{ConnResult, OpResult, Replayed, Trigger, schedule};
 
 /// NULL calls timed at set-up to measure the path's round trip.
 pub const NULL_PROBES: u32 = 16;
@@ -76,6 +75,12 @@ pub struct Call {
     pub captured: u32,
 }
 
+impl nsperf_core::replay::Triggered for Call {
+    fn trigger(&self) -> Trigger {
+        self.trigger
+    }
+}
+
 impl Call {
     /// A call counted under the NFSv3 procedure it replays (or stands for).
     pub fn new(op: CallOp, trigger: Trigger) -> Call {
@@ -85,27 +90,6 @@ impl Call {
             captured: op.captured_proc(),
         }
     }
-}
-
-/// What starts a call (besides a free slot: see [`schedule`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
-    /// The connection's start.
-    Start,
-    /// Request `index` was sent, `delay_ns` before.
-    Call {
-        /// An earlier request of the connection.
-        index: usize,
-        /// ns after it was sent.
-        delay_ns: u64,
-    },
-    /// Request `index`'s reply arrived, `delay_ns` before.
-    Reply {
-        /// An earlier request of the connection.
-        index: usize,
-        /// ns after its reply arrived.
-        delay_ns: u64,
-    },
 }
 
 /// What a call is made on: the replay's directory or one of its files.

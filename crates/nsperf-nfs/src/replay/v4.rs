@@ -268,6 +268,7 @@ mod tests {
     use crate::replay::Trigger;
     use crate::rpc::AcceptStat;
     use crate::xdr::{put_opaque, put_u32};
+    use nsperf_core::replay::ErrorStatus;
 
     fn calls() -> Vec<Call> {
         let call = |op| Call::new(op, Trigger::Start);
@@ -324,7 +325,7 @@ mod tests {
             (d.index, d.failed, d.seq_ok),
             (1, Some(Failed::Nfs4(70)), true)
         );
-        assert_eq!(d.failed.map(Failed::name).unwrap(), "NFS4ERR_STALE");
+        assert_eq!(d.failed.map(ErrorStatus::name).unwrap(), "NFS4ERR_STALE");
         let wrong = reply(xid0, 0, true, &[(op::PUTFH, 0), (op::WRITE, 0)]);
         assert!(reply_head(&wrong, xid0, &calls(), |_| true, true).is_err());
         assert!(reply_head(&ok, xid0, &calls(), |i| i == 1, true).is_err());

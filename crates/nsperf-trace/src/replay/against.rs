@@ -19,7 +19,7 @@ pub struct AgainstReport {
     pub url: String,
     /// The replay's directory under the URL's (removed afterwards unless kept).
     pub directory: String,
-    /// The path's round trip: the mean of the NULL calls at set-up, ms.
+    /// The path's round trip: the mean of the NULL calls (NFS) or ECHOs (SMB2) at set-up, ms.
     pub path_rtt_ms: f64,
     /// First call to last reply of all connections, captured, s.
     pub captured_duration_s: f64,
@@ -79,9 +79,10 @@ pub struct ClientAgainst {
 /// One operation, captured and replayed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OpAgainst {
-    /// `nfs3:NAME` or `nfs4:NAME`, the captured operation.
+    /// `nfs3:NAME`, `nfs4:NAME` or `smb2:NAME`, the captured operation.
     pub op: String,
-    /// Replayed as a GETATTR (the replay does not make it).
+    /// Replayed by a stand-in at least once (the replay does not make it): a GETATTR in NFS,
+    /// an ECHO in SMB2.
     pub replayed_as_getattr: bool,
     /// Requests captured.
     pub captured_requests: u64,

@@ -1,12 +1,16 @@
 //! A capture's NFSv3 or NFSv4 workloads as the [`Script`] `nsperf_nfs::replay` runs against a
-//! server: one connection per captured client connection, each request's operation mapped
-//! (see docs/replay.md, "The replay"), its trigger and the connection's most in flight as
-//! captured, and one file per file handle hash sized to its extent.
+//! server, and its SMB2 workloads as the [`SmbScript`] `nsperf_smb::replay` runs: one
+//! connection per captured client connection, each request's operation mapped (see
+//! docs/replay.md, "The replay"), its trigger and the connection's most in flight as
+//! captured, and one file per file handle (or FileId) hash sized to its extent.
 
 use std::collections::{BTreeSet, HashMap};
 
 use nsperf_nfs::Stable;
 use nsperf_nfs::replay::{Call, CallOp, ConnScript, Script, Target, Trigger as Rt};
+use nsperf_smb::replay::{
+    Call as SmbCall, CallOp as SmbOp, ConnScript as SmbConn, Script as SmbScript,
+};
 
 use super::{Trigger, Workload};
 use crate::proto::requests::{OpKind, Protocol};
@@ -20,7 +24,8 @@ const DIR_OPS4: [u16; 10] = [6, 11, 15, 16, 18, 19, 26, 28, 29, 33];
 /// Why a capture's workloads make no script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NotReplayable {
-    /// A protocol whose replay is not built (SMB2).
+    /// A script of one protocol asked of another's workloads (an SMB2 capture's NFS
+    /// script).
     Protocol(Protocol),
     /// NFSv3 and NFSv4 requests in one capture.
     Mixed,
@@ -29,12 +34,15 @@ pub enum NotReplayable {
 impl std::fmt::Display for NotReplayable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            NotReplayable::Protocol(Protocol::Smb2) => f.write_str(
+                "an SMB2 capture replays against an SMB server (--against smb://HOST/SHARE/PATH); through a lab (--lab, a plan's replay step) it is not built yet",
+            ),
             NotReplayable::Protocol(p) => write!(
                 f,
-                "the replay of {p} captures is not built yet (NFSv3 and NFSv4 only)"
+                "a {p} capture replays against an NFS server (--against nfs://HOST/DIR)"
             ),
             NotReplayable::Mixed => f.write_str(
-                "the capture holds NFSv3 and NFSv4 requests; the replay takes one version (cut the capture by connection)",
+                "the capture holds requests of more than one protocol (NFSv3, NFSv4, SMB2); the replay takes one (cut the capture by connection)",
             ),
         }
     }
@@ -80,16 +88,12 @@ pub fn nfs_replay(path: &std::path::Path) -> Result<NfsReplay, String> {
     Ok((ws, sc, proto, super::report::CaptureGaps::of(&trace)))
 }
 
-/// The protocol of `workloads`' requests (NFSv3 when there are none): all of one NFS
-/// version, else why not.
+/// The protocol of `workloads`' requests (NFSv3 when there are none): all of one (NFSv3,
+/// NFSv4 or SMB2), else why not.
 pub fn protocol(workloads: &[Workload]) -> Result<Protocol, NotReplayable> {
     let mut steps = workloads.iter().flat_map(|w| w.steps.iter());
     let first = steps.next().map_or(Protocol::Nfs3, |s| s.op.protocol);
-    if first == Protocol::Smb2 {
-        return Err(NotReplayable::Protocol(first));
-    }
     match steps.find(|s| s.op.protocol != first) {
-        Some(s) if s.op.protocol == Protocol::Smb2 => Err(NotReplayable::Protocol(Protocol::Smb2)),
         Some(_) => Err(NotReplayable::Mixed),
         None => Ok(first),
     }
@@ -98,7 +102,11 @@ pub fn protocol(workloads: &[Workload]) -> Result<Protocol, NotReplayable> {
 /// The script of `workloads` (all NFSv3, or all NFSv4: calls counted under the captured
 /// operation's number); why not for another protocol or a mix.
 pub fn script(workloads: &[Workload]) -> Result<Script, NotReplayable> {
-    let v4 = protocol(workloads)? == Protocol::Nfs4;
+    let proto = protocol(workloads)?;
+    if proto == Protocol::Smb2 {
+        return Err(NotReplayable::Protocol(proto));
+    }
+    let v4 = proto == Protocol::Nfs4;
     let dir_ops: &[u16] = if v4 { &DIR_OPS4 } else { &DIR_OPS };
     let steps = || workloads.iter().flat_map(|w| w.steps.iter());
     let dirs: BTreeSet<u64> = steps()
@@ -138,24 +146,96 @@ pub fn script(workloads: &[Workload]) -> Result<Script, NotReplayable> {
                         call_op(s.op.code, s, &index)
                     },
                     captured: u32::from(s.op.code),
-                    trigger: match s.trigger {
-                        Trigger::Start => Rt::Start,
-                        Trigger::Call { index, delay_ns } => Rt::Call {
-                            index,
-                            delay_ns: delay_ns.max(0) as u64,
-                        },
-                        Trigger::Reply {
-                            index, delay_ns, ..
-                        } => Rt::Reply {
-                            index,
-                            delay_ns: delay_ns.max(0) as u64,
-                        },
-                    },
+                    trigger: replayed(s.trigger),
                 })
                 .collect(),
         })
         .collect();
     Ok(Script { files, conns })
+}
+
+/// The replay's trigger of a captured one (a negative delay as none).
+fn replayed(t: Trigger) -> Rt {
+    match t {
+        Trigger::Start => Rt::Start,
+        Trigger::Call { index, delay_ns } => Rt::Call {
+            index,
+            delay_ns: delay_ns.max(0) as u64,
+        },
+        Trigger::Reply {
+            index, delay_ns, ..
+        } => Rt::Reply {
+            index,
+            delay_ns: delay_ns.max(0) as u64,
+        },
+    }
+}
+
+/// The script of `workloads` when all are SMB2 (requests counted under the captured
+/// command); why not for another protocol or a mix. Files: one per FileId hash any request
+/// named (CREATE's from its response), in order of first use, sized to the extent READs
+/// and WRITEs reached.
+pub fn smb_script(workloads: &[Workload]) -> Result<SmbScript, NotReplayable> {
+    let proto = protocol(workloads)?;
+    if proto != Protocol::Smb2 {
+        return Err(NotReplayable::Protocol(proto));
+    }
+    let mut index: HashMap<u64, u32> = HashMap::new();
+    let mut files: Vec<u64> = Vec::new();
+    for s in workloads.iter().flat_map(|w| w.steps.iter()) {
+        if s.file == 0 {
+            continue;
+        }
+        let i = *index.entry(s.file).or_insert_with(|| {
+            files.push(0);
+            files.len() as u32 - 1
+        });
+        if matches!(s.op.kind(), OpKind::Read | OpKind::Write) {
+            let end = s.offset.saturating_add(u64::from(s.count));
+            files[i as usize] = files[i as usize].max(end);
+        }
+    }
+    let t0 = workloads.iter().map(|w| w.start_ns).min().unwrap_or(0);
+    let conns = workloads
+        .iter()
+        .map(|w| SmbConn {
+            start_ns: (w.start_ns - t0).max(0) as u64,
+            in_flight_max: w.in_flight_max(),
+            calls: w
+                .steps
+                .iter()
+                .map(|s| SmbCall {
+                    op: smb_op(s, index.get(&s.file).copied()),
+                    trigger: replayed(s.trigger),
+                    captured: s.op.code,
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(SmbScript { files, conns })
+}
+
+/// The request replayed for SMB2 command `s.op.code` on file `file` (docs/replay.md): READ,
+/// WRITE, FLUSH, QUERY_INFO, CREATE and CLOSE as themselves, anything else (and a command
+/// that names no file) as an ECHO.
+fn smb_op(s: &super::Step, file: Option<u32>) -> SmbOp {
+    match (s.op.code, file) {
+        (5, file) => SmbOp::Create { file },
+        (6, Some(file)) => SmbOp::Close { file },
+        (7, Some(file)) => SmbOp::Flush { file },
+        (8, Some(file)) => SmbOp::Read {
+            file,
+            offset: s.offset,
+            count: s.count,
+        },
+        (9, Some(file)) => SmbOp::Write {
+            file,
+            offset: s.offset,
+            count: s.count,
+        },
+        (16, Some(file)) => SmbOp::QueryInfo { file },
+        _ => SmbOp::Echo,
+    }
 }
 
 /// The call replayed for NFSv3 procedure `code`.

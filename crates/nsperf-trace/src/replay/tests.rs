@@ -367,7 +367,7 @@ fn a_workload_becomes_the_replay_script() {
     // the captured procedure each call is counted under
     let counted: Vec<u32> = c.calls.iter().map(|x| x.captured).collect();
     assert_eq!(counted, [3, 7, 7, 21, 1, 1, 2, 16]);
-    // SMB: not replayable (yet); NFSv3 and NFSv4 together: not in one replay
+    // SMB: no NFS script (its own: smb_script); NFSv3 and NFSv4 together: not in one replay
     let mut smb = rs[0];
     smb.op = "smb2:READ".parse().unwrap();
     assert_eq!(
@@ -378,6 +378,100 @@ fn a_workload_becomes_the_replay_script() {
     v4.op = "nfs4:READ".parse().unwrap();
     assert_eq!(
         script::script(&workloads(&[rs[0], v4], &[conn(None)])).unwrap_err(),
+        script::NotReplayable::Mixed
+    );
+}
+
+/// An SMB2 stream as the SMB replay's script: one file per FileId hash in order of first
+/// use, sized to its READs' and WRITEs' extent; READ, WRITE, FLUSH, QUERY_INFO, CREATE and
+/// CLOSE as themselves (a refused CREATE, with no FileId, opens no file of the replay),
+/// NEGOTIATE, IOCTL and a command naming no file as an ECHO; each counted under the
+/// captured command; the triggers and most in flight as captured; an NFS capture gives no
+/// SMB script.
+#[test]
+fn an_smb2_workload_becomes_the_replay_script() {
+    use nsperf_smb::replay::{CallOp, Trigger as Rt};
+    let req = |cmd: &str, file: u64, offset: u64, count: u32, t: i64| Request {
+        op: format!("smb2:{cmd}").parse().unwrap(),
+        file,
+        offset,
+        count,
+        stable: None,
+        call_bytes: CALL,
+        reply_bytes: REPLY_HEAD,
+        ..read(0, t, t + MS, t + MS)
+    };
+    let rs = vec![
+        req("NEGOTIATE", 0, 0, 0, 0),
+        req("CREATE", 5, 0, 0, 2 * MS),           // opens file 5
+        req("WRITE", 5, 0, MIB, 4 * MS),          // 1 MiB
+        req("READ", 5, 65536, 4096, 4 * MS + 10), // pipelined behind it
+        req("FLUSH", 5, 0, 0, 6 * MS),
+        req("QUERY_INFO", 5, 0, 0, 8 * MS),
+        req("IOCTL", 5, 0, 0, 10 * MS),
+        req("CLOSE", 5, 0, 0, 12 * MS),
+        req("CREATE", 0, 0, 0, 14 * MS), // refused: no FileId
+        req("READ", 6, 8192, 100, 16 * MS),
+        req("FLUSH", 0, 0, 0, 18 * MS),
+    ];
+    let ws = workloads(&rs, &[conn(None)]);
+    assert_eq!(
+        script::protocol(&ws),
+        Ok(crate::proto::requests::Protocol::Smb2)
+    );
+    let s = script::smb_script(&ws).unwrap();
+    assert_eq!(s.files, [u64::from(MIB), 8292]);
+    assert_eq!(s.conns.len(), 1);
+    let c = &s.conns[0];
+    assert_eq!((c.start_ns, c.in_flight_max), (0, 2));
+    let ops: Vec<CallOp> = c.calls.iter().map(|x| x.op).collect();
+    assert_eq!(
+        ops,
+        [
+            CallOp::Echo,
+            CallOp::Create { file: Some(0) },
+            CallOp::Write {
+                file: 0,
+                offset: 0,
+                count: MIB
+            },
+            CallOp::Read {
+                file: 0,
+                offset: 65536,
+                count: 4096
+            },
+            CallOp::Flush { file: 0 },
+            CallOp::QueryInfo { file: 0 },
+            CallOp::Echo,
+            CallOp::Close { file: 0 },
+            CallOp::Create { file: None },
+            CallOp::Read {
+                file: 1,
+                offset: 8192,
+                count: 100
+            },
+            CallOp::Echo,
+        ]
+    );
+    let counted: Vec<u16> = c.calls.iter().map(|x| x.captured).collect();
+    assert_eq!(counted, [0, 5, 9, 8, 7, 16, 11, 6, 5, 8, 7]);
+    assert_eq!(c.calls[0].trigger, Rt::Start);
+    assert_eq!(
+        c.calls[3].trigger,
+        Rt::Call {
+            index: 2,
+            delay_ns: 10
+        }
+    );
+    assert!(matches!(c.calls[4].trigger, Rt::Reply { index: 2, .. }));
+    // an NFS capture: no SMB script; SMB2 and NFS together: not in one replay
+    let nfs = read(0, 0, MS, MS);
+    assert_eq!(
+        script::smb_script(&workloads(&[nfs], &[conn(None)])).unwrap_err(),
+        script::NotReplayable::Protocol(crate::proto::requests::Protocol::Nfs3)
+    );
+    assert_eq!(
+        script::smb_script(&workloads(&[rs[2], nfs], &[conn(None)])).unwrap_err(),
         script::NotReplayable::Mixed
     );
 }

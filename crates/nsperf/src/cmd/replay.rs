@@ -1,11 +1,13 @@
 //! `nsperf replay CAPTURE`: the storage workload a capture holds, per client connection, and
 //! the model's prediction of it over an RTT axis (issue 25 items 1 and 3); with `--against
-//! nfs://…`, an NFSv3 workload replayed against a server over the path as it is (item 2's
-//! engine); with `--lab` (`--check`), replayed through a lab at each asked RTT beside the
-//! model (items 2 and 4, `replay_lab.rs`). Arguments and printing only; the extraction, the
-//! model and the comparison are `nsperf_trace::replay`'s, the replay `nsperf_nfs::replay`'s.
+//! nfs://…` or `smb://…`, an NFS or SMB2 workload replayed against a server over the path as
+//! it is (item 2's engine); with `--lab` (`--check`), an NFS workload replayed through a lab
+//! at each asked RTT beside the model (items 2 and 4, `replay_lab.rs`). Arguments and
+//! printing only; the extraction, the model and the comparison are `nsperf_trace::replay`'s,
+//! the replay `nsperf_nfs::replay`'s and `nsperf_smb::replay`'s.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
@@ -22,7 +24,7 @@ use nsperf_trace::proto::requests::DEFAULT_MAX_REQUESTS;
 use nsperf_trace::proto::requests::Protocol;
 use nsperf_trace::replay::against::{AgainstReport, LabReport, OpAgainst, against};
 use nsperf_trace::replay::report::{CaptureGaps, ClientReport, ReplaySpec, ReplaySummary, summary};
-use nsperf_trace::replay::script::{protocol, script};
+use nsperf_trace::replay::script::{NotReplayable, protocol, script, smb_script};
 use nsperf_trace::replay::workloads;
 use nsperf_trace::{DEFAULT_IDLE_NS, TraceConfig};
 
@@ -55,11 +57,16 @@ pub struct ReplayArgs {
     /// connections get it too (their socket buffers), and the model beside each replay.
     #[arg(long)]
     pub window: Option<Bytes>,
-    /// Replay the workload (NFSv3 and NFSv4 captures) against this server,
-    /// `nfs://HOST[:PORT]/DIR` (`?version=4.1`, `4.0`, `4`: over NFSv4; else NFSv3), in a
-    /// fresh directory under DIR, and report it beside the capture.
+    /// Replay the workload against this server, in a fresh directory under the URL's, and
+    /// report it beside the capture: an NFS capture against `nfs://HOST[:PORT]/DIR`
+    /// (`?version=4.1`, `4.0`, `4`: over NFSv4; else NFSv3), an SMB2 capture against
+    /// `smb://HOST[:PORT]/SHARE[/PATH]`.
     #[arg(long, value_name = "URL")]
-    pub against: Option<NfsUrl>,
+    pub against: Option<AgainstUrl>,
+    /// With --against smb://: who to log on as, an smbclient authentication file (default:
+    /// $NSPERF_SMB_USER/$NSPERF_SMB_PASSWORD, else a guest session).
+    #[arg(long, value_name = "FILE", requires = "against")]
+    pub credentials: Option<PathBuf>,
     /// With --against: leave the replay's directory and files on the server.
     #[arg(long, requires = "against")]
     pub keep: bool,
@@ -81,6 +88,35 @@ pub struct ReplayArgs {
     /// Print the report as JSON (docs/schema.md) and nothing else.
     #[arg(long, short = 'J')]
     pub json: bool,
+}
+
+/// The server `--against` names.
+#[derive(Debug, Clone)]
+pub enum AgainstUrl {
+    /// An NFS server.
+    Nfs(NfsUrl),
+    /// An SMB server.
+    Smb(nsperf_smb::SmbUrl),
+}
+
+impl std::str::FromStr for AgainstUrl {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<AgainstUrl, String> {
+        if nsperf_smb::SmbUrl::is_smb_url(s) {
+            return s.parse().map(AgainstUrl::Smb).map_err(|e| format!("{e}"));
+        }
+        s.parse().map(AgainstUrl::Nfs).map_err(|e| format!("{e}"))
+    }
+}
+
+impl std::fmt::Display for AgainstUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AgainstUrl::Nfs(u) => u.fmt(f),
+            AgainstUrl::Smb(u) => u.fmt(f),
+        }
+    }
 }
 
 /// An RTT in ms: a number from 0 to 60000.
@@ -164,49 +200,26 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
     if args.against.is_some() || lab {
         let flag = if lab { "--lab" } else { "--against" };
         let ws = workloads(&stream.requests, &stream.connections);
-        let sc = script(&ws)
-            .map_err(|e| classified(Failure::Usage, format!("replay {name} {flag}: {e}")))?;
-        let v4 = protocol(&ws) == Ok(Protocol::Nfs4);
-        if lab && v4 && server == ServerKind::Embedded {
-            return Err(classified(
-                Failure::Usage,
-                format!(
-                    "replay {name} --lab: an NFSv4 capture, and the embedded server speaks NFSv3 only: add --server ganesha"
-                ),
-            ));
-        }
-        if sc.conns.len() > engine::MAX_CONNECTIONS {
-            return Err(classified(
-                Failure::Refused,
-                format!(
-                    "replay {name} {flag}: {} client connections, the replay runs at most {} (a thread each)",
-                    sc.conns.len(),
-                    engine::MAX_CONNECTIONS
-                ),
-            ));
-        }
-        if lab {
-            let ask = super::replay_lab::LabAsk {
-                rtts_ms: args.rtt.clone(),
-                rate_bps: args.rate.and_then(|r| r.0),
-                loss: args.loss.clone(),
-                window_bytes: args.window.map(|w| w.0),
-                check: args.check,
-                server,
-                v4,
+        let usage =
+            |e: NotReplayable| classified(Failure::Usage, format!("replay {name} {flag}: {e}"));
+        let proto = protocol(&ws).map_err(usage)?;
+        if proto == Protocol::Smb2 {
+            let Some(AgainstUrl::Smb(url)) = &args.against else {
+                return Err(usage(NotReplayable::Protocol(proto)));
             };
-            sum.lab = Some(super::replay_lab::run(&name, &ws, &sc, &ask)?);
-        }
-        if let Some(url) = &args.against {
-            let opt = Options {
-                timeout: nsperf_nfs::client::DEFAULT_TIMEOUT,
-                keep: args.keep,
-                // the report's model at the path RTT takes the captured windows
-                window_bytes: None,
-            };
-            let done = engine::run(url, &sc, opt)
-                .with_context(|| format!("replay {name} --against {url}"))?;
-            sum.against = Some(against(&url.to_string(), &ws, &done));
+            sum.against = Some(against_smb(&name, url, &args, &ws)?);
+        } else {
+            if let Some(AgainstUrl::Smb(_)) = &args.against {
+                return Err(usage(NotReplayable::Protocol(proto)));
+            }
+            if args.credentials.is_some() {
+                return Err(classified(
+                    Failure::Usage,
+                    "replay --credentials: only with --against smb://",
+                ));
+            }
+            let sc = script(&ws).map_err(usage)?;
+            replay_nfs(&name, &args, &ws, &sc, lab, server, &mut sum)?;
         }
     }
     let mut r: ReplayReport = Report::new(Command::Replay, spec, sum);
@@ -215,6 +228,94 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         return print_json(&r);
     }
     print!("{}", human(&r));
+    Ok(())
+}
+
+/// An SMB2 capture's workloads `ws` replayed against `url`, beside the capture.
+fn against_smb(
+    name: &str,
+    url: &nsperf_smb::SmbUrl,
+    args: &ReplayArgs,
+    ws: &[nsperf_trace::replay::Workload],
+) -> anyhow::Result<AgainstReport> {
+    use nsperf_smb::replay as smb;
+    let sc = smb_script(ws)
+        .map_err(|e| classified(Failure::Usage, format!("replay {name} --against: {e}")))?;
+    if sc.conns.len() > smb::MAX_CONNECTIONS {
+        return Err(classified(
+            Failure::Refused,
+            format!(
+                "replay {name} --against: {} client connections, the replay runs at most {} (a thread and a session each)",
+                sc.conns.len(),
+                smb::MAX_CONNECTIONS
+            ),
+        ));
+    }
+    let (creds, _) = nsperf_smb::Credentials::resolve(args.credentials.as_deref())
+        .map_err(nsperf_smb::SmbError::from)?;
+    let opt = smb::Options {
+        timeout: Duration::from_secs(30),
+        keep: args.keep,
+    };
+    let done = smb::run(url, &creds, &sc, opt)
+        .with_context(|| format!("replay {name} --against {url}"))?;
+    Ok(against(&url.to_string(), ws, &done))
+}
+
+/// An NFS capture's script `sc` replayed through a lab (`--lab`) and against a server
+/// (`--against`), into `sum`.
+fn replay_nfs(
+    name: &str,
+    args: &ReplayArgs,
+    ws: &[nsperf_trace::replay::Workload],
+    sc: &nsperf_nfs::replay::Script,
+    lab: bool,
+    server: ServerKind,
+    sum: &mut ReplaySummary,
+) -> anyhow::Result<()> {
+    let flag = if lab { "--lab" } else { "--against" };
+    let v4 = protocol(ws) == Ok(Protocol::Nfs4);
+    if lab && v4 && server == ServerKind::Embedded {
+        return Err(classified(
+            Failure::Usage,
+            format!(
+                "replay {name} --lab: an NFSv4 capture, and the embedded server speaks NFSv3 only: add --server ganesha"
+            ),
+        ));
+    }
+    if sc.conns.len() > engine::MAX_CONNECTIONS {
+        return Err(classified(
+            Failure::Refused,
+            format!(
+                "replay {name} {flag}: {} client connections, the replay runs at most {} (a thread each)",
+                sc.conns.len(),
+                engine::MAX_CONNECTIONS
+            ),
+        ));
+    }
+    if lab {
+        let ask = super::replay_lab::LabAsk {
+            rtts_ms: args.rtt.clone(),
+            rate_bps: args.rate.and_then(|r| r.0),
+            loss: args.loss.clone(),
+            window_bytes: args.window.map(|w| w.0),
+            check: args.check,
+            server,
+            v4,
+        };
+        sum.lab = Some(super::replay_lab::run(name, ws, sc, &ask)?);
+    }
+    if let Some(AgainstUrl::Nfs(url)) = &args.against {
+        let opt = Options {
+            timeout: nsperf_nfs::client::DEFAULT_TIMEOUT,
+            keep: args.keep,
+            // the report's model at the path RTT takes the captured windows
+            window_bytes: None,
+        };
+        let done =
+            engine::run(url, sc, opt).with_context(|| format!("replay {name} --against {url}"))?;
+        sum.against = Some(against(&url.to_string(), ws, &done));
+    }
     Ok(())
 }
 
@@ -340,12 +441,18 @@ fn client(c: &ClientReport) -> String {
 
 /// The replay against a server beside the capture and the model.
 fn replayed(a: &AgainstReport) -> String {
+    let smb = a.url.starts_with("smb://");
     let mut out = format!(
-        "replayed against {} (directory {}, path RTT {:.3} ms: mean of {} NULL calls)\n  all connections: captured {:.4} s, replayed {:.4} s ({:+.1} %); throughput captured {}, replayed {}; read {}, written {}\n",
+        "replayed against {} (directory {}, path RTT {:.3} ms: mean of {} {})\n  all connections: captured {:.4} s, replayed {:.4} s ({:+.1} %); throughput captured {}, replayed {}; read {}, written {}\n",
         a.url,
         a.directory,
         a.path_rtt_ms,
-        engine::NULL_PROBES,
+        if smb {
+            nsperf_smb::replay::ECHO_PROBES
+        } else {
+            engine::NULL_PROBES
+        },
+        if smb { "ECHOs" } else { "NULL calls" },
         a.captured_duration_s,
         a.replayed_duration_s,
         a.duration_error_pct,
@@ -461,7 +568,12 @@ fn ops_table(ops: &[OpAgainst]) -> String {
     ]);
     for o in ops {
         let name = if o.replayed_as_getattr {
-            format!("{} (replayed as GETATTR)", o.op)
+            let stand_in = if o.op.starts_with("smb2:") {
+                "ECHO"
+            } else {
+                "GETATTR"
+            };
+            format!("{} (replayed as {stand_in})", o.op)
         } else {
             o.op.clone()
         };

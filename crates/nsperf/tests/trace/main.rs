@@ -12,6 +12,7 @@ mod replay;
 mod replay_against;
 mod replay_lab;
 mod replay_model;
+mod replay_smb;
 mod replay_v4;
 mod trace;
 mod trace_live;

@@ -9,9 +9,11 @@
 //!   flight (or, when the server allows fewer, an NFSv4.1 session's slots:
 //!   [`Scheduler::capped`]).
 //!
-//! These are the rules `nsperf replay`'s model applies to the same triggers (docs/replay.md).
+//! These are the rules `nsperf replay`'s model applies to the same triggers (docs/replay.md),
+//! and the rules of every protocol's replay (NFS in `nsperf_nfs::replay`, SMB2 in
+//! `nsperf_smb::replay`): the scheduler knows only each request's [`Trigger`].
 
-use super::{ConnScript, Trigger};
+use super::{Trigger, Triggered};
 
 /// Not known yet (a request not sent, a reply not arrived).
 const NONE: u64 = u64::MAX;
@@ -31,8 +33,9 @@ pub enum Next {
 
 /// The issue rule of one connection (see the module's doc). Allocates at creation only.
 #[derive(Debug, Clone)]
-pub struct Scheduler<'a> {
-    conn: &'a ConnScript,
+pub struct Scheduler<'a, T> {
+    calls: &'a [T],
+    start_ns: u64,
     next: usize,
     outstanding: u32,
     /// Most requests outstanding at once.
@@ -41,47 +44,50 @@ pub struct Scheduler<'a> {
     arrived: Vec<u64>,
 }
 
-impl<'a> Scheduler<'a> {
-    /// The rule of `conn`, nothing sent yet.
-    pub fn new(conn: &'a ConnScript) -> Scheduler<'a> {
-        let n = conn.calls.len();
+impl<'a, T: Triggered> Scheduler<'a, T> {
+    /// The rule of a connection whose requests are `calls` (in call order), the first
+    /// allowed at `start_ns`, at most `in_flight_max` outstanding (0 is taken as 1); nothing
+    /// sent yet.
+    pub fn new(start_ns: u64, in_flight_max: u32, calls: &'a [T]) -> Scheduler<'a, T> {
+        let n = calls.len();
         Scheduler {
-            conn,
+            calls,
+            start_ns,
             next: 0,
             outstanding: 0,
-            cap: conn.in_flight_max.max(1),
+            cap: in_flight_max.max(1),
             sent: vec![NONE; n],
             arrived: vec![NONE; n],
         }
     }
 
     /// At most `slots` requests outstanding (at least one), when fewer than captured.
-    pub fn capped(mut self, slots: u32) -> Scheduler<'a> {
+    pub fn capped(mut self, slots: u32) -> Scheduler<'a, T> {
         self.cap = self.cap.min(slots.max(1));
         self
     }
 
     /// What is due at `now_ns` (ns from the barrier).
     pub fn next(&self, now_ns: u64) -> Next {
-        let Some(call) = self.conn.calls.get(self.next) else {
+        let Some(call) = self.calls.get(self.next) else {
             return Next::Done;
         };
         if self.outstanding >= self.cap {
             return Next::Reply;
         }
         let known = |t: u64, d: u64| (t != NONE).then(|| t.saturating_add(d));
-        let from = match call.trigger {
-            Trigger::Start => Some(self.conn.start_ns),
+        let from = match call.trigger() {
+            Trigger::Start => Some(self.start_ns),
             Trigger::Call { index, delay_ns } => self
                 .sent
                 .get(index)
                 .and_then(|&t| known(t, delay_ns))
                 // A trigger naming no earlier request: at the connection's start.
-                .or(Some(self.conn.start_ns).filter(|_| index >= self.next)),
+                .or(Some(self.start_ns).filter(|_| index >= self.next)),
             Trigger::Reply { index, delay_ns } => {
                 match self.arrived.get(index).filter(|_| index < self.next) {
                     Some(&t) => known(t, delay_ns),
-                    None => Some(self.conn.start_ns),
+                    None => Some(self.start_ns),
                 }
             }
         };
@@ -118,7 +124,7 @@ impl<'a> Scheduler<'a> {
 
     /// True once every request was sent and answered.
     pub fn finished(&self) -> bool {
-        self.next == self.conn.calls.len() && self.outstanding == 0
+        self.next == self.calls.len() && self.outstanding == 0
     }
 
     /// When request `index` was sent, ns from the barrier.
@@ -130,16 +136,16 @@ impl<'a> Scheduler<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replay::{Call, CallOp, Target};
 
-    fn conn(start: u64, max: u32, triggers: &[Trigger]) -> ConnScript {
-        ConnScript {
-            start_ns: start,
-            in_flight_max: max,
-            calls: triggers
-                .iter()
-                .map(|&trigger| Call::new(CallOp::Getattr(Target::Dir), trigger))
-                .collect(),
+    struct Conn(u64, u32, Vec<Trigger>);
+
+    fn conn(start: u64, max: u32, triggers: &[Trigger]) -> Conn {
+        Conn(start, max, triggers.to_vec())
+    }
+
+    impl Conn {
+        fn sched(&self) -> Scheduler<'_, Trigger> {
+            Scheduler::new(self.0, self.1, &self.2)
         }
     }
 
@@ -156,7 +162,7 @@ mod tests {
                 },
             ],
         );
-        let mut s = Scheduler::new(&c);
+        let mut s = c.sched();
         assert_eq!(s.next(0), Next::At(100));
         assert_eq!(s.next(100), Next::Issue(0));
         s.sent(0, 120);
@@ -187,7 +193,7 @@ mod tests {
                 },
             ],
         );
-        let mut s = Scheduler::new(&c);
+        let mut s = c.sched();
         s.sent(0, 0);
         s.sent(1, 0);
         assert_eq!(s.next(1_000), Next::Reply, "request 1's reply not in");
@@ -212,7 +218,7 @@ mod tests {
             })
             .collect();
         let c = conn(0, max, &t);
-        let mut s = Scheduler::new(&c);
+        let mut s = c.sched();
         if let Some(n) = slots {
             s = s.capped(n);
         }
@@ -264,7 +270,7 @@ mod tests {
     #[test]
     fn a_zero_maximum_still_lets_one_through() {
         let c = conn(0, 0, &[Trigger::Start]);
-        let s = Scheduler::new(&c);
+        let s = c.sched();
         assert_eq!(s.next(0), Next::Issue(0));
     }
 }
