@@ -277,6 +277,20 @@ pub struct RequestStream {
     pub connections: Vec<RequestConn>,
 }
 
+impl RequestStream {
+    /// Keeps only the requests and connections of the connections `ids`; `Err(id)`: the
+    /// first of them that is not a connection of the stream (none is dropped then).
+    pub fn keep_connections(&mut self, ids: &[u32]) -> Result<(), u32> {
+        let known = |id: &u32| self.connections.iter().any(|c| c.id == *id);
+        if let Some(&id) = ids.iter().find(|id| !known(id)) {
+            return Err(id);
+        }
+        self.requests.retain(|r| ids.contains(&r.conn));
+        self.connections.retain(|c| ids.contains(&c.id));
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

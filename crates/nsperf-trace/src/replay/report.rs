@@ -28,6 +28,9 @@ pub struct ReplaySpec {
     pub rate_bps: Option<f64>,
     /// The TCP window asked, bytes (null: each connection's captured windows).
     pub window_bytes: Option<u64>,
+    /// The client connections asked (`--conn`), by id; empty: every one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub connections: Vec<u32>,
 }
 
 /// What the capture lacks of its storage connections' exchanges. A call without its reply, or

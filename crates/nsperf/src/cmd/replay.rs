@@ -85,6 +85,10 @@ pub struct ReplayArgs {
     /// With --lab: the lab's random loss each way (`1%`, as `lab up --loss` takes it).
     #[arg(long)]
     pub loss: Option<String>,
+    /// Only these client connections, by id as this report and `nsperf trace` number them
+    /// (comma-separated): one client of a capture with several.
+    #[arg(long, value_delimiter = ',', value_name = "ID")]
+    pub conn: Vec<u32>,
     /// Print the report as JSON (docs/schema.md) and nothing else.
     #[arg(long, short = 'J')]
     pub json: bool,
@@ -174,8 +178,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         idle_ns: DEFAULT_IDLE_NS,
         ..TraceConfig::default()
     };
-    let (trace, stream) = nsperf_trace::requests_file(&args.capture, cfg, DEFAULT_MAX_REQUESTS)
-        .with_context(|| format!("replay {name}"))?;
+    let (mut trace, mut stream) =
+        nsperf_trace::requests_file(&args.capture, cfg, DEFAULT_MAX_REQUESTS)
+            .with_context(|| format!("replay {name}"))?;
     if stream.dropped > 0 {
         return Err(classified(
             Failure::Refused,
@@ -183,6 +188,20 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
                 "replay {name}: the capture holds more than {DEFAULT_MAX_REQUESTS} storage requests, the most replay keeps in memory; cut it (editcap -c) into parts"
             ),
         ));
+    }
+    if !args.conn.is_empty() {
+        stream.keep_connections(&args.conn).map_err(|id| {
+            let ids: Vec<String> = stream.connections.iter().map(|c| c.id.to_string()).collect();
+            classified(
+                Failure::Usage,
+                format!(
+                    "replay {name} --conn {id}: no client connection {id} in the capture (its storage connections: {})",
+                    ids.join(", ")
+                ),
+            )
+        })?;
+        // what the capture lacks, of those connections only
+        trace.connections.retain(|c| args.conn.contains(&c.id));
     }
     if stream.requests.is_empty() {
         return Err(classified(
@@ -195,6 +214,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         rtt_axis_ms: args.rtt.clone(),
         rate_bps: args.rate.and_then(|r| r.0),
         window_bytes: args.window.map(|w| w.0),
+        connections: args.conn.clone(),
     };
     let mut sum = summary(&spec, &stream, CaptureGaps::of(&trace));
     if args.against.is_some() || lab {

@@ -424,3 +424,111 @@ fn replay_of_an_smb3_read_through_smbd() {
     eprintln!("SMB3 READs: replay {ours}, tshark {theirs}");
     assert_eq!(ours, theirs, "READs against tshark's smb2.cmd 8 requests");
 }
+
+/// The shipped example capture (16 READs on one connection, raw IP) followed, 1 s later, by
+/// a copy of itself from a second client port (the port and the TCP checksum rewritten): a
+/// capture of two clients. Returns its path and the two client connections' ids.
+fn two_clients(dir: &Path) -> (std::path::PathBuf, u32, u32) {
+    let full = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/replay-read.pcap");
+    let j = run(&["replay", full.to_str().unwrap(), "--json"])
+        .ok()
+        .json();
+    let clients = j["summary"]["clients"].as_array().unwrap();
+    assert_eq!(clients.len(), 1, "{j}");
+    let client = clients[0]["client"].as_str().unwrap();
+    let port: u16 = client.rsplit(':').next().unwrap().parse().unwrap();
+    let other = port.wrapping_add(1);
+    let bytes = std::fs::read(&full).unwrap();
+    // a little-endian microsecond pcap of raw IPv4 (link type 101)
+    assert_eq!(bytes[..4], [0xd4, 0xc3, 0xb2, 0xa1]);
+    assert_eq!(u32::from_le_bytes(bytes[20..24].try_into().unwrap()), 101);
+    let mut out = bytes.clone();
+    let mut at = 24;
+    while at + 16 <= bytes.len() {
+        let mut rec = bytes[at..at + 16].to_vec();
+        let caplen = u32::from_le_bytes(rec[8..12].try_into().unwrap()) as usize;
+        let sec = u32::from_le_bytes(rec[..4].try_into().unwrap()) + 1;
+        rec[..4].copy_from_slice(&sec.to_le_bytes());
+        let mut pkt = bytes[at + 16..at + 16 + caplen].to_vec();
+        assert_eq!((pkt[0] >> 4, pkt[9]), (4, 6), "IPv4 and TCP");
+        let tcp = usize::from(pkt[0] & 0x0f) * 4;
+        for p in [tcp, tcp + 2] {
+            if u16::from_be_bytes([pkt[p], pkt[p + 1]]) == port {
+                pkt[p..p + 2].copy_from_slice(&other.to_be_bytes());
+                // RFC 1624: HC' = ~(~HC + ~m + m')
+                let c = tcp + 16;
+                let hc = u16::from_be_bytes([pkt[c], pkt[c + 1]]);
+                let mut sum = u32::from(!hc) + u32::from(!port) + u32::from(other);
+                while sum > 0xffff {
+                    sum = (sum & 0xffff) + (sum >> 16);
+                }
+                pkt[c..c + 2].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+            }
+        }
+        out.extend_from_slice(&rec);
+        out.extend_from_slice(&pkt);
+        at += 16 + caplen;
+    }
+    assert_eq!(at, bytes.len());
+    let path = dir.join("two.pcap");
+    std::fs::write(&path, &out).unwrap();
+    let j = run(&["replay", path.to_str().unwrap(), "--json"])
+        .ok()
+        .json();
+    let ids: Vec<u32> = j["summary"]["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["connection"].as_u64().unwrap() as u32)
+        .collect();
+    let [a, b] = ids[..] else {
+        panic!("two client connections: {j}")
+    };
+    (path, a, b)
+}
+
+/// `--conn ID`: a capture of two clients (16 READs each) replayed for one of them: its
+/// connection alone in the report, its 16 requests and bytes, the id in the spec; an id that
+/// is no client connection of the capture is a one-line usage error (exit 2). No root.
+#[test]
+fn replay_conn_takes_one_client_of_a_capture() {
+    let d = tempfile::tempdir().unwrap();
+    let (pcap, a, b) = two_clients(d.path());
+    let p = pcap.to_str().unwrap();
+    let all = run(&["replay", p, "--json"]).ok().json();
+    assert_eq!(all["summary"]["requests"], 32, "{all}");
+    assert_eq!(read_bytes(&all["summary"]["clients"]), 2 * 16 * 16384);
+    for id in [a, b] {
+        let j = run(&["replay", p, "--conn", &id.to_string(), "--json"])
+            .ok()
+            .json();
+        let s = &j["summary"];
+        let clients = s["clients"].as_array().unwrap();
+        assert_eq!(clients.len(), 1, "{j}");
+        assert_eq!(clients[0]["connection"], id, "{j}");
+        assert_eq!(s["requests"], 16, "{j}");
+        assert_eq!(all_requests(s, "nfs3:READ"), 16, "{j}");
+        assert_eq!(read_bytes(&s["clients"]), 16 * 16384, "{j}");
+        assert_eq!(j["spec"]["connections"], serde_json::json!([id]), "{j}");
+        assert_eq!(s["capture_gaps"]["unanswered_calls"], 0, "{j}");
+    }
+    let both = run(&["replay", p, "--conn", &format!("{a},{b}"), "--json"])
+        .ok()
+        .json();
+    assert_eq!(both["summary"]["requests"], 32, "{both}");
+    let text = run(&["replay", p, "--conn", &b.to_string()]).ok().stdout;
+    assert!(
+        text.contains("16 storage requests on 1 client connection(s)"),
+        "{text}"
+    );
+    for bad in ["99", &format!("{a},99")] {
+        let r = run(&["replay", p, "--conn", bad]);
+        assert_eq!(r.code, Some(2), "{r:?}");
+        let e = r.stderr.trim();
+        assert!(
+            e.contains("--conn 99") && e.contains("no client connection 99"),
+            "{e}"
+        );
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+}
