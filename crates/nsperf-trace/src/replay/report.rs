@@ -10,12 +10,12 @@ use crate::model::TraceSummary;
 use crate::proto::requests::RequestStream;
 
 /// What is not built yet, said in every report.
-pub const NOT_BUILT: &str = "the replay of SMB captures through a lab (--lab, --server \
-     samba, a plan's replay step) is not built yet: the durations over the RTT axis are the \
-     model's predictions (--lab replays an NFS workload through a lab at each asked RTT and \
-     --window, NFSv4 with --server ganesha, --check at the capture's own RTT first; \
-     --against replays an NFS or SMB2 workload against a server over the path as it is; a \
-     plan's replay step through the plan's lab, NFSv4 against a ganesha service)";
+pub const NOT_BUILT: &str = "the replay of SMB captures in a plan's replay step is not \
+     built yet: the durations over the RTT axis are the model's predictions (--lab replays \
+     the workload through a lab at each asked RTT, NFSv4 with --server ganesha, SMB2 against \
+     smbd with --server samba, --window for NFS only, --check at the capture's own RTT \
+     first; --against replays an NFS or SMB2 workload against a server over the path as it \
+     is; a plan's replay step through the plan's lab, NFSv4 against a ganesha service)";
 
 /// What was asked.
 #[derive(Debug, Clone, Serialize)]

@@ -35,7 +35,7 @@ impl std::fmt::Display for NotReplayable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             NotReplayable::Protocol(Protocol::Smb2) => f.write_str(
-                "an SMB2 capture replays against an SMB server (--against smb://HOST/SHARE/PATH); through a lab (--lab, a plan's replay step) it is not built yet",
+                "an SMB2 capture replays against an SMB server (--against smb://HOST/SHARE/PATH, or --lab --server samba); in a plan's replay step it is not built yet",
             ),
             NotReplayable::Protocol(p) => write!(
                 f,

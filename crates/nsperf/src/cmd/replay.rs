@@ -74,9 +74,10 @@ pub struct ReplayArgs {
     /// at each --rtt (and --rate, --loss); needs root.
     #[arg(long, conflicts_with = "against")]
     pub lab: bool,
-    /// With --lab: the server, embedded (nsperf's NFSv3 server, the default; NFSv3
-    /// captures) or ganesha (nfs-ganesha: NFSv4 captures over NFSv4.1, NFSv3 over NFSv3).
-    #[arg(long, value_name = "embedded|ganesha")]
+    /// With --lab: the server, embedded (nsperf's NFSv3 server, the default for NFS
+    /// captures; NFSv3 captures), ganesha (nfs-ganesha: NFSv4 captures over NFSv4.1, NFSv3
+    /// over NFSv3) or samba (Samba's smbd, the default for SMB2 captures).
+    #[arg(long, value_name = "embedded|ganesha|samba")]
     pub server: Option<ServerKind>,
     /// With the lab (implies --lab): replay at the capture's own RTT first and report the
     /// replay's own error against the captured duration.
@@ -147,12 +148,6 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         ));
     }
     let server = args.server.unwrap_or(ServerKind::Embedded);
-    if server == ServerKind::Samba {
-        return Err(classified(
-            Failure::Usage,
-            "replay --lab --server samba: the replay of SMB captures is not built yet (embedded, ganesha)",
-        ));
-    }
     if lab && !nsperf_lab::netns::is_root() {
         return Err(nsperf_lab::LabError::NeedsRoot("replay --lab").into());
     }
@@ -224,13 +219,30 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
             |e: NotReplayable| classified(Failure::Usage, format!("replay {name} {flag}: {e}"));
         let proto = protocol(&ws).map_err(usage)?;
         if proto == Protocol::Smb2 {
-            let Some(AgainstUrl::Smb(url)) = &args.against else {
-                return Err(usage(NotReplayable::Protocol(proto)));
-            };
-            sum.against = Some(against_smb(&name, url, &args, &ws)?);
+            if lab {
+                sum.lab = Some(lab_smb(
+                    &name,
+                    &args,
+                    &ws,
+                    args.server.unwrap_or(ServerKind::Samba),
+                )?);
+            } else {
+                let Some(AgainstUrl::Smb(url)) = &args.against else {
+                    return Err(usage(NotReplayable::Protocol(proto)));
+                };
+                sum.against = Some(against_smb(&name, url, &args, &ws)?);
+            }
         } else {
             if let Some(AgainstUrl::Smb(_)) = &args.against {
                 return Err(usage(NotReplayable::Protocol(proto)));
+            }
+            if lab && server == ServerKind::Samba {
+                return Err(classified(
+                    Failure::Usage,
+                    format!(
+                        "replay {name} --lab --server samba: an NFS capture, and smbd serves SMB: --server embedded or ganesha"
+                    ),
+                ));
             }
             if args.credentials.is_some() {
                 return Err(classified(
@@ -282,6 +294,48 @@ fn against_smb(
     Ok(against(&url.to_string(), ws, &done))
 }
 
+/// An SMB2 capture's workloads `ws` replayed through a lab against smbd (`--lab --server
+/// samba`).
+fn lab_smb(
+    name: &str,
+    args: &ReplayArgs,
+    ws: &[nsperf_trace::replay::Workload],
+    server: ServerKind,
+) -> anyhow::Result<nsperf_trace::replay::against::LabReport> {
+    let usage = |why: &str| classified(Failure::Usage, format!("replay {name} --lab: {why}"));
+    if server != ServerKind::Samba {
+        return Err(usage(
+            "an SMB2 capture, replayed against Samba's smbd: add --server samba",
+        ));
+    }
+    if args.window.is_some() {
+        return Err(usage(
+            "--window is not built for the SMB replay's connections (they take the kernel's autotuning)",
+        ));
+    }
+    let sc = smb_script(ws).map_err(|e| usage(&e.to_string()))?;
+    if sc.conns.len() > nsperf_smb::replay::MAX_CONNECTIONS {
+        return Err(classified(
+            Failure::Refused,
+            format!(
+                "replay {name} --lab: {} client connections, the replay runs at most {}",
+                sc.conns.len(),
+                nsperf_smb::replay::MAX_CONNECTIONS
+            ),
+        ));
+    }
+    let ask = super::replay_lab::LabAsk {
+        rtts_ms: args.rtt.clone(),
+        rate_bps: args.rate.and_then(|r| r.0),
+        loss: args.loss.clone(),
+        window_bytes: None,
+        check: args.check,
+        server,
+        v4: false,
+    };
+    super::replay_lab::run(name, ws, super::replay_lab::LabScript::Smb(&sc), &ask)
+}
+
 /// An NFS capture's script `sc` replayed through a lab (`--lab`) and against a server
 /// (`--against`), into `sum`.
 fn replay_nfs(
@@ -323,7 +377,12 @@ fn replay_nfs(
             server,
             v4,
         };
-        sum.lab = Some(super::replay_lab::run(name, ws, sc, &ask)?);
+        sum.lab = Some(super::replay_lab::run(
+            name,
+            ws,
+            super::replay_lab::LabScript::Nfs(sc),
+            &ask,
+        )?);
     }
     if let Some(AgainstUrl::Nfs(url)) = &args.against {
         let opt = Options {
@@ -527,6 +586,7 @@ fn through_lab(l: &LabReport) -> String {
         l.lab,
         match l.server.as_str() {
             "ganesha" => "nfs-ganesha",
+            "samba" => "Samba's smbd",
             _ => "embedded NFSv3 server",
         }
     );

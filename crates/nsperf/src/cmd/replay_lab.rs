@@ -1,9 +1,10 @@
-//! `nsperf replay CAPTURE --lab [--check] [--server ganesha]` (issue 25 items 2 and 4): a
-//! two-site lab built with the lab library (as `lab up` builds one), a server in site b —
-//! nsperf's embedded NFSv3 server (as `lab serve LAB b nfs DIR` runs it, here on a thread
-//! of this process inside the site's namespace) or nfs-ganesha (`lab serve LAB b nfs DIR
-//! --server ganesha`, run as that command) — and the capture's workload replayed from site
-//! a at each asked RTT (`--check`: at the capture's own RTT first), an NFSv4 capture over
+//! `nsperf replay CAPTURE --lab [--check] [--server ganesha|samba]` (issue 25 items 2 and
+//! 4): a two-site lab built with the lab library (as `lab up` builds one), a server in site
+//! b — nsperf's embedded NFSv3 server (as `lab serve LAB b nfs DIR` runs it, here on a
+//! thread of this process inside the site's namespace), nfs-ganesha (`lab serve LAB b nfs
+//! DIR --server ganesha`, run as that command) or Samba's smbd for an SMB2 capture (`lab
+//! serve LAB b smb DIR`, likewise) — and the capture's workload replayed from site a at
+//! each asked RTT (`--check`: at the capture's own RTT first), an NFSv4 capture over
 //! NFSv4.1. The lab is removed afterwards (its services with it), on error too.
 
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ use nsperf_lab::{LinkChange, netns};
 use nsperf_nfs::NfsUrl;
 use nsperf_nfs::replay::{self as engine, Options, Script};
 use nsperf_nfs::server::{Server, ServerConfig, ServerHandle};
+use nsperf_smb::replay as smb;
 use nsperf_trace::replay::Workload;
 use nsperf_trace::replay::against::{LabLink, LabReport, LabRun, lab_run};
 
@@ -38,6 +40,30 @@ pub(crate) struct LabAsk {
     pub server: ServerKind,
     /// The capture is NFSv4's: replayed over NFSv4.1 (ganesha only).
     pub v4: bool,
+}
+
+/// The workload replayed: an NFS capture's script or an SMB2 capture's.
+#[derive(Clone, Copy)]
+pub(crate) enum LabScript<'a> {
+    /// Against the embedded server or ganesha.
+    Nfs(&'a Script),
+    /// Against smbd.
+    Smb(&'a smb::Script),
+}
+
+/// The lab's server, as the replay reaches it from site a.
+enum Target {
+    Nfs(NfsUrl),
+    Smb(nsperf_smb::SmbUrl, nsperf_smb::Credentials),
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Nfs(u) => u.fmt(f),
+            Target::Smb(u, _) => u.fmt(f),
+        }
+    }
 }
 
 /// Most RTTs one `--lab` replays at (a replay each).
@@ -88,7 +114,7 @@ fn captured_rtt_ms(ws: &[Workload]) -> f64 {
 pub(crate) fn run(
     name: &str,
     ws: &[Workload],
-    sc: &Script,
+    sc: LabScript<'_>,
     ask: &LabAsk,
 ) -> anyhow::Result<LabReport> {
     let loss = match &ask.loss {
@@ -118,21 +144,14 @@ pub(crate) fn run(
     let dir = std::env::temp_dir().join(format!("nsperf-replay-lab-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let export = ExportDir(dir.canonicalize()?);
-    let _server = match ask.server {
+    let (_server, url) = match ask.server {
+        ServerKind::Samba => (None, serve_samba(&lab_name, &export.0)?),
         ServerKind::Ganesha => {
             serve_ganesha(&lab_name, &export.0)?;
-            None
+            (None, nfs_url(&export.0, ask)?)
         }
-        _ => Some(serve(&lab_name, &export.0)?),
+        _ => (Some(serve(&lab_name, &export.0)?), nfs_url(&export.0, ask)?),
     };
-    let version = match (ask.server, ask.v4) {
-        (_, true) => "?version=4.1",
-        (ServerKind::Ganesha, false) => "?version=3",
-        _ => "",
-    };
-    let url: NfsUrl = format!("nfs://10.77.0.2{}{version}", export.0.display())
-        .parse()
-        .map_err(|e| anyhow::anyhow!("the lab server's URL: {e}"))?;
     let mut report = LabReport {
         lab: lab_name.clone(),
         server: ask.server.to_string(),
@@ -149,6 +168,58 @@ pub(crate) fn run(
             .push(replay_at(&lab_name, &url, ws, sc, rtt, ask)?);
     }
     Ok(report)
+}
+
+/// The URL of the lab's NFS server exporting `dir`: NFSv4.1 for an NFSv4 capture, NFSv3
+/// else.
+fn nfs_url(dir: &std::path::Path, ask: &LabAsk) -> anyhow::Result<Target> {
+    let version = match (ask.server, ask.v4) {
+        (_, true) => "?version=4.1",
+        (ServerKind::Ganesha, false) => "?version=3",
+        _ => "",
+    };
+    format!("nfs://10.77.0.2{}{version}", dir.display())
+        .parse()
+        .map(Target::Nfs)
+        .map_err(|e| anyhow::anyhow!("the lab server's URL: {e}"))
+}
+
+/// Samba's smbd in site b of `lab`, sharing `dir` (`nsperf lab serve LAB b smb DIR`); its
+/// URL and the credentials file it wrote, from what that command printed. It stops with
+/// the lab.
+fn serve_samba(lab: &str, dir: &std::path::Path) -> anyhow::Result<Target> {
+    let exe = std::env::current_exe().context("finding the nsperf binary")?;
+    let out = std::process::Command::new(exe)
+        .args(["lab", "serve", lab, "b", "smb"])
+        .arg(dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .context("replay --lab: starting smbd")?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        anyhow::bail!(
+            "replay --lab: smbd did not start: {}",
+            err.lines().last().unwrap_or("no message").trim()
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let word_after = |tag: &str| {
+        text.lines()
+            .find_map(|l| l.split_once(tag).map(|(_, r)| r.trim()))
+            .and_then(|r| r.split_whitespace().next().map(str::to_string))
+    };
+    let url = text
+        .lines()
+        .find_map(|l| l.split_whitespace().find(|w| w.starts_with("smb://")))
+        .context("replay --lab: smbd's URL not in lab serve's output")?;
+    let url: nsperf_smb::SmbUrl = url
+        .parse()
+        .map_err(|e| anyhow::anyhow!("the lab server's URL: {e}"))?;
+    let creds = match word_after("credentials:") {
+        Some(path) => nsperf_smb::Credentials::from_file(std::path::Path::new(&path))?,
+        None => nsperf_smb::Credentials::guest(),
+    };
+    Ok(Target::Smb(url, creds))
 }
 
 /// Half a round trip, ns: the lab's one-way delay.
@@ -202,9 +273,9 @@ fn serve_ganesha(lab: &str, dir: &std::path::Path) -> anyhow::Result<()> {
 /// Sets the lab's link to `rtt_ms` (and the asked rate), replays the script from site a.
 fn replay_at(
     lab: &str,
-    url: &NfsUrl,
+    url: &Target,
     ws: &[Workload],
-    sc: &Script,
+    sc: LabScript<'_>,
     rtt_ms: f64,
     ask: &LabAsk,
 ) -> anyhow::Result<LabRun> {
@@ -216,15 +287,33 @@ fn replay_at(
         .with_context(|| format!("replay --lab: setting RTT {rtt_ms} ms"))?;
     // the change reaches the forwarders within a packet or two: let it settle
     std::thread::sleep(Duration::from_millis(50));
-    let (u, s) = (url.clone(), sc.clone());
-    let opt = Options {
-        timeout: nsperf_nfs::client::DEFAULT_TIMEOUT,
-        keep: false,
-        window_bytes: ask.window_bytes,
-    };
-    let done = netns::with_netns(&netns_name(lab, "a"), move || {
-        engine::run(&u, &s, opt).map_err(anyhow::Error::from)
-    })
+    let site = netns_name(lab, "a");
+    let done = match (url, sc) {
+        (Target::Nfs(u), LabScript::Nfs(s)) => {
+            let (u, s) = (u.clone(), s.clone());
+            let opt = Options {
+                timeout: nsperf_nfs::client::DEFAULT_TIMEOUT,
+                keep: false,
+                window_bytes: ask.window_bytes,
+            };
+            netns::with_netns(&site, move || {
+                engine::run(&u, &s, opt).map_err(anyhow::Error::from)
+            })
+        }
+        (Target::Smb(u, c), LabScript::Smb(s)) => {
+            let (u, c, s) = (u.clone(), c.clone(), s.clone());
+            let opt = smb::Options {
+                timeout: Duration::from_secs(30),
+                keep: false,
+            };
+            netns::with_netns(&site, move || {
+                smb::run(&u, &c, &s, opt).map_err(anyhow::Error::from)
+            })
+        }
+        _ => Err(anyhow::anyhow!(
+            "the capture's protocol is not the lab server's"
+        )),
+    }
     .with_context(|| format!("replay --lab at RTT {rtt_ms} ms against {url}"))?;
     let link = LabLink {
         rtt_ms,

@@ -46,7 +46,9 @@ fn check_replay(a: &serde_json::Value, captured_read: u64) -> f64 {
 /// at the client of a lab at 2 ms RTT with smbd in the server's site; replayed three times
 /// against the same smbd: each time every captured command replayed as many times with no
 /// error, the bytes read as captured, in flight not above the capture; the median duration
-/// within 10 % of the captured one.
+/// within 10 % of the captured one. Then through a lab of its own with smbd (`--lab
+/// --server samba --check --rtt 10`): the same counts, the replay's own error at the
+/// capture's RTT within 10 %, at 10 ms within 25 % of the model.
 #[test]
 fn replay_of_an_smb_capture_against_smbd_over_a_2ms_lab_gives_its_duration_back() {
     let what = "replay --against smb:// in a lab";
@@ -126,4 +128,30 @@ fn replay_of_an_smb_capture_against_smbd_over_a_2ms_lab_gives_its_duration_back(
     let median = sorted[1];
     eprintln!("replay --against smb at 2 ms, median error {median:+.2} % ({errs:?})");
     assert!(median.abs() <= 10.0, "duration errors {errs:?} %");
+    // Through a lab of its own with smbd (`--lab --server samba`): at the capture's RTT
+    // (`--check`), then at 10 ms beside the model.
+    let j = run(&[
+        "replay", p, "--json", "--lab", "--server", "samba", "--check", "--rtt", "10",
+    ])
+    .ok()
+    .json();
+    let s = &j["summary"];
+    let l = &s["lab"];
+    assert_eq!(l["server"], "samba", "{l}");
+    let captured_read = read_bytes(&s["clients"]);
+    let check = &l["check"];
+    let own = check_replay(&check["replay"], captured_read);
+    let at10 = &l["runs"][0];
+    check_replay(&at10["replay"], captured_read);
+    let vs_model = at10["replay_vs_model_pct"].as_f64().unwrap();
+    eprintln!(
+        "replay --lab --server samba: the replay's own error at the capture's RTT {own:+.2} %; at 10 ms replayed {:.4} s, model {:.4} s ({vs_model:+.2} %)",
+        at10["replayed_duration_s"].as_f64().unwrap(),
+        at10["model_duration_s"].as_f64().unwrap()
+    );
+    assert!(own.abs() <= 10.0, "the replay's own error {own} %");
+    assert!(
+        vs_model.abs() <= 25.0,
+        "at 10 ms against the model: {vs_model} %"
+    );
 }
