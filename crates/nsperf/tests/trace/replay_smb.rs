@@ -59,7 +59,9 @@ fn replay_of_an_smb_capture_against_smbd_over_a_2ms_lab_gives_its_duration_back(
     let _serial = timing_lock();
     let lab = lab_name("rsm");
     let _g = lab_up(&lab, &["--rtt", "2ms"]);
-    let dir = Scratch::new(&disk_base(), "smb-replay");
+    // A scratch name of its own: replay.rs's smbd test shares one named `smb-replay` (the
+    // same directory, and share, in this process) and removes it when it ends.
+    let dir = Scratch::new(&disk_base(), "smb-against");
     let Smbd { url, creds, .. } = serve_smb(&lab, &dir);
     let d = tempfile::tempdir().unwrap();
     let pcap = d.path().join("smb.pcap");
