@@ -15,7 +15,9 @@
 //!                  max(that, k × RTT + pass(the last round's bytes))
 //! window         = min(receive window, congestion window)
 //! room(t)        = the first time from t when the message's bytes fit the window beside
-//!                  those of the direction that arrived within the last RTT
+//!                  those of the direction that arrived within the last RTT; for a
+//!                  message larger than the window, when any byte fits: its first round
+//!                  is the room left (a byte stream: back-to-back replies share rounds)
 //! ```
 //!
 //! where the wire bytes add a TCP/IPv4/Ethernet header (66 bytes with timestamps) per
@@ -217,12 +219,15 @@ impl Direction {
             let halved = cw.checked_shr(timeouts.clamp(0, 63) as u32).unwrap_or(0);
             self.cwnd = Some(halved.max(initial.min(cw)));
         }
-        // room in the window: a message larger than the window waits for it to be empty
+        // room in the window: a message within a window waits until it fits whole; a larger
+        // one, a byte stream's part of it, starts in the room left (TCP does not wait for
+        // the window to empty between back-to-back messages)
         loop {
             self.acked(t, rtt);
             let Some(w) = self.window() else { break };
+            let need = if n > w { 1 } else { n };
             match self.held.front() {
-                Some(&(a, _, _)) if self.sum + n.min(w) > w => t = a + rtt,
+                Some(&(a, _, _)) if self.sum + need > w => t = a + rtt,
                 _ => break,
             }
         }

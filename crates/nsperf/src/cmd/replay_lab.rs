@@ -32,7 +32,8 @@ pub(crate) struct LabAsk {
     pub rate_bps: Option<f64>,
     /// The link's loss as given (`1%`).
     pub loss: Option<String>,
-    /// The replay connections' TCP window (socket buffers), bytes; the model's too.
+    /// The TCP window each way, bytes: in the lab, whole segments of [`LAB_MSS`] (see
+    /// [`lock_window`]); the model's too.
     pub window_bytes: Option<u64>,
     /// Replay at the capture's own RTT first.
     pub check: bool,
@@ -65,6 +66,13 @@ impl std::fmt::Display for Target {
         }
     }
 }
+
+/// The payload of a full segment on the lab's link: its MTU (1500) less the IPv4 and TCP
+/// headers and the timestamp option.
+const LAB_MSS: u64 = 1448;
+
+/// The SMB port the lab's smbd listens on.
+const SMB_PORT: u16 = 445;
 
 /// Most RTTs one `--lab` replays at (a replay each).
 pub(crate) const MAX_LAB_RTTS: usize = 16;
@@ -152,6 +160,14 @@ pub(crate) fn run(
         }
         _ => (Some(serve(&lab_name, &export.0)?), nfs_url(&export.0, ask)?),
     };
+    let port = match url {
+        Target::Nfs(_) => nsperf_nfs::proto::NFS_PORT,
+        Target::Smb(..) => SMB_PORT,
+    };
+    let window = match ask.window_bytes {
+        Some(w) => Some(lock_window(&lab_name, w, port)?),
+        None => None,
+    };
     let mut report = LabReport {
         lab: lab_name.clone(),
         server: ask.server.to_string(),
@@ -160,12 +176,12 @@ pub(crate) fn run(
     };
     if ask.check {
         let rtt = captured_rtt_ms(ws);
-        report.check = Some(replay_at(&lab_name, &url, ws, sc, rtt, ask)?);
+        report.check = Some(replay_at(&lab_name, &url, ws, sc, rtt, ask, window)?);
     }
     for &rtt in &ask.rtts_ms {
         report
             .runs
-            .push(replay_at(&lab_name, &url, ws, sc, rtt, ask)?);
+            .push(replay_at(&lab_name, &url, ws, sc, rtt, ask, window)?);
     }
     Ok(report)
 }
@@ -270,7 +286,63 @@ fn serve_ganesha(lab: &str, dir: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Sets the lab's link to `rtt_ms` (and the asked rate), replays the script from site a.
+/// `--window W` in the lab, exact each way: the congestion window of each site's route to
+/// the other locked at W's whole segments (at least 2), so that neither side has more than
+/// that many unacknowledged. The sockets' buffers cannot do it: Linux 6.x sets a receive
+/// window clamp from the buffer's space as it measures it (`SO_RCVBUF` 64 KiB with
+/// `TCP_WINDOW_CLAMP` 64 KiB read back 87,040 bytes, and a 2 MiB read at 24 ms ran at
+/// 87 KB a round trip, 2026-12-08), and the send buffer counts memory, not bytes. The
+/// kernel takes a locked congestion window from its TCP metrics entry for the peer, which
+/// it makes from the route when a connection to the peer ends: one connection to the
+/// server, opened and closed, makes the entries on both sides. The window in bytes.
+fn lock_window(lab: &str, window: u64, port: u16) -> anyhow::Result<u64> {
+    let segments = (window / LAB_MSS).max(2);
+    let n = segments.to_string();
+    let sites = [("a", "10.77.0.2"), ("b", "10.77.0.1")];
+    for (site, peer) in sites {
+        let ns = netns_name(lab, site);
+        let dst = format!("{peer}/32");
+        netns::ip(&["-n", &ns, "tcp_metrics", "flush", "all"]).ok();
+        netns::ip(&[
+            "-n",
+            &ns,
+            "route",
+            "replace",
+            &dst,
+            "dev",
+            nsperf_lab::emulator::LINK_DEV,
+            "cwnd",
+            "lock",
+            &n,
+        ])
+        .context("replay --lab --window: locking the route's congestion window")?;
+    }
+    let server = std::net::SocketAddr::from(([10, 77, 0, 2], port));
+    netns::with_netns(&netns_name(lab, "a"), move || {
+        std::net::TcpStream::connect_timeout(&server, Duration::from_secs(5))
+            .map(drop)
+            .map_err(anyhow::Error::from)
+    })
+    .context("replay --lab --window: a connection to the server")?;
+    let made = |(site, peer): (&str, &str)| {
+        std::process::Command::new("ip")
+            .args(["-n", &netns_name(lab, site), "tcp_metrics", "show", peer])
+            .output()
+            .is_ok_and(|o| !o.stdout.is_empty())
+    };
+    let until = std::time::Instant::now() + Duration::from_secs(3);
+    while !sites.into_iter().all(made) {
+        anyhow::ensure!(
+            std::time::Instant::now() < until,
+            "replay --lab --window: the kernel made no TCP metrics entry for the lab's peers within 3 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(segments * LAB_MSS)
+}
+
+/// Sets the lab's link to `rtt_ms` (and the asked rate), replays the script from site a;
+/// the window, when asked, is the lab's routes' ([`lock_window`]), in bytes.
 fn replay_at(
     lab: &str,
     url: &Target,
@@ -278,6 +350,7 @@ fn replay_at(
     sc: LabScript<'_>,
     rtt_ms: f64,
     ask: &LabAsk,
+    window: Option<u64>,
 ) -> anyhow::Result<LabRun> {
     let change = LinkChange {
         delay_ns: Some(half_ns(rtt_ms)),
@@ -294,7 +367,8 @@ fn replay_at(
             let opt = Options {
                 timeout: nsperf_nfs::client::DEFAULT_TIMEOUT,
                 keep: false,
-                window_bytes: ask.window_bytes,
+                // The window is the routes': the sockets' buffers are left to the kernel.
+                window_bytes: None,
             };
             netns::with_netns(&site, move || {
                 engine::run(&u, &s, opt).map_err(anyhow::Error::from)
@@ -319,7 +393,7 @@ fn replay_at(
         rtt_ms,
         rate_bps: ask.rate_bps,
         loss: ask.loss.clone(),
-        window_bytes: ask.window_bytes,
+        window_bytes: window,
     };
     Ok(lab_run(&url.to_string(), ws, &done, link))
 }

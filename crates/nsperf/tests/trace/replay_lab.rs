@@ -8,6 +8,7 @@ use common::lab::{io_in_site, lab_name, timing_lock};
 use common::servers::serve_nfs_in_site;
 use common::*;
 
+use crate::replay::busiest;
 use crate::trace_proto::{capture_whole, lab_up};
 
 /// A 4 MiB sequential read at depth 4 captured at 5 ms, replayed with `--lab --check --rtt
@@ -115,6 +116,77 @@ fn replay_lab_check_gives_the_capture_back_and_follows_the_model_at_50ms() {
         t.contains("replayed through lab") && t.contains("own error"),
         "{t}"
     );
+}
+
+/// `--lab --window 64k` bounds the replay to that window each way: a 2 MiB read at depth 4
+/// in 256 KiB READs, captured at 2 ms, replayed at 20 ms cannot move more than the window a
+/// round trip, so its read connection lasts at least (bytes / window - 1) path RTTs (less
+/// 5 %). Before the lab locked its routes' congestion windows, the sockets' buffers let
+/// 87 KB a round trip through and the same replay took 0.588 s against that bound's 0.60 s
+/// (2026-12-08). The window reported is the lab's, whole segments (45 of 1448 bytes), and
+/// the model beside it within 20 %.
+#[test]
+fn replay_lab_window_bounds_the_bytes_a_round_trip() {
+    let what = "replay --lab --window";
+    if !require_lab(what) || !require_program("tcpdump", what) {
+        return;
+    }
+    let _serial = timing_lock();
+    let d = tempfile::tempdir().unwrap();
+    let pcap = d.path().join("read-2ms.pcap");
+    {
+        let lab = lab_up(&lab_name("rpw"), &["--rtt", "2ms"]);
+        let export = std::fs::canonicalize(d.path()).unwrap().join("export");
+        std::fs::create_dir(&export).unwrap();
+        let url = serve_nfs_in_site(lab.name(), "b", &export, None);
+        let read = [
+            "-w",
+            "seqread",
+            "-s",
+            "2m",
+            "-b",
+            "256k",
+            "--iodepth",
+            "4",
+            "-q",
+        ];
+        if !capture_whole(&lab.ns("a"), &pcap, what, || {
+            io_in_site(lab.name(), "a", &url, &read).ok();
+        }) {
+            return;
+        }
+    }
+    let p = pcap.to_str().unwrap();
+    let j = run(&[
+        "replay", p, "--lab", "--rtt", "20", "--window", "64k", "--json",
+    ])
+    .ok()
+    .json();
+    let r = &j["summary"]["lab"]["runs"][0];
+    assert_eq!(r["window_bytes"], 45 * 1448, "{r}");
+    let path = r["replay"]["path_rtt_ms"].as_f64().unwrap() / 1e3;
+    let read = busiest(&r["replay"]["clients"], "nfs3:READ", "captured_requests");
+    let bytes = read["read_bytes"].as_f64().unwrap();
+    assert_eq!(bytes, (2 << 20) as f64, "{read}");
+    let took = read["replayed_duration_s"].as_f64().unwrap();
+    let floor = (bytes / (45.0 * 1448.0) - 1.0) * path * 0.95;
+    let model = r["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["connection"] == read["connection"])
+        .map(|c| c["model_s"].as_f64().unwrap())
+        .unwrap();
+    eprintln!(
+        "--window 64k at 20 ms: the read connection replayed in {took:.4} s (the window's floor {floor:.4} s at path RTT {:.2} ms), model {model:.4} s",
+        path * 1e3
+    );
+    assert!(
+        took >= floor,
+        "{took} s under the window's floor {floor} s: {read}"
+    );
+    let vs = (took - model) * 100.0 / model;
+    assert!(vs.abs() <= 20.0, "against the model {vs:+.1} %: {r}");
 }
 
 /// `--lab` without root (as root: under setpriv as nobody): one line, exit 4 (a missing
