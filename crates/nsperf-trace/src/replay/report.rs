@@ -13,7 +13,7 @@ use crate::proto::requests::RequestStream;
 pub const NOT_BUILT: &str = "the replay of SMB captures in a plan's replay step is not \
      built yet: the durations over the RTT axis are the model's predictions (--lab replays \
      the workload through a lab at each asked RTT, NFSv4 with --server ganesha, SMB2 against \
-     smbd with --server samba, --window for NFS only, --check at the capture's own RTT \
+     smbd with --server samba, --check at the capture's own RTT \
      first; --against replays an NFS or SMB2 workload against a server over the path as it \
      is; a plan's replay step through the plan's lab, NFSv4 against a ganesha service)";
 

@@ -53,8 +53,9 @@ pub struct ReplayArgs {
     #[arg(long, value_parser = |s: &str| parse_rate(s).map(RateArg))]
     rate: Option<RateArg>,
     /// TCP window bounding the bytes in flight each way (`64k`, `4m`); default: each
-    /// connection's largest advertised windows in the capture. With --lab the replay's
-    /// connections get it too (their socket buffers), and the model beside each replay.
+    /// connection's largest advertised windows in the capture. With --lab the lab's routes
+    /// bound the replay to it each way (whole segments), and the model beside each replay;
+    /// with --against nfs://, the replay's socket buffers (about).
     #[arg(long)]
     pub window: Option<Bytes>,
     /// Replay the workload against this server, in a fresh directory under the URL's, and
@@ -271,6 +272,14 @@ fn against_smb(
     ws: &[nsperf_trace::replay::Workload],
 ) -> anyhow::Result<AgainstReport> {
     use nsperf_smb::replay as smb;
+    if args.window.is_some() {
+        return Err(classified(
+            Failure::Usage,
+            format!(
+                "replay {name} --against smb://: --window is not built for the SMB replay's own sockets (--lab bounds it by the lab's routes)"
+            ),
+        ));
+    }
     let sc = smb_script(ws)
         .map_err(|e| classified(Failure::Usage, format!("replay {name} --against: {e}")))?;
     if sc.conns.len() > smb::MAX_CONNECTIONS {
@@ -308,11 +317,6 @@ fn lab_smb(
             "an SMB2 capture, replayed against Samba's smbd: add --server samba",
         ));
     }
-    if args.window.is_some() {
-        return Err(usage(
-            "--window is not built for the SMB replay's connections (they take the kernel's autotuning)",
-        ));
-    }
     let sc = smb_script(ws).map_err(|e| usage(&e.to_string()))?;
     if sc.conns.len() > nsperf_smb::replay::MAX_CONNECTIONS {
         return Err(classified(
@@ -328,7 +332,7 @@ fn lab_smb(
         rtts_ms: args.rtt.clone(),
         rate_bps: args.rate.and_then(|r| r.0),
         loss: args.loss.clone(),
-        window_bytes: None,
+        window_bytes: args.window.map(|w| w.0),
         check: args.check,
         server,
         v4: false,

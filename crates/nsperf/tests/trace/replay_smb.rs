@@ -156,4 +156,30 @@ fn replay_of_an_smb_capture_against_smbd_over_a_2ms_lab_gives_its_duration_back(
         vs_model.abs() <= 25.0,
         "at 10 ms against the model: {vs_model} %"
     );
+    // `--window 64k`: the lab's routes bound it each way (45 segments of 1448 bytes), so
+    // the read's connection moves at most a window a round trip.
+    let j = run(&[
+        "replay", p, "--json", "--lab", "--server", "samba", "--rtt", "10", "--window", "64k",
+    ])
+    .ok()
+    .json();
+    let r = &j["summary"]["lab"]["runs"][0];
+    assert_eq!(r["window_bytes"], 45 * 1448, "{r}");
+    check_replay(&r["replay"], captured_read);
+    let path = r["replay"]["path_rtt_ms"].as_f64().unwrap() / 1e3;
+    let read = crate::replay::busiest(&r["replay"]["clients"], "smb2:READ", "captured_requests");
+    let (bytes, took) = (
+        read["read_bytes"].as_f64().unwrap(),
+        read["replayed_duration_s"].as_f64().unwrap(),
+    );
+    let floor = (bytes / (45.0 * 1448.0) - 1.0) * path * 0.95;
+    eprintln!(
+        "replay --lab --server samba --window 64k at 10 ms: the read's connection {bytes} bytes in {took:.4} s (the window's floor {floor:.4} s), all {:.4} s against the model's {:.4} s",
+        r["replayed_duration_s"].as_f64().unwrap(),
+        r["model_duration_s"].as_f64().unwrap()
+    );
+    assert!(
+        took >= floor,
+        "{took} s under the window's floor {floor} s: {read}"
+    );
 }
