@@ -220,42 +220,15 @@ impl Direct {
         let mut sent = 0usize;
         let mut since = None;
         while sent < total {
-            let mut iov = [libc::iovec {
-                iov_base: std::ptr::null_mut(),
-                iov_len: 0,
-            }; 4];
-            let mut n = 0;
-            let mut skip = sent;
-            for p in parts {
-                if skip >= p.len() {
-                    skip -= p.len();
-                    continue;
-                }
-                iov[n] = libc::iovec {
-                    iov_base: p[skip..].as_ptr() as *mut _,
-                    iov_len: p.len() - skip,
-                };
-                skip = 0;
-                n += 1;
-            }
-            // SAFETY: a zeroed msghdr naming `n` iovecs over live slices.
-            let r = unsafe {
-                let mut msg: libc::msghdr = std::mem::zeroed();
-                msg.msg_iov = iov.as_mut_ptr();
-                msg.msg_iovlen = n as _;
-                libc::sendmsg(self.fd, &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
-            };
-            if r >= 0 {
-                sent += r as usize;
-            } else {
-                let e = errno();
-                match e.kind() {
+            match send_some(self.fd, parts, sent) {
+                Ok(n) => sent += n,
+                Err(e) => match e.kind() {
                     std::io::ErrorKind::WouldBlock => {
                         wait(self.fd, libc::POLLOUT, deadline, &mut since)?
                     }
                     std::io::ErrorKind::Interrupted => {}
                     _ => return Err(Fault::Lost(smb2::Error::Io(e))),
-                }
+                },
             }
         }
         Ok(())
@@ -614,6 +587,40 @@ impl Direct {
         self.timeout = self.timeout.min(within);
         let mut out = Vec::new();
         self.control_named(wire::CLOSE, "CLOSE", &mut out, path)
+    }
+}
+
+/// One non-blocking `sendmsg` of `parts` (at most four) from byte `sent` of their
+/// concatenation on: the bytes the kernel took.
+pub(crate) fn send_some(fd: libc::c_int, parts: &[&[u8]], sent: usize) -> std::io::Result<usize> {
+    let mut iov = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; 4];
+    let (mut n, mut skip) = (0, sent);
+    for p in parts {
+        if skip >= p.len() {
+            skip -= p.len();
+            continue;
+        }
+        iov[n] = libc::iovec {
+            iov_base: p[skip..].as_ptr() as *mut _,
+            iov_len: p.len() - skip,
+        };
+        skip = 0;
+        n += 1;
+    }
+    // SAFETY: a zeroed msghdr naming `n` iovecs over live slices.
+    let r = unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = iov.as_mut_ptr();
+        msg.msg_iovlen = n as _;
+        libc::sendmsg(fd, &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+    };
+    if r >= 0 {
+        Ok(r as usize)
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }
 

@@ -417,39 +417,13 @@ impl<'a> Driver<'a> {
         let total: usize = parts.iter().map(|p| p.len()).sum();
         let mut sent = 0usize;
         while sent < total {
-            let mut iov = [libc::iovec {
-                iov_base: std::ptr::null_mut(),
-                iov_len: 0,
-            }; 3];
-            let (mut n, mut skip) = (0, sent);
-            for p in parts {
-                if skip >= p.len() {
-                    skip -= p.len();
-                    continue;
-                }
-                iov[n] = libc::iovec {
-                    iov_base: p[skip..].as_ptr() as *mut _,
-                    iov_len: p.len() - skip,
-                };
-                skip = 0;
-                n += 1;
-            }
-            // SAFETY: a zeroed msghdr naming `n` iovecs over live slices.
-            let r = unsafe {
-                let mut msg: libc::msghdr = std::mem::zeroed();
-                msg.msg_iov = iov.as_mut_ptr();
-                msg.msg_iovlen = n as _;
-                libc::sendmsg(self.link.fd, &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
-            };
-            if r >= 0 {
-                sent += r as usize;
-                continue;
-            }
-            let e = std::io::Error::last_os_error();
-            match e.kind() {
-                std::io::ErrorKind::WouldBlock => self.wait(libc::POLLOUT, IDLE_NS)?,
-                std::io::ErrorKind::Interrupted => {}
-                _ => return Err(lost(e)),
+            match crate::direct::send_some(self.link.fd, &parts, sent) {
+                Ok(n) => sent += n,
+                Err(e) => match e.kind() {
+                    std::io::ErrorKind::WouldBlock => self.wait(libc::POLLOUT, IDLE_NS)?,
+                    std::io::ErrorKind::Interrupted => {}
+                    _ => return Err(lost(e)),
+                },
             }
         }
         Ok(())
